@@ -1,0 +1,18 @@
+"""crdharness: end-to-end test harness for versioned Kubernetes CustomResourceDefinitions.
+
+The package is organised by concern:
+
+- ``versions``      which Kubernetes releases the harness supports, and how to name them
+- ``assets``        finding ``kube-apiserver``, ``kubectl`` and ``etcd`` (explicit dir, cache,
+                    envtest archive, Go build) — with ``cache``, ``envtest_archive`` and ``gobuild``
+- ``certs``         every certificate and key, made with trustme
+- ``processes``     starting and always stopping child processes (with ``guardian``)
+- ``controlplane``  etcd + kube-apiserver on loopback (the "local" backend)
+- ``etcd``          reading what etcd stores for an object
+- ``cluster``       the object tests receive, whatever the backend
+- ``pytest_plugin`` options and the session ``cluster`` fixture
+"""
+
+from crdharness.errors import HarnessError
+
+__all__ = ["HarnessError"]

@@ -1,0 +1,81 @@
+"""The per-user binary cache: where it is, one lock per entry, atomic installs.
+
+Layout (one directory per component and version, like envtest's asset directories)::
+
+    ~/.cache/crdharness/
+        kubernetes-v1.37.1/{kube-apiserver,kubectl}
+        etcd-v3.6.16/etcd
+        locks/<entry>.lock
+
+An entry appears by ``os.replace`` of a fully written sibling directory, so an interrupted
+build or download never leaves a half binary where a later run would use it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from filelock import FileLock, Timeout
+
+from crdharness.errors import HarnessError
+
+ENV_VAR = "CRDHARNESS_CACHE"
+# A cold build of kube-apiserver takes minutes; a second run waits for it rather than
+# building the same thing twice.
+LOCK_TIMEOUT_SECONDS = 60 * 60
+
+
+def cache_root() -> Path:
+    if os.environ.get(ENV_VAR):
+        return Path(os.environ[ENV_VAR]).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "crdharness"
+
+
+def entry_dir(name: str) -> Path:
+    return cache_root() / name
+
+
+@contextmanager
+def locked(name: str) -> Iterator[None]:
+    """Hold the lock of cache entry ``name``; two runs that start at once take turns."""
+    locks = cache_root() / "locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(locks / f"{name}.lock"), timeout=LOCK_TIMEOUT_SECONDS)
+    try:
+        with lock:
+            yield
+    except Timeout as exc:
+        raise HarnessError(
+            f"waited {LOCK_TIMEOUT_SECONDS}s for the cache lock {lock.lock_file}: another run "
+            "holds it; stop that run or delete the lock file if no run is active"
+        ) from exc
+
+
+@contextmanager
+def staging_dir(name: str) -> Iterator[Path]:
+    """A scratch directory beside entry ``name`` (same file system, so the install is atomic)."""
+    root = cache_root()
+    root.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=f".{name}.partial-", dir=root))
+    try:
+        yield scratch
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def install(name: str, built: Path) -> Path:
+    """Atomically make directory ``built`` the cache entry ``name`` (replacing a bad one)."""
+    target = entry_dir(name)
+    if target.exists():
+        # Rename the old entry out of the way first: os.replace cannot replace a non-empty dir.
+        graveyard = target.with_name(f".{name}.old-{os.getpid()}")
+        os.replace(target, graveyard)
+        shutil.rmtree(graveyard, ignore_errors=True)
+    os.replace(built, target)
+    return target

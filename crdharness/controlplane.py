@@ -1,0 +1,297 @@
+"""The "local" backend: a real etcd and kube-apiserver on loopback, like envtest's.
+
+``ControlPlane.start()`` is ready only when ``/readyz`` answers ok *and* a CRD can be
+created, becomes Established and serves a LIST — the harness's whole reason to exist.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import requests
+from kubernetes import client, config
+
+from crdharness import cache, certs, crds, kubeconfig, ports
+from crdharness.assets import Assets
+from crdharness.errors import HarnessError
+from crdharness.guardian import Guardian
+from crdharness.polling import WaitTimeout, wait_for
+from crdharness.processes import ManagedProcess, identity
+from crdharness.progress import Reporter, to_stderr
+from crdharness.versions import Release
+from crdharness.workspace import Workspace, sweep_stale
+
+ADMIN_USER = "crdharness-admin"
+ADMIN_GROUPS = ("system:masters",)
+
+READINESS_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "probes.readiness.crdharness.io"},
+    "spec": {
+        "group": "readiness.crdharness.io",
+        "scope": "Cluster",
+        "names": {"plural": "probes", "singular": "probe", "kind": "Probe"},
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "schema": {
+                    "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+                },
+            }
+        ],
+    },
+}
+
+
+@dataclass
+class ControlPlaneOptions:
+    watch_cache: bool = True
+    apiserver_port: int | None = None  # None: a free one
+    etcd_port: int | None = None
+    ready_timeout: float = 120.0
+    extra_apiserver_flags: list[str] = field(default_factory=list)
+
+
+class ControlPlane:
+    def __init__(
+        self,
+        assets: Assets,
+        release: Release,
+        options: ControlPlaneOptions | None = None,
+        report: Reporter = to_stderr,
+    ):
+        self.assets = assets
+        self.release = release
+        self.options = options or ControlPlaneOptions()
+        self.report = report
+        self.workspace: Workspace | None = None
+        self.guardian: Guardian | None = None
+        self.etcd: ManagedProcess | None = None
+        self.apiserver: ManagedProcess | None = None
+        self.server_url = ""
+        self.etcd_url = ""
+        self.kubeconfig: Path | None = None
+        self.ca: certs.CertificateAuthority | None = None
+        self.admin: certs.KeyPair | None = None
+        self.start_to_ready_seconds: float | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> ControlPlane:
+        began = time.monotonic()
+        sweep_stale()
+        try:
+            self._prepare()
+            self._start_etcd()
+            self._start_apiserver()
+            self._wait_ready()
+        except HarnessError as exc:
+            kept = self._keep_logs()
+            self.stop()
+            raise HarnessError(f"{exc} (logs kept in {kept})") from None
+        except BaseException:
+            self.stop()
+            raise
+        self.start_to_ready_seconds = time.monotonic() - began
+        self.report(
+            f"control plane {self.release.git_version} ready at {self.server_url} "
+            f"in {self.start_to_ready_seconds:.1f}s (workspace {self.workspace.path})"
+        )
+        return self
+
+    def stop(self) -> None:
+        """Stop kube-apiserver, then etcd, then remove the workspace. Idempotent."""
+        for process in (self.apiserver, self.etcd):
+            if process is not None:
+                process.stop()
+        if self.workspace is not None:
+            self.workspace.remove()
+        if self.guardian is not None:
+            self.guardian.release()
+            self.guardian = None
+
+    def __enter__(self) -> ControlPlane:
+        return self.start()
+
+    def __exit__(self, *exc_info) -> None:
+        self.stop()
+
+    # -- pieces ----------------------------------------------------------------------------
+
+    @property
+    def path(self) -> Path:
+        assert self.workspace is not None
+        return self.workspace.path
+
+    @property
+    def logs(self) -> dict[str, Path]:
+        return {p.name: p.log_path for p in (self.etcd, self.apiserver) if p is not None}
+
+    def _keep_logs(self) -> Path:
+        """Copy the logs out of the workspace (which is about to go) after a failed start."""
+        kept = cache.cache_root() / "logs" / f"failed-start-{time.strftime('%Y%m%d-%H%M%S')}"
+        kept.mkdir(parents=True, exist_ok=True)
+        for name, log in self.logs.items():
+            if log.exists():
+                shutil.copy(log, kept / f"{name}.log")
+        return kept
+
+    def _launch(self, process: ManagedProcess) -> ManagedProcess:
+        process.start()
+        assert self.workspace is not None and self.guardian is not None
+        self.workspace.adopt(process.pid)
+        who = identity(process.pid)
+        if who:
+            self.guardian.watch(*who)
+        return process
+
+    def _prepare(self) -> None:
+        self.workspace = Workspace()
+        self.guardian = Guardian()
+        self.guardian.remove(self.workspace.path)
+        pki = self.path / "pki"
+        pki.mkdir()
+        self.ca = certs.CertificateAuthority(pki)
+        self.serving = self.ca.issue_server("apiserver", *certs.LOOPBACK_NAMES)
+        self.admin = self.ca.issue_client("admin", ADMIN_USER, ADMIN_GROUPS)
+        self.service_account = certs.service_account_keys(pki)
+        self.apiserver_port = ports.claim(
+            self.options.apiserver_port, "kube-apiserver", "--apiserver-port"
+        )
+        self.etcd_port = ports.claim(self.options.etcd_port, "etcd", "--etcd-port")
+        self.etcd_peer_port = ports.free_port()
+        self.server_url = f"https://{ports.LOOPBACK}:{self.apiserver_port}"
+        self.etcd_url = f"http://{ports.LOOPBACK}:{self.etcd_port}"
+        self.kubeconfig = kubeconfig.write(
+            self.path / "kubeconfig", "crdharness-local", self.server_url, self.ca.bundle_b64,
+            self.admin,
+        )
+
+    def etcd_args(self) -> list[str]:
+        peer = f"http://{ports.LOOPBACK}:{self.etcd_peer_port}"
+        return [
+            str(self.assets.etcd),
+            "--name=crdharness",
+            f"--data-dir={self.path / 'etcd-data'}",
+            f"--listen-client-urls={self.etcd_url}",
+            f"--advertise-client-urls={self.etcd_url}",
+            f"--listen-peer-urls={peer}",
+            f"--initial-advertise-peer-urls={peer}",
+            f"--initial-cluster=crdharness={peer}",
+            # Throwaway data: skip fsync, which dominates write latency on CI disks.
+            "--unsafe-no-fsync=true",
+            "--log-level=warn",
+        ]
+
+    def apiserver_args(self) -> list[str]:
+        pki = self.path / "pki"
+        return [
+            str(self.assets.kube_apiserver),
+            f"--etcd-servers={self.etcd_url}",
+            f"--bind-address={ports.LOOPBACK}",
+            f"--advertise-address={ports.LOOPBACK}",
+            # The endpoint reconciler refuses a loopback address, and nothing needs the
+            # "kubernetes" Service's endpoints here.
+            "--endpoint-reconciler-type=none",
+            f"--secure-port={self.apiserver_port}",
+            f"--cert-dir={pki}",
+            f"--tls-cert-file={self.serving.cert}",
+            f"--tls-private-key-file={self.serving.key}",
+            f"--client-ca-file={self.ca.cert_path}",
+            "--authorization-mode=RBAC",
+            f"--service-account-issuer={self.server_url}",
+            f"--service-account-key-file={self.service_account.cert}",
+            f"--service-account-signing-key-file={self.service_account.key}",
+            "--service-cluster-ip-range=10.0.0.0/24",
+            "--allow-privileged=true",
+            # No controller-manager makes service-account tokens; pods are never run here.
+            "--disable-admission-plugins=ServiceAccount",
+            # Lets a conversion webhook be reached through a Service with hand-made endpoints.
+            "--enable-aggregator-routing=true",
+            f"--watch-cache={'true' if self.options.watch_cache else 'false'}",
+            "--profiling=false",
+            *self.options.extra_apiserver_flags,
+        ]
+
+    def _start_etcd(self) -> None:
+        self.etcd = self._launch(
+            ManagedProcess("etcd", self.etcd_args(), self.path / "etcd.log")
+        )
+        http = requests.Session()
+        http.trust_env = False
+        self._await(
+            self.etcd,
+            lambda: http.get(f"{self.etcd_url}/health", timeout=2).json().get("health") == "true",
+            "etcd /health",
+        )
+
+    def _start_apiserver(self) -> None:
+        self.apiserver = self._launch(
+            ManagedProcess("kube-apiserver", self.apiserver_args(), self.path / "kube-apiserver.log")
+        )
+        self._await(self.apiserver, self._readyz_ok, "kube-apiserver /readyz to answer ok")
+
+    def _readyz_ok(self) -> bool:
+        assert self.admin is not None and self.ca is not None
+        response = requests.get(
+            f"{self.server_url}/readyz",
+            cert=(str(self.admin.cert), str(self.admin.key)),
+            verify=str(self.ca.cert_path),  # per request: REQUESTS_CA_BUNDLE would override a Session's
+            timeout=5,
+        )
+        return response.status_code == 200 and response.text.strip() == "ok"
+
+    def _await(self, process: ManagedProcess, condition, what: str) -> None:
+        """Wait for ``condition``; fail at once, with its log, if ``process`` exits instead."""
+
+        def ready_or_dead() -> bool:
+            if not process.running():
+                raise _Exited()
+            return bool(condition())
+
+        try:
+            wait_for(ready_or_dead, self.options.ready_timeout, what, interval=0.2, fatal=(_Exited,))
+        except _Exited:
+            raise HarnessError(self._exit_message(process)) from None
+        except WaitTimeout as exc:
+            raise HarnessError(f"{exc}; log: {process.log_path}") from None
+
+    def _exit_message(self, process: ManagedProcess) -> str:
+        tail = process.log_tail(40)
+        if "address already in use" in tail:
+            return (
+                f"{process.name} could not bind its port (address already in use): another "
+                "process took it; run again, or free the port"
+            )
+        last = " | ".join(tail.strip().splitlines()[-3:]) or "(empty log)"
+        return f"{process.name} exited with code {process.popen.returncode}; its log ends: {last}"
+
+    def _wait_ready(self) -> None:
+        """A CRD can be created, becomes Established, and serves; then it is removed again."""
+        api_client = self.api_client()
+        try:
+            crds.create_and_wait(api_client, READINESS_CRD, timeout=self.options.ready_timeout)
+            wait_for(
+                lambda: client.CustomObjectsApi(api_client).list_cluster_custom_object(
+                    "readiness.crdharness.io", "v1", "probes"
+                ) is not None,
+                self.options.ready_timeout,
+                "the readiness CRD to serve LIST",
+            )
+            crds.delete_and_wait(api_client, READINESS_CRD["metadata"]["name"])
+        finally:
+            api_client.close()
+
+    def api_client(self) -> client.ApiClient:
+        assert self.kubeconfig is not None
+        return config.new_client_from_config(config_file=str(self.kubeconfig))
+
+
+class _Exited(Exception):
+    pass

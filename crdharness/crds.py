@@ -1,0 +1,81 @@
+"""Helpers around CustomResourceDefinitions: apply, wait until served, delete."""
+
+from __future__ import annotations
+
+import copy
+
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+from crdharness.polling import wait_for
+
+
+def established(api: client.ApiextensionsV1Api, name: str) -> bool:
+    crd = api.read_custom_resource_definition(name)
+    conditions = (crd.status and crd.status.conditions) or []
+    return any(c.type == "Established" and c.status == "True" for c in conditions)
+
+
+def wait_established(api: client.ApiextensionsV1Api, name: str, timeout: float = 60) -> None:
+    wait_for(lambda: established(api, name), timeout, f"CRD {name} to be Established")
+
+
+def served_versions(api_client: client.ApiClient, group: str) -> set[str]:
+    """The versions discovery lists for ``group`` right now (empty if the group is absent)."""
+    try:
+        group_info = client.ApisApi(api_client).get_api_versions()
+    except ApiException:
+        return set()
+    for api_group in group_info.groups:
+        if api_group.name == group:
+            return {v.version for v in api_group.versions}
+    return set()
+
+
+def wait_discovery(
+    api_client: client.ApiClient, group: str, versions: set[str], timeout: float = 60
+) -> None:
+    """Wait until discovery lists exactly ``versions`` for ``group``."""
+    wait_for(
+        lambda: served_versions(api_client, group) == versions,
+        timeout,
+        f"discovery of {group} to list exactly {sorted(versions)}",
+        last_seen=lambda: str(sorted(served_versions(api_client, group))),
+    )
+
+
+def create_and_wait(api_client: client.ApiClient, manifest: dict, timeout: float = 60) -> dict:
+    """Create a CRD from a manifest dict, and wait until every served version answers."""
+    api = client.ApiextensionsV1Api(api_client)
+    api.create_custom_resource_definition(manifest)
+    name = manifest["metadata"]["name"]
+    wait_established(api, name, timeout)
+    served = {v["name"] for v in manifest["spec"]["versions"] if v.get("served")}
+    wait_discovery(api_client, manifest["spec"]["group"], served, timeout)
+    return manifest
+
+
+def delete_and_wait(api_client: client.ApiClient, name: str, timeout: float = 60) -> None:
+    api = client.ApiextensionsV1Api(api_client)
+    try:
+        api.delete_custom_resource_definition(name)
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+
+    def gone() -> bool:
+        try:
+            api.read_custom_resource_definition(name)
+        except ApiException as exc:
+            return exc.status == 404
+        return False
+
+    wait_for(gone, timeout, f"CRD {name} to be deleted")
+
+
+def with_group(manifest: dict, group: str) -> dict:
+    """A copy of a CRD manifest moved to another API group, for a test's isolation."""
+    moved = copy.deepcopy(manifest)
+    moved["spec"]["group"] = group
+    moved["metadata"]["name"] = f"{moved['spec']['names']['plural']}.{group}"
+    return moved

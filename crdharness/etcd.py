@@ -1,0 +1,82 @@
+"""Read what etcd stores for an object: the proof of which version it is persisted at.
+
+Uses etcd's JSON gateway (``POST /v3/kv/range``), so no etcdctl is needed. Custom resources
+are stored as JSON (unless encryption at rest or CBOR storage is on), so the ``apiVersion``
+inside the bytes is the persisted version.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass
+
+import requests
+
+
+def _b64(text: str | bytes) -> str:
+    raw = text.encode() if isinstance(text, str) else text
+    return base64.b64encode(raw).decode()
+
+
+def _prefix_end(prefix: str) -> str:
+    """etcd's range end for "every key starting with prefix"."""
+    raw = bytearray(prefix.encode())
+    raw[-1] += 1
+    return _b64(bytes(raw))
+
+
+def custom_resource_key(group: str, plural: str, name: str, namespace: str | None = None) -> str:
+    if namespace:
+        return f"/registry/{group}/{plural}/{namespace}/{name}"
+    return f"/registry/{group}/{plural}/{name}"
+
+
+@dataclass(frozen=True)
+class StoredObject:
+    key: str
+    raw: bytes
+    mod_revision: int
+    create_revision: int
+    version: int  # how many times the key was written since it was created
+
+    @property
+    def json(self) -> dict:
+        return json.loads(self.raw)
+
+    @property
+    def api_version(self) -> str:
+        return self.json["apiVersion"]
+
+
+class EtcdInspector:
+    def __init__(self, client_url: str):
+        self.client_url = client_url.rstrip("/")
+        self._http = requests.Session()
+        self._http.trust_env = False  # loopback: no proxies, no machine CA bundle
+
+    def _range(self, body: dict) -> list[StoredObject]:
+        response = self._http.post(f"{self.client_url}/v3/kv/range", json=body, timeout=10)
+        response.raise_for_status()
+        return [
+            StoredObject(
+                key=base64.b64decode(kv["key"]).decode(),
+                raw=base64.b64decode(kv.get("value", "")),
+                mod_revision=int(kv["mod_revision"]),
+                create_revision=int(kv["create_revision"]),
+                version=int(kv.get("version", 0)),
+            )
+            for kv in response.json().get("kvs", [])
+        ]
+
+    def get(self, key: str) -> StoredObject | None:
+        found = self._range({"key": _b64(key)})
+        return found[0] if found else None
+
+    def list(self, prefix: str) -> list[StoredObject]:
+        return self._range({"key": _b64(prefix), "range_end": _prefix_end(prefix)})
+
+    def custom_resource(
+        self, group: str, plural: str, name: str, namespace: str | None = None
+    ) -> StoredObject | None:
+        return self.get(custom_resource_key(group, plural, name, namespace))

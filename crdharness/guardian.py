@@ -1,0 +1,76 @@
+"""A watchdog that cleans up after a test process that died without cleaning up itself.
+
+The test process starts it in a session of its own and keeps a pipe to its stdin open. It
+tells the guardian what to clean (``watch <pid> <start time>``, ``remove <path>``), and
+``release`` when it has cleaned up itself. If the pipe closes without ``release`` — the test
+process was killed — the guardian stops the watched processes and removes the paths.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from crdharness.processes import kill_if_same
+
+
+class Guardian:
+    """The test-process side: a handle on the running guardian."""
+
+    def __init__(self) -> None:
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", "crdharness.guardian"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            text=True,
+        )
+
+    @property
+    def pid(self) -> int:
+        return self._proc.pid
+
+    def _say(self, line: str) -> None:
+        assert self._proc.stdin is not None
+        self._proc.stdin.write(line + "\n")
+        self._proc.stdin.flush()
+
+    def watch(self, pid: int, created: float) -> None:
+        self._say(f"watch {pid} {created!r}")
+
+    def remove(self, path: Path) -> None:
+        self._say(f"remove {path}")
+
+    def release(self) -> None:
+        """Everything is cleaned up: let the guardian exit without doing anything."""
+        if self._proc.poll() is None:
+            self._say("release")
+            assert self._proc.stdin is not None
+            self._proc.stdin.close()
+            self._proc.wait(10)
+
+
+def main() -> None:
+    watched: list[tuple[int, float]] = []
+    paths: list[Path] = []
+    for line in sys.stdin:
+        command, _, argument = line.strip().partition(" ")
+        if command == "watch":
+            pid, created = argument.split()
+            watched.append((int(pid), float(created)))
+        elif command == "remove":
+            paths.append(Path(argument))
+        elif command == "release":
+            return
+    # stdin closed without "release": the test process is gone. Newest first, like a teardown.
+    for pid, created in reversed(watched):
+        kill_if_same(pid, created)
+    for path in paths:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

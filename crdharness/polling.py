@@ -1,0 +1,47 @@
+"""Wait for a condition with a deadline, and say what was awaited when it never came."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+class WaitTimeout(AssertionError):
+    """A condition did not become true in time (an AssertionError, so tests fail, not error)."""
+
+
+def wait_for(
+    condition: Callable[[], T],
+    timeout: float,
+    what: str,
+    interval: float = 0.1,
+    last_seen: Callable[[], str] | None = None,
+    fatal: tuple[type[Exception], ...] = (),
+) -> T:
+    """Poll ``condition`` until it returns something truthy, and return that.
+
+    Exceptions from ``condition`` count as "not yet" (the thing may not exist yet); the last
+    one is reported if the deadline passes. Exceptions of a ``fatal`` type end the wait at once.
+    """
+    deadline = time.monotonic() + timeout
+    last_error: Exception | None = None
+    while True:
+        try:
+            result = condition()
+            if result:
+                return result
+        except fatal:
+            raise
+        except Exception as exc:  # noqa: BLE001 - anything counts as "not ready yet"
+            last_error = exc
+        if time.monotonic() >= deadline:
+            detail = ""
+            if last_seen is not None:
+                detail = f"; last seen: {last_seen()}"
+            elif last_error is not None:
+                detail = f"; last error: {type(last_error).__name__}: {last_error}"
+            raise WaitTimeout(f"timed out after {timeout:g}s waiting for {what}{detail}")
+        time.sleep(interval)

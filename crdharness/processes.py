@@ -1,0 +1,134 @@
+"""Child processes that are always stopped.
+
+Three layers make sure no kube-apiserver, etcd or webhook outlives the run that started it:
+
+1. ``ManagedProcess.stop()``, called by fixture teardown (passing or failing session, Ctrl-C,
+   and SIGTERM, which the pytest plugin turns into an ordinary interrupt);
+2. the kernel: each child asks for SIGKILL when its parent dies (``PR_SET_PDEATHSIG``), which
+   covers a test process killed with SIGKILL;
+3. the ``guardian`` process and the stale-workspace sweep, which also remove what is on disk.
+
+Children run in their own session so a Ctrl-C in the terminal reaches only the test process,
+which then stops them in order (API server before etcd) instead of all dying at once.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import psutil
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def identity(pid: int) -> tuple[int, float] | None:
+    """(pid, start time): a pid alone may be reused by an unrelated process."""
+    try:
+        return pid, psutil.Process(pid).create_time()
+    except psutil.Error:
+        return None
+
+
+def kill_if_same(pid: int, created: float, grace: float = 5.0) -> None:
+    """SIGTERM, then SIGKILL, process ``pid`` if it is still the one that started at ``created``."""
+    try:
+        process = psutil.Process(pid)
+        if abs(process.create_time() - created) > 0.01:
+            return
+        process.terminate()
+        try:
+            process.wait(grace)
+        except psutil.TimeoutExpired:
+            process.kill()
+            process.wait(grace)
+    except psutil.Error:
+        return
+
+
+class ManagedProcess:
+    """One long-running child whose output goes to a log file."""
+
+    def __init__(self, name: str, args: Sequence[str], log_path: Path, env=None):
+        self.name = name
+        self.args = [str(a) for a in args]
+        self.log_path = log_path
+        self.env = env
+        self.popen: subprocess.Popen | None = None
+
+    def start(self) -> ManagedProcess:
+        with self.log_path.open("ab") as log:
+            self.popen = subprocess.Popen(
+                self.args,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=self.env,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
+            )
+        return self
+
+    @property
+    def pid(self) -> int:
+        assert self.popen is not None, f"{self.name} was never started"
+        return self.popen.pid
+
+    def running(self) -> bool:
+        return self.popen is not None and self.popen.poll() is None
+
+    def log_tail(self, lines: int = 20) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return "(no log)"
+        return "\n".join(text.splitlines()[-lines:])
+
+    def stop(self, grace: float = 10.0) -> None:
+        """Stop politely, then firmly; safe to call twice or on a process that already exited."""
+        if self.popen is None or self.popen.poll() is not None:
+            return
+        self.popen.terminate()
+        try:
+            self.popen.wait(grace)
+        except subprocess.TimeoutExpired:
+            self.popen.kill()
+            self.popen.wait(grace)
+
+
+def port_holder(port: int) -> str | None:
+    """Who listens on TCP ``port`` (for error messages), or None if nobody we can see."""
+    try:
+        connections = psutil.net_connections(kind="tcp")
+    except psutil.Error:
+        return None
+    for conn in connections:
+        if conn.laddr and conn.laddr.port == port and conn.status == psutil.CONN_LISTEN:
+            if conn.pid:
+                try:
+                    return f"pid {conn.pid} ({psutil.Process(conn.pid).name()})"
+                except psutil.Error:
+                    return f"pid {conn.pid}"
+            return "another process"
+    return None
+
+
+def is_alive(pid: int) -> bool:
+    """True if ``pid`` runs (a zombie waiting to be reaped has stopped running)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+

@@ -1,0 +1,61 @@
+"""The Kubernetes releases the harness supports, and how users name them.
+
+A release is named by its minor version ("1.37"), its full version ("1.37.1") or with a
+leading "v". Each minor maps to one pinned patch release, so that a cache key, a binary's
+reported version and a CI matrix entry always mean the same bits.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from crdharness.errors import HarnessError
+
+ENV_VAR = "CRDHARNESS_K8S_VERSION"
+
+
+@dataclass(frozen=True)
+class Release:
+    kubernetes: str  # "1.37.1", without the "v"
+    etcd: str  # an etcd that this kube-apiserver supports (3.5.13+ or 3.6)
+
+    @property
+    def minor(self) -> str:
+        return ".".join(self.kubernetes.split(".")[:2])
+
+    @property
+    def git_version(self) -> str:
+        """What ``kube-apiserver --version`` and ``/version`` report."""
+        return f"v{self.kubernetes}"
+
+    @property
+    def staging_version(self) -> str:
+        """The tag of the staging modules (k8s.io/api, client-go, ...) cut with this release."""
+        return "v0." + self.kubernetes.split(".", 1)[1]
+
+
+# Newest first. Patch versions are the newest whose module zip the Go module proxy serves;
+# each was built with Go 1.26 on our machines before being listed here.
+SUPPORTED: tuple[Release, ...] = (
+    Release(kubernetes="1.37.1", etcd="3.6.16"),
+    Release(kubernetes="1.36.5", etcd="3.6.16"),
+)
+DEFAULT = SUPPORTED[0]
+
+
+def supported_names() -> str:
+    return ", ".join(release.minor for release in SUPPORTED)
+
+
+def resolve(name: str | None = None) -> Release:
+    """Return the release for ``name`` (or ``$CRDHARNESS_K8S_VERSION``, or the default)."""
+    name = name or os.environ.get(ENV_VAR) or DEFAULT.minor
+    wanted = name.strip().removeprefix("v")
+    for release in SUPPORTED:
+        if wanted in (release.minor, release.kubernetes):
+            return release
+    raise HarnessError(
+        f"Kubernetes version {name!r} is not supported; choose one of: {supported_names()} "
+        f"(with --k8s-version or ${ENV_VAR})"
+    )
