@@ -116,6 +116,19 @@ class ControlPlane:
             self.guardian.release()
             self.guardian = None
 
+    def keep(self) -> str:
+        """Leave everything running after this process exits; return how to reach it."""
+        assert self.workspace is not None
+        self.workspace.keep()
+        if self.guardian is not None:
+            self.guardian.release()
+            self.guardian = None
+        return (
+            f"KUBECONFIG={self.kubeconfig} kubectl get crd   "
+            f"(kubectl: {self.assets.kubectl}; stop it with: "
+            f"python -m crdharness down {self.workspace.path})"
+        )
+
     def __enter__(self) -> ControlPlane:
         return self.start()
 

@@ -1,12 +1,15 @@
 """Child processes that are always stopped.
 
-Three layers make sure no kube-apiserver, etcd or webhook outlives the run that started it:
+Two layers make sure no kube-apiserver, etcd or webhook outlives the run that started it:
 
 1. ``ManagedProcess.stop()``, called by fixture teardown (passing or failing session, Ctrl-C,
    and SIGTERM, which the pytest plugin turns into an ordinary interrupt);
-2. the kernel: each child asks for SIGKILL when its parent dies (``PR_SET_PDEATHSIG``), which
-   covers a test process killed with SIGKILL;
-3. the ``guardian`` process and the stale-workspace sweep, which also remove what is on disk.
+2. the ``guardian`` process, which notices at once when the test process dies without
+   cleaning up (SIGKILL) and stops its children, and the stale-workspace sweep at the next
+   start, for the case where the guardian was killed too.
+
+There is deliberately no ``PR_SET_PDEATHSIG``: ``--keep-cluster`` must be able to leave the
+processes running after the test process exits.
 
 Children run in their own session so a Ctrl-C in the terminal reaches only the test process,
 which then stops them in order (API server before etcd) instead of all dying at once.
@@ -14,25 +17,11 @@ which then stops them in order (API server before etcd) instead of all dying at 
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
-import os
-import signal
 import subprocess
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 import psutil
-
-_PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent() -> None:  # runs in the child between fork and exec
-    if sys.platform.startswith("linux"):
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-
 
 def identity(pid: int) -> tuple[int, float] | None:
     """(pid, start time): a pid alone may be reused by an unrelated process."""
@@ -77,7 +66,6 @@ class ManagedProcess:
                 stderr=subprocess.STDOUT,
                 env=self.env,
                 start_new_session=True,
-                preexec_fn=_die_with_parent,
             )
         return self
 

@@ -36,6 +36,11 @@ class Workspace:
             self._record["children"].append(list(child))
             self._save()
 
+    def keep(self) -> None:
+        """Mark this workspace as kept on purpose (``--keep-cluster``): sweeps leave it alone."""
+        self._record["kept"] = True
+        self._save()
+
     def remove(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)
 
@@ -49,6 +54,8 @@ def sweep_stale(base: Path | None = None) -> list[Path]:
         except (OSError, ValueError):
             continue  # not ours, or still being created
         owner = record.get("owner")
+        if record.get("kept"):
+            continue
         if owner and is_alive(owner[0]) and identity(owner[0]) == tuple(owner):
             continue
         for pid, created in reversed(record.get("children", [])):
@@ -56,3 +63,22 @@ def sweep_stale(base: Path | None = None) -> list[Path]:
         shutil.rmtree(candidate, ignore_errors=True)
         removed.append(candidate)
     return removed
+
+
+def stop_kept(path: Path) -> None:
+    """Stop the processes of a workspace kept by ``--keep-cluster``, and remove it."""
+    record = json.loads((path / OWNER_FILE).read_text())
+    for pid, created in reversed(record.get("children", [])):
+        kill_if_same(pid, created)
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def kept_workspaces(base: Path | None = None) -> list[Path]:
+    found = []
+    for candidate in Path(base or tempfile.gettempdir()).glob(f"{PREFIX}*"):
+        try:
+            if json.loads((candidate / OWNER_FILE).read_text()).get("kept"):
+                found.append(candidate)
+        except (OSError, ValueError):
+            continue
+    return found

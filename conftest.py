@@ -1,0 +1,3 @@
+"""Top-level conftest: the harness's pytest plugin (options, `cluster` and `namespace`)."""
+
+pytest_plugins = ["crdharness.pytest_plugin"]

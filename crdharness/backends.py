@@ -1,0 +1,118 @@
+"""Turn ``--cluster=local|kind|existing`` into a running ``Cluster`` and a way to end it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from crdharness import assets, versions
+from crdharness.cluster import Cluster
+from crdharness.controlplane import ControlPlane, ControlPlaneOptions
+from crdharness.errors import HarnessError
+from crdharness.etcd import EtcdInspector
+from crdharness.progress import Reporter
+
+BACKENDS = ("local", "kind", "existing")
+
+
+@dataclass
+class Settings:
+    backend: str = "local"
+    k8s_version: str | None = None
+    assets_dir: str | None = None
+    watch_cache: bool = True
+    apiserver_port: int | None = None
+    etcd_port: int | None = None
+
+
+@dataclass
+class Running:
+    cluster: Cluster
+    stop: Callable[[], None]
+    keep: Callable[[], str]  # leave it running; returns how to reach it
+
+
+def start(settings: Settings, report: Reporter) -> Running:
+    if settings.backend == "local":
+        return _start_local(settings, report)
+    if settings.backend == "existing":
+        return _connect_existing(settings, report)
+    if settings.backend == "kind":
+        raise HarnessError(
+            "--cluster=kind is not available in this version of the harness yet; "
+            "use --cluster=local (the default) or --cluster=existing"
+        )
+    raise HarnessError(f"unknown --cluster={settings.backend!r}; choose one of {', '.join(BACKENDS)}")
+
+
+def _start_local(settings: Settings, report: Reporter) -> Running:
+    release = versions.resolve(settings.k8s_version)
+    binaries = assets.resolve(release, settings.assets_dir, report)
+    plane = ControlPlane(
+        binaries,
+        release,
+        ControlPlaneOptions(
+            watch_cache=settings.watch_cache,
+            apiserver_port=settings.apiserver_port,
+            etcd_port=settings.etcd_port,
+        ),
+        report,
+    ).start()
+    cluster = Cluster(
+        name="crdharness-local",
+        backend="local",
+        kubeconfig=plane.kubeconfig,
+        kubectl_path=binaries.kubectl,
+        etcd=EtcdInspector(plane.etcd_url),
+        logs=plane.logs,
+        details={
+            "kubernetes": release.kubernetes,
+            "workspace": plane.path,
+            "pids": {"etcd": plane.etcd.pid, "kube-apiserver": plane.apiserver.pid},
+            "guardian_pid": plane.guardian.pid if plane.guardian else None,
+            "ports": [plane.apiserver_port, plane.etcd_port, plane.etcd_peer_port],
+            "start_to_ready_seconds": plane.start_to_ready_seconds,
+        },
+    )
+
+    def stop() -> None:
+        cluster.close()
+        plane.stop()
+
+    def keep() -> str:
+        cluster.close()
+        return plane.keep()
+
+    return Running(cluster, stop, keep)
+
+
+def _connect_existing(settings: Settings, report: Reporter) -> Running:
+    path = os.environ.get("KUBECONFIG", str(Path.home() / ".kube" / "config")).split(os.pathsep)[0]
+    if not Path(path).is_file():
+        raise HarnessError(
+            f"--cluster=existing needs a kubeconfig, but {path} does not exist: set KUBECONFIG"
+        )
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        release = versions.resolve(settings.k8s_version)
+        kubectl = str(assets.resolve(release, settings.assets_dir, report).kubectl)
+    cluster = Cluster(
+        name="existing",
+        backend="existing",
+        kubeconfig=Path(path),
+        kubectl_path=Path(kubectl),
+        etcd_unavailable=(
+            "an existing cluster's etcd is not reachable from the harness; storage "
+            "assertions need --cluster=local (or kind)"
+        ),
+    )
+    report(f"using the existing cluster from {path}")
+
+    def keep() -> str:
+        cluster.close()
+        return f"KUBECONFIG={path} kubectl get crd"
+
+    return Running(cluster, cluster.close, keep)

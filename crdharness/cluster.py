@@ -1,0 +1,105 @@
+"""The object every test receives, whatever the backend behind it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+import requests
+from kubernetes import client, config
+
+from crdharness.errors import HarnessError
+from crdharness.etcd import EtcdInspector, StoredObject
+
+
+class ApiHttp(requests.Session):
+    """Raw HTTP to the API server (Warning headers, discovery, exact status codes).
+
+    Authenticated like the official client. ``trust_env`` is off, so a machine-wide
+    ``REQUESTS_CA_BUNDLE`` cannot replace the cluster's CA.
+    """
+
+    def __init__(self, configuration: client.Configuration):
+        super().__init__()
+        self.trust_env = False
+        self.base_url = configuration.host.rstrip("/")
+        self.verify = configuration.ssl_ca_cert or configuration.verify_ssl
+        if configuration.cert_file:
+            self.cert = (configuration.cert_file, configuration.key_file)
+        token = configuration.get_api_key_with_prefix("authorization")
+        if token:
+            self.headers["Authorization"] = token
+
+    def request(self, method, url, *args, **kwargs):
+        if url.startswith("/"):
+            url = self.base_url + url
+        kwargs.setdefault("timeout", 30)
+        return super().request(method, url, *args, **kwargs)
+
+
+@dataclass
+class Cluster:
+    name: str
+    backend: str  # "local", "kind" or "existing"
+    kubeconfig: Path
+    kubectl_path: Path
+    etcd: EtcdInspector | None = None
+    etcd_unavailable: str = ""  # why ``etcd`` is None, for the error a test gets
+    logs: dict[str, Path] = field(default_factory=dict)
+    details: dict = field(default_factory=dict)  # backend facts: pids, ports, workspace
+
+    @cached_property
+    def api_client(self) -> client.ApiClient:
+        return config.new_client_from_config(config_file=str(self.kubeconfig))
+
+    @property
+    def core(self) -> client.CoreV1Api:
+        return client.CoreV1Api(self.api_client)
+
+    @property
+    def apiextensions(self) -> client.ApiextensionsV1Api:
+        return client.ApiextensionsV1Api(self.api_client)
+
+    @property
+    def custom_objects(self) -> client.CustomObjectsApi:
+        return client.CustomObjectsApi(self.api_client)
+
+    @cached_property
+    def http(self) -> ApiHttp:
+        return ApiHttp(self.api_client.configuration)
+
+    def kubectl(
+        self, *args: str, input: str | None = None, check: bool = True
+    ) -> subprocess.CompletedProcess:
+        """Run kubectl against this cluster; stdout and stderr (warnings) are captured."""
+        result = subprocess.run(
+            [str(self.kubectl_path), *args],
+            input=input,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "KUBECONFIG": str(self.kubeconfig)},
+            timeout=120,
+            check=False,
+        )
+        if check and result.returncode != 0:
+            raise AssertionError(
+                f"kubectl {' '.join(args)} exited {result.returncode}: {result.stderr.strip()}"
+            )
+        return result
+
+    def stored(
+        self, group: str, plural: str, name: str, namespace: str | None = None
+    ) -> StoredObject | None:
+        """What etcd holds for a custom resource (None if the key does not exist)."""
+        if self.etcd is None:
+            raise HarnessError(f"etcd inspection is not available here: {self.etcd_unavailable}")
+        return self.etcd.custom_resource(group, plural, name, namespace)
+
+    def close(self) -> None:
+        if "api_client" in self.__dict__:
+            self.api_client.close()
+        if "http" in self.__dict__:
+            self.http.close()

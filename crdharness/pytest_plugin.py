@@ -1,0 +1,114 @@
+"""pytest options and fixtures: one cluster per session, a namespace per test.
+
+Loaded by the project's top-level ``conftest.py``; other projects can load it with
+``-p crdharness.pytest_plugin``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import sys
+import uuid
+
+import pytest
+from kubernetes import client
+
+from crdharness import backends
+from crdharness.errors import HarnessError
+from crdharness.versions import ENV_VAR as K8S_VERSION_ENV
+
+KEEP_CHOICES = ("never", "on-failure", "always")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("crdharness", "CRD versioning harness")
+    group.addoption("--cluster", choices=backends.BACKENDS, default="local",
+                    help="cluster backend (default: local, a kube-apiserver + etcd on loopback)")
+    group.addoption("--k8s-version", default=None,
+                    help=f"Kubernetes version for local/kind, e.g. 1.37 (or ${K8S_VERSION_ENV})")
+    group.addoption("--assets-dir", default=None,
+                    help="directory with kube-apiserver, etcd and kubectl (or $KUBEBUILDER_ASSETS)")
+    group.addoption("--keep-cluster", nargs="?", const="always", default="never",
+                    choices=KEEP_CHOICES,
+                    help="leave the cluster running: never (default), on-failure, always")
+    group.addoption("--no-watch-cache", action="store_true",
+                    help="start kube-apiserver with --watch-cache=false (exact webhook call counts)")
+    group.addoption("--apiserver-port", type=int, default=None, help="fixed kube-apiserver port")
+    group.addoption("--etcd-port", type=int, default=None, help="fixed etcd client port")
+
+
+def _sigterm_as_interrupt(signum, frame):  # noqa: ARG001
+    # pytest tears fixtures down on KeyboardInterrupt but dies on a bare SIGTERM.
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "e2e: needs a running cluster (the `cluster` fixture)")
+    with contextlib.suppress(ValueError):  # not the main thread (embedded use): leave it alone
+        signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
+
+
+def _report(line: str) -> None:
+    print(f"[crdharness] {line}", file=sys.stderr, flush=True)
+
+
+@pytest.fixture(scope="session")
+def cluster(request: pytest.FixtureRequest):
+    """A running cluster (see ``crdharness.cluster.Cluster``), shared by the session."""
+    config = request.config
+    settings = backends.Settings(
+        backend=config.getoption("--cluster"),
+        k8s_version=config.getoption("--k8s-version"),
+        assets_dir=config.getoption("--assets-dir"),
+        watch_cache=not config.getoption("--no-watch-cache"),
+        apiserver_port=config.getoption("--apiserver-port"),
+        etcd_port=config.getoption("--etcd-port"),
+    )
+    capture = config.pluginmanager.getplugin("capturemanager")
+    # Builds and start-up print progress; show it live rather than after the fact.
+    with capture.global_and_fixture_disabled():
+        try:
+            running = backends.start(settings, _report)
+        except HarnessError as exc:
+            pytest.fail(f"crdharness: {exc}", pytrace=False)
+    yield running.cluster
+    keep = config.getoption("--keep-cluster")
+    failed = request.session.testsfailed > 0
+    with capture.global_and_fixture_disabled():
+        if keep == "always" or (keep == "on-failure" and failed):
+            how = running.keep()
+            print(f"\n[crdharness] cluster kept running: {how}", file=sys.stderr, flush=True)
+        else:
+            running.stop()
+
+
+@pytest.fixture
+def namespace(cluster, request: pytest.FixtureRequest):
+    """A namespace of the test's own, so tests can run in any order and in parallel."""
+    stem = "".join(c if c.isalnum() else "-" for c in request.node.name.lower())[:40].strip("-")
+    name = f"{stem}-{uuid.uuid4().hex[:6]}"
+    cluster.core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
+    yield name
+    # Without kube-controller-manager the namespace stays Terminating; the control plane
+    # is thrown away at the end of the session anyway.
+    with contextlib.suppress(client.ApiException):
+        cluster.core.delete_namespace(name)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call):
+    """On a failing cluster test, attach the end of each control-plane log to the report."""
+    outcome = yield
+    report = outcome.get_result()
+    if not report.failed or "cluster" not in getattr(item, "fixturenames", ()):
+        return
+    running = getattr(item, "funcargs", {}).get("cluster")
+    if running is None:
+        return
+    for name, path in running.logs.items():
+        try:
+            lines = path.read_text(errors="replace").splitlines()[-30:]
+        except OSError:
+            continue
+        report.sections.append((f"{name} log (last 30 lines of {path})", "\n".join(lines)))

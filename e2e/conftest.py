@@ -1,0 +1,25 @@
+"""Everything under e2e/ runs against the session's cluster."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+MANIFESTS = Path(__file__).resolve().parent.parent / "manifests"
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if Path(str(item.fspath)).is_relative_to(Path(__file__).parent):
+            item.add_marker(pytest.mark.e2e)
+
+
+@pytest.fixture(scope="session")
+def manifests():
+    """Load a manifest from manifests/ by file name."""
+
+    def load(name: str) -> dict:
+        return yaml.safe_load((MANIFESTS / name).read_text())
+
+    load.path = lambda name: MANIFESTS / name
+    return load
