@@ -48,8 +48,9 @@ def reported_version(binary: Path) -> str | None:
         return None
     if result.returncode != 0:
         return None
-    match = re.search(r"(?:Kubernetes |gitVersion\"?:\s*\"|etcd Version: )v?(\d+\.\d+\.\d+)",
-                      result.stdout)
+    match = re.search(
+        r"(?:Kubernetes |gitVersion\"?:\s*\"|etcd Version: )v?(\d+\.\d+\.\d+)", result.stdout
+    )
     return match.group(1) if match else None
 
 
@@ -106,8 +107,9 @@ def from_cache(release: Release) -> Assets | None:
         return Assets(kube / "kube-apiserver", kube / "kubectl", etcd, source="cache")
     envtest = cache.entry_dir(_envtest_entry(release))
     if _kubernetes_ok(envtest, release) and _etcd_ok(envtest / "etcd"):
-        return Assets(envtest / "kube-apiserver", envtest / "kubectl", envtest / "etcd",
-                      source="envtest")
+        return Assets(
+            envtest / "kube-apiserver", envtest / "kubectl", envtest / "etcd", source="envtest"
+        )
     return None
 
 

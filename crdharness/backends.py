@@ -45,7 +45,9 @@ def start(settings: Settings, report: Reporter) -> Running:
             "--cluster=kind is not available in this version of the harness yet; "
             "use --cluster=local (the default) or --cluster=existing"
         )
-    raise HarnessError(f"unknown --cluster={settings.backend!r}; choose one of {', '.join(BACKENDS)}")
+    raise HarnessError(
+        f"unknown --cluster={settings.backend!r}; choose one of {', '.join(BACKENDS)}"
+    )
 
 
 def _start_local(settings: Settings, report: Reporter) -> Running:

@@ -41,7 +41,10 @@ READINESS_CRD = {
                 "served": True,
                 "storage": True,
                 "schema": {
-                    "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "x-kubernetes-preserve-unknown-fields": True,
+                    }
                 },
             }
         ],
@@ -157,7 +160,8 @@ class ControlPlane:
 
     def _launch(self, process: ManagedProcess) -> ManagedProcess:
         process.start()
-        assert self.workspace is not None and self.guardian is not None
+        assert self.workspace is not None
+        assert self.guardian is not None
         self.workspace.adopt(process.pid)
         who = identity(process.pid)
         if who:
@@ -182,7 +186,10 @@ class ControlPlane:
         self.server_url = f"https://{ports.LOOPBACK}:{self.apiserver_port}"
         self.etcd_url = f"http://{ports.LOOPBACK}:{self.etcd_port}"
         self.kubeconfig = kubeconfig.write(
-            self.path / "kubeconfig", "crdharness-local", self.server_url, self.ca.bundle_b64,
+            self.path / "kubeconfig",
+            "crdharness-local",
+            self.server_url,
+            self.ca.bundle_b64,
             self.admin,
         )
 
@@ -233,9 +240,7 @@ class ControlPlane:
         ]
 
     def _start_etcd(self) -> None:
-        self.etcd = self._launch(
-            ManagedProcess("etcd", self.etcd_args(), self.path / "etcd.log")
-        )
+        self.etcd = self._launch(ManagedProcess("etcd", self.etcd_args(), self.path / "etcd.log"))
         http = requests.Session()
         http.trust_env = False
         self._await(
@@ -246,16 +251,20 @@ class ControlPlane:
 
     def _start_apiserver(self) -> None:
         self.apiserver = self._launch(
-            ManagedProcess("kube-apiserver", self.apiserver_args(), self.path / "kube-apiserver.log")
+            ManagedProcess(
+                "kube-apiserver", self.apiserver_args(), self.path / "kube-apiserver.log"
+            )
         )
         self._await(self.apiserver, self._readyz_ok, "kube-apiserver /readyz to answer ok")
 
     def _readyz_ok(self) -> bool:
-        assert self.admin is not None and self.ca is not None
+        assert self.admin is not None
+        assert self.ca is not None
+        # verify= per request: a machine's REQUESTS_CA_BUNDLE would override a Session's.
         response = requests.get(
             f"{self.server_url}/readyz",
             cert=(str(self.admin.cert), str(self.admin.key)),
-            verify=str(self.ca.cert_path),  # per request: REQUESTS_CA_BUNDLE would override a Session's
+            verify=str(self.ca.cert_path),
             timeout=5,
         )
         return response.status_code == 200 and response.text.strip() == "ok"
@@ -269,7 +278,9 @@ class ControlPlane:
             return bool(condition())
 
         try:
-            wait_for(ready_or_dead, self.options.ready_timeout, what, interval=0.2, fatal=(_Exited,))
+            wait_for(
+                ready_or_dead, self.options.ready_timeout, what, interval=0.2, fatal=(_Exited,)
+            )
         except _Exited:
             raise HarnessError(self._exit_message(process)) from None
         except WaitTimeout as exc:
@@ -291,9 +302,12 @@ class ControlPlane:
         try:
             crds.create_and_wait(api_client, READINESS_CRD, timeout=self.options.ready_timeout)
             wait_for(
-                lambda: client.CustomObjectsApi(api_client).list_cluster_custom_object(
-                    "readiness.crdharness.io", "v1", "probes"
-                ) is not None,
+                lambda: (
+                    client.CustomObjectsApi(api_client).list_cluster_custom_object(
+                        "readiness.crdharness.io", "v1", "probes"
+                    )
+                    is not None
+                ),
                 self.options.ready_timeout,
                 "the readiness CRD to serve LIST",
             )

@@ -56,7 +56,7 @@ def _lookup(release: Release, index_url: str) -> tuple[str, str]:
         response = _session().get(index_url, timeout=_TIMEOUT)
         response.raise_for_status()
     except requests.RequestException as exc:
-        raise ArchiveUnavailable(f"envtest index {index_url} unreachable: {exc}") from exc
+        raise ArchiveUnavailable(f"{index_url} unreachable: {type(exc).__name__}") from exc
     index = yaml.safe_load(response.text) or {}
     entry = (index.get("releases") or {}).get(release.git_version, {}).get(archive_name(release))
     if not entry:
@@ -79,7 +79,7 @@ def fetch(release: Release, into: Path, report: Reporter, index_url: str | None 
                         digest.update(chunk)
                         out.write(chunk)
         except requests.RequestException as exc:
-            raise ArchiveUnavailable(f"download of {url} failed: {exc}") from exc
+            raise ArchiveUnavailable(f"download of {url} failed: {type(exc).__name__}") from exc
     if digest.hexdigest() != expected.lower():
         archive.unlink()
         raise ChecksumMismatch(

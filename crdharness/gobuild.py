@@ -62,10 +62,19 @@ class GoToolchain:
             with log.open("a") as out:
                 out.write(f"$ go {' '.join(args)}\n{result.stdout}{result.stderr}\n")
         if result.returncode != 0:
-            tail = (result.stderr or result.stdout).strip().splitlines()[-1:] or ["(no output)"]
             where = f"; full output in {log}" if log else ""
-            raise HarnessError(f"`go {args[0]}` failed in {cwd}: {tail[0]}{where}")
+            raise HarnessError(f"`go {' '.join(args[:2])}` failed: {_last_error(result)}{where}")
         return result.stdout
+
+
+def _last_error(result: subprocess.CompletedProcess) -> str:
+    """The line of go's output that says what went wrong (``-json`` puts it in "Error")."""
+    try:
+        error = json.loads(result.stdout).get("Error")
+    except ValueError:
+        error = None
+    lines = (result.stderr or result.stdout).strip().splitlines()
+    return error or (lines[-1] if lines else "(no output)")
 
 
 def _module_go_mod(go: GoToolchain, module: str, workdir: Path, log: Path) -> str:
@@ -79,7 +88,9 @@ def kubernetes_wrapper(release: Release, upstream_go_mod: str) -> tuple[str, str
     """The wrapper module's go.mod and its tools.go, for ``release``."""
     staging = sorted(set(_STAGING_REPLACE.findall(upstream_go_mod)))
     if not staging:
-        raise HarnessError(f"k8s.io/kubernetes {release.git_version} go.mod lists no staging modules")
+        raise HarnessError(
+            f"k8s.io/kubernetes {release.git_version} go.mod lists no staging modules"
+        )
     go_line = _GO_DIRECTIVE.search(upstream_go_mod)
     replaces = "\n".join(f"\t{m} => {m} {release.staging_version}" for m in staging)
     go_mod = (
@@ -129,16 +140,23 @@ def build_kubernetes(release: Release, out_dir: Path, report: Reporter, log: Pat
     for command in KUBERNETES_COMMANDS:
         with phase(report, f"kubernetes {release.git_version}: compiling {command}"):
             go.run(
-                ["build", "-trimpath", "-ldflags", kubernetes_ldflags(release),
-                 "-o", str(out_dir / command), f"k8s.io/kubernetes/cmd/{command}"],
-                cwd=work, log=log,
+                [
+                    "build",
+                    "-trimpath",
+                    "-ldflags",
+                    kubernetes_ldflags(release),
+                    "-o",
+                    str(out_dir / command),
+                    f"k8s.io/kubernetes/cmd/{command}",
+                ],
+                cwd=work,
+                log=log,
             )
 
 
 def etcd_wrapper(version: str) -> tuple[str, str]:
     go_mod = (
-        "module crdharness.local/etcd\n\ngo 1.22\n\n"
-        f"require go.etcd.io/etcd/server/v3 v{version}\n"
+        f"module crdharness.local/etcd\n\ngo 1.22\n\nrequire go.etcd.io/etcd/server/v3 v{version}\n"
     )
     main_go = (
         "// etcd's own main package lives in a module that is not meant to be required;\n"
@@ -160,8 +178,11 @@ def build_etcd(version: str, out_dir: Path, report: Reporter, log: Path) -> None
     with phase(report, f"etcd v{version}: resolving modules (go mod tidy)"):
         go.run(["mod", "tidy"], cwd=work, log=log)
     with phase(report, f"etcd v{version}: compiling etcd"):
-        go.run(["build", "-trimpath", "-ldflags", "-s -w", "-o", str(out_dir / "etcd"), "."],
-               cwd=work, log=log)
+        go.run(
+            ["build", "-trimpath", "-ldflags", "-s -w", "-o", str(out_dir / "etcd"), "."],
+            cwd=work,
+            log=log,
+        )
 
 
 def build_log(name: str) -> Path:

@@ -19,7 +19,10 @@ def write(path: Path, name: str, server: str, ca_bundle_b64: str, user: KeyPair)
         "apiVersion": "v1",
         "kind": "Config",
         "clusters": [
-            {"name": name, "cluster": {"server": server, "certificate-authority-data": ca_bundle_b64}}
+            {
+                "name": name,
+                "cluster": {"server": server, "certificate-authority-data": ca_bundle_b64},
+            }
         ],
         "users": [
             {

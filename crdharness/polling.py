@@ -35,7 +35,7 @@ def wait_for(
                 return result
         except fatal:
             raise
-        except Exception as exc:  # noqa: BLE001 - anything counts as "not ready yet"
+        except Exception as exc:
             last_error = exc
         if time.monotonic() >= deadline:
             detail = ""

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import psutil
 
+
 def identity(pid: int) -> tuple[int, float] | None:
     """(pid, start time): a pid alone may be reused by an unrelated process."""
     try:
@@ -119,4 +120,3 @@ def is_alive(pid: int) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
         return False
-

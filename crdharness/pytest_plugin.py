@@ -23,22 +23,40 @@ KEEP_CHOICES = ("never", "on-failure", "always")
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("crdharness", "CRD versioning harness")
-    group.addoption("--cluster", choices=backends.BACKENDS, default="local",
-                    help="cluster backend (default: local, a kube-apiserver + etcd on loopback)")
-    group.addoption("--k8s-version", default=None,
-                    help=f"Kubernetes version for local/kind, e.g. 1.37 (or ${K8S_VERSION_ENV})")
-    group.addoption("--assets-dir", default=None,
-                    help="directory with kube-apiserver, etcd and kubectl (or $KUBEBUILDER_ASSETS)")
-    group.addoption("--keep-cluster", nargs="?", const="always", default="never",
-                    choices=KEEP_CHOICES,
-                    help="leave the cluster running: never (default), on-failure, always")
-    group.addoption("--no-watch-cache", action="store_true",
-                    help="start kube-apiserver with --watch-cache=false (exact webhook call counts)")
+    group.addoption(
+        "--cluster",
+        choices=backends.BACKENDS,
+        default="local",
+        help="cluster backend (default: local, a kube-apiserver + etcd on loopback)",
+    )
+    group.addoption(
+        "--k8s-version",
+        default=None,
+        help=f"Kubernetes version for local/kind, e.g. 1.37 (or ${K8S_VERSION_ENV})",
+    )
+    group.addoption(
+        "--assets-dir",
+        default=None,
+        help="directory with kube-apiserver, etcd and kubectl (or $KUBEBUILDER_ASSETS)",
+    )
+    group.addoption(
+        "--keep-cluster",
+        nargs="?",
+        const="always",
+        default="never",
+        choices=KEEP_CHOICES,
+        help="leave the cluster running: never (default), on-failure, always",
+    )
+    group.addoption(
+        "--no-watch-cache",
+        action="store_true",
+        help="start kube-apiserver with --watch-cache=false (exact webhook call counts)",
+    )
     group.addoption("--apiserver-port", type=int, default=None, help="fixed kube-apiserver port")
     group.addoption("--etcd-port", type=int, default=None, help="fixed etcd client port")
 
 
-def _sigterm_as_interrupt(signum, frame):  # noqa: ARG001
+def _sigterm_as_interrupt(signum, frame):
     # pytest tears fixtures down on KeyboardInterrupt but dies on a bare SIGTERM.
     raise KeyboardInterrupt(f"signal {signum}")
 

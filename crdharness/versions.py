@@ -35,11 +35,12 @@ class Release:
         return "v0." + self.kubernetes.split(".", 1)[1]
 
 
-# Newest first. Patch versions are the newest whose module zip the Go module proxy serves;
+# Newest first. Patch versions are the newest that the Go module proxy serves and the Go
+# checksum database knows (v1.37.2 has no module zip yet; v1.36.5 is not in sum.golang.org);
 # each was built with Go 1.26 on our machines before being listed here.
 SUPPORTED: tuple[Release, ...] = (
     Release(kubernetes="1.37.1", etcd="3.6.16"),
-    Release(kubernetes="1.36.5", etcd="3.6.16"),
+    Release(kubernetes="1.36.4", etcd="3.6.16"),
 )
 DEFAULT = SUPPORTED[0]
 

@@ -24,7 +24,10 @@ def crontab_crd(cluster, manifests):
 @pytest.mark.behaviour("MV-09", "MV-10", "MV-14")
 def test_created_at_v1beta1_read_at_v1_stored_at_v1beta1(cluster, crontab_crd, namespace):
     created = cluster.custom_objects.create_namespaced_custom_object(
-        GROUP, "v1beta1", namespace, PLURAL,
+        GROUP,
+        "v1beta1",
+        namespace,
+        PLURAL,
         {
             "apiVersion": "example.com/v1beta1",
             "kind": "CronTab",
@@ -55,4 +58,6 @@ def test_created_at_v1beta1_read_at_v1_stored_at_v1beta1(cluster, crontab_crd, n
     ).stdout
     assert '"apiVersion": "example.com/v1"' in via_kubectl
     # Reading did not rewrite storage.
-    assert cluster.stored(GROUP, PLURAL, "my-crontab", namespace).mod_revision == stored.mod_revision
+    assert (
+        cluster.stored(GROUP, PLURAL, "my-crontab", namespace).mod_revision == stored.mod_revision
+    )

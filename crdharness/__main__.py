@@ -1,0 +1,5 @@
+import sys
+
+from crdharness.cli import main
+
+sys.exit(main())

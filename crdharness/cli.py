@@ -1,0 +1,74 @@
+"""Command line: ``python -m crdharness <command>``.
+
+- ``versions``                 the supported Kubernetes versions
+- ``binaries [--k8s-version]`` make sure the binaries exist (build them if needed); print where
+- ``up [--k8s-version]``       start a local cluster and leave it running
+- ``down [WORKSPACE ...]``     stop clusters left running by ``up`` or ``--keep-cluster``
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from crdharness import assets, backends, versions, workspace
+from crdharness.errors import HarnessError
+from crdharness.progress import to_stderr
+
+
+def _versions(args) -> None:
+    for release in versions.SUPPORTED:
+        default = "  (default)" if release == versions.DEFAULT else ""
+        print(f"{release.minor}  kubernetes v{release.kubernetes}  etcd v{release.etcd}{default}")
+
+
+def _binaries(args) -> None:
+    found = assets.resolve(versions.resolve(args.k8s_version), args.assets_dir, to_stderr)
+    print(f"source: {found.source}")
+    for path in (found.kube_apiserver, found.kubectl, found.etcd):
+        print(path)
+
+
+def _up(args) -> None:
+    running = backends.start(
+        backends.Settings(k8s_version=args.k8s_version, assets_dir=args.assets_dir), to_stderr
+    )
+    print(running.keep())
+
+
+def _down(args) -> None:
+    targets = [Path(p) for p in args.workspaces] or workspace.kept_workspaces()
+    if not targets:
+        print("no kept clusters")
+    for path in targets:
+        workspace.stop_kept(path)
+        print(f"stopped {path}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="crdharness", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("versions", help="list supported Kubernetes versions").set_defaults(
+        run=_versions
+    )
+    for name, run, text in (
+        ("binaries", _binaries, "build or fetch kube-apiserver, kubectl and etcd"),
+        ("up", _up, "start a local cluster and keep it running"),
+    ):
+        sub = commands.add_parser(name, help=text)
+        sub.add_argument("--k8s-version", default=None)
+        sub.add_argument("--assets-dir", default=None)
+        sub.set_defaults(run=run)
+    down = commands.add_parser("down", help="stop kept clusters")
+    down.add_argument("workspaces", nargs="*")
+    down.set_defaults(run=_down)
+    args = parser.parse_args(argv)
+    try:
+        args.run(args)
+    except HarnessError as exc:
+        print(f"crdharness: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    return 0

@@ -1,0 +1,150 @@
+"""Nothing outlives a run: processes, ports and the workspace are gone however it ends.
+
+Each test runs a small pytest session in a child process, against a real local control
+plane, ends it one way (pass, fail, SIGINT, SIGTERM, SIGKILL) and then checks the machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from crdharness.polling import wait_for
+from crdharness.processes import is_alive
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+INNER_TEST = textwrap.dedent("""\
+    import json, os
+    from pathlib import Path
+    from crdharness.polling import wait_for
+
+    def test_inner(cluster):
+        d = cluster.details
+        info = {"workspace": str(d["workspace"]), "pids": list(d["pids"].values()),
+                "guardian": d["guardian_pid"], "ports": d["ports"],
+                "kubeconfig": str(cluster.kubeconfig)}
+        Path(os.environ["INFO"]).write_text(json.dumps(info))
+        mode = os.environ["MODE"]
+        assert mode != "fail", "failing on purpose"
+        if mode == "wait":
+            wait_for(lambda: False, 600, "the outer test to signal this process", interval=0.2)
+""")
+
+
+def run_inner(tmp_path: Path, request, mode: str, *extra: str) -> tuple[subprocess.Popen, Path]:
+    (tmp_path / "test_inner.py").write_text(INNER_TEST)
+    info = tmp_path / "info.json"
+    args = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "crdharness.pytest_plugin",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "test_inner.py",
+        *extra,
+    ]
+    k8s_version = request.config.getoption("--k8s-version")
+    if k8s_version:
+        args += ["--k8s-version", k8s_version]
+    proc = subprocess.Popen(
+        args,
+        cwd=tmp_path,
+        env={**os.environ, "INFO": str(info), "MODE": mode},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    return proc, info
+
+
+def wait_for_cluster(proc: subprocess.Popen, info: Path) -> dict:
+    def ready():
+        if proc.poll() is not None:
+            raise AssertionError(f"inner pytest ended early:\n{proc.stdout.read()}")
+        return info.exists() and json.loads(info.read_text())
+
+    return wait_for(ready, 300, "the inner session's cluster to start", fatal=(AssertionError,))
+
+
+def port_is_free(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def assert_nothing_left(info: dict) -> None:
+    everything = [*info["pids"], info["guardian"]]
+    wait_for(
+        lambda: not any(is_alive(p) for p in everything),
+        60,
+        f"processes {everything} to exit",
+        last_seen=lambda: str([p for p in everything if is_alive(p)]),
+    )
+    wait_for(
+        lambda: not Path(info["workspace"]).exists(),
+        30,
+        f"workspace {info['workspace']} to be removed",
+    )
+    wait_for(
+        lambda: all(port_is_free(p) for p in info["ports"]),
+        30,
+        f"ports {info['ports']} to be free",
+        last_seen=lambda: str([p for p in info["ports"] if not port_is_free(p)]),
+    )
+
+
+@pytest.mark.parametrize(("mode", "exit_code"), [("pass", 0), ("fail", 1)])
+def test_session_end_stops_everything(tmp_path, request, mode, exit_code):
+    proc, info = run_inner(tmp_path, request, mode)
+    output, _ = proc.communicate(timeout=600)
+    assert proc.returncode == exit_code, output
+    assert_nothing_left(json.loads(info.read_text()))
+
+
+@pytest.mark.parametrize(
+    "signum", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=["SIGINT", "SIGTERM", "SIGKILL"]
+)
+def test_interrupted_session_stops_everything(tmp_path, request, signum):
+    proc, info_path = run_inner(tmp_path, request, "wait")
+    info = wait_for_cluster(proc, info_path)
+    assert all(is_alive(p) for p in info["pids"])
+    proc.send_signal(signum)
+    proc.communicate(timeout=120)
+    assert proc.returncode != 0
+    assert_nothing_left(info)
+
+
+def test_keep_cluster_leaves_it_running_until_down(tmp_path, request):
+    proc, info_path = run_inner(tmp_path, request, "pass", "--keep-cluster")
+    output, _ = proc.communicate(timeout=600)
+    assert proc.returncode == 0, output
+    assert "cluster kept running: KUBECONFIG=" in output
+    info = json.loads(info_path.read_text())
+    try:
+        assert all(is_alive(p) for p in info["pids"])
+        assert Path(info["kubeconfig"]).exists()
+    finally:
+        down = subprocess.run(
+            [sys.executable, "-m", "crdharness", "down", info["workspace"]],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    assert down.returncode == 0, down.stderr
+    assert_nothing_left(info)
