@@ -1,0 +1,93 @@
+"""nox sessions: `nox -s e2e` is the main job, `nox -s tests` runs every test.
+
+Arguments after `--` go to pytest, e.g. `nox -s e2e -- --k8s-version 1.36 -k crontab`.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import nox
+
+sys.path.insert(0, str(Path(__file__).parent))
+from crdharness.versions import SUPPORTED  # noqa: E402  (stdlib-only module)
+
+nox.options.sessions = ["e2e"]
+nox.options.reuse_venv = "yes"  # a second run starts fast; `nox -R` skips installs too
+nox.options.error_on_missing_interpreters = True
+
+ROOT = Path(__file__).parent
+ARTIFACTS = ROOT / "artifacts"
+SUPPORTED_MINORS = [release.minor for release in SUPPORTED]
+
+
+def _k8s_version(session: nox.Session) -> list[str]:
+    """The --k8s-version among the pytest arguments, to build the same binaries first."""
+    args = list(session.posargs)
+    for i, arg in enumerate(args):
+        if arg == "--k8s-version" and i + 1 < len(args):
+            return ["--k8s-version", args[i + 1]]
+        if arg.startswith("--k8s-version="):
+            return ["--k8s-version", arg.split("=", 1)[1]]
+    return []
+
+
+def _install(session: nox.Session) -> None:
+    session.install("-e", ".[test]")
+
+
+def _prepare_binaries(session: nox.Session) -> None:
+    # Builds (minutes, the first time) print their progress here, before pytest starts.
+    session.run("python", "-m", "crdharness", "binaries", *_k8s_version(session))
+
+
+def _pytest(session: nox.Session, name: str, *paths: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    session.run(
+        "python", "-m", "pytest", *paths,
+        f"--junitxml={ARTIFACTS / f'junit-{name}.xml'}",
+        *session.posargs,
+    )
+
+
+@nox.session
+def e2e(session: nox.Session) -> None:
+    """The main job: the end-to-end suite against a cluster (local by default)."""
+    _install(session)
+    if "--cluster=existing" not in session.posargs:
+        _prepare_binaries(session)
+    _pytest(session, "e2e", "e2e")
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """Every test: unit tests of the harness, its teardown guarantees, and the e2e suite."""
+    _install(session)
+    _prepare_binaries(session)
+    _pytest(session, "all", "tests", "e2e")
+
+
+@nox.session
+def unit(session: nox.Session) -> None:
+    """Unit tests only: no cluster, no binaries, a few seconds."""
+    _install(session)
+    _pytest(session, "unit", "tests", "-m", "not e2e")
+
+
+@nox.session
+@nox.parametrize("k8s", SUPPORTED_MINORS)
+def e2e_matrix(session: nox.Session, k8s: str) -> None:
+    """The e2e suite on each supported Kubernetes version."""
+    _install(session)
+    session.env["CRDHARNESS_K8S_VERSION"] = k8s
+    _prepare_binaries(session)
+    _pytest(session, f"e2e-{k8s}", "e2e")
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff: lint and formatting."""
+    session.install("ruff>=0.6,<1")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
