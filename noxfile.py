@@ -11,7 +11,7 @@ from pathlib import Path
 import nox
 
 sys.path.insert(0, str(Path(__file__).parent))
-from crdharness.versions import SUPPORTED  # noqa: E402  (stdlib-only module)
+from crdharness.versions import SUPPORTED  # stdlib-only: importable before install
 
 nox.options.sessions = ["e2e"]
 nox.options.reuse_venv = "yes"  # a second run starts fast; `nox -R` skips installs too
@@ -45,7 +45,10 @@ def _prepare_binaries(session: nox.Session) -> None:
 def _pytest(session: nox.Session, name: str, *paths: str) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
     session.run(
-        "python", "-m", "pytest", *paths,
+        "python",
+        "-m",
+        "pytest",
+        *paths,
         f"--junitxml={ARTIFACTS / f'junit-{name}.xml'}",
         *session.posargs,
     )
