@@ -46,7 +46,7 @@ def test_explicit_directory_in_envtest_layout_wins(isolated_cache, tmp_path, mon
 
 def test_explicit_directory_of_another_version_is_refused(isolated_cache, tmp_path):
     explicit = write_binaries(tmp_path / "assets", k8s="1.36.4")
-    with pytest.raises(HarnessError, match=r"is Kubernetes 1\.36\.5, not 1\.37\.1"):
+    with pytest.raises(HarnessError, match=r"is Kubernetes 1\.36\.4, not 1\.37\.1"):
         assets.resolve(RELEASE, explicit, report=quiet)
 
 

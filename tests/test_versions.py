@@ -24,7 +24,7 @@ def test_explicit_name_wins_over_the_environment(monkeypatch):
     assert versions.resolve("1.37").minor == "1.37"
 
 
-@pytest.mark.parametrize("bad", ["1.12", "1.36.4", "latest", "2.0"])
+@pytest.mark.parametrize("bad", ["1.12", "1.36.99", "latest", "2.0"])
 def test_unknown_version_fails_at_once_with_the_supported_list(bad):
     with pytest.raises(HarnessError) as info:
         versions.resolve(bad)
