@@ -1,0 +1,10 @@
+"""crdconvert: a reference CRD conversion webhook.
+
+- ``review``      parse a ConversionReview, build the answer in the same review version
+- ``converters``  the converter registry: one function per (group, kind, from, to)
+- ``crontab``     the documentation's example: v1beta1 ``hostPort`` <-> v1 ``host`` + ``port``
+- ``faults``      deliberate misbehaviour for tests, off unless asked for
+- ``app``         the ASGI application: routing, limits, records
+- ``tls``         the TLS context, reloaded when the certificate files change
+- ``__main__``    the command line (``python -m crdconvert``)
+"""

@@ -1,0 +1,95 @@
+"""Run the webhook: ``python -m crdconvert --tls-cert tls.crt --tls-key tls.key``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+import uvicorn
+
+from crdconvert import crontab, tls
+from crdconvert.app import DEFAULT_MAX_BODY, DEFAULT_PATH, ConversionApp
+from crdconvert.converters import Registry
+from crdconvert.faults import NAMES, Faults, UnknownFault
+from crdconvert.records import RecordSink
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="crdconvert", description="CRD conversion webhook")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    parser.add_argument("--port", type=int, default=8443)
+    parser.add_argument("--tls-cert", required=True, help="PEM certificate (chain) file")
+    parser.add_argument("--tls-key", required=True, help="PEM private key file")
+    parser.add_argument("--client-ca", help="require client certificates signed by this CA")
+    parser.add_argument("--path", default=DEFAULT_PATH, help="conversion path")
+    parser.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY)
+    parser.add_argument("--record-file", help="append review records here (default: stdout)")
+    parser.add_argument(
+        "--fault",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help=f"misbehave on purpose, for tests (repeatable): {', '.join(NAMES)}",
+    )
+    parser.add_argument(
+        "--fault-control",
+        action="store_true",
+        help="allow changing fault modes at run time (PUT a JSON list to /control/faults)",
+    )
+    return parser.parse_args(argv)
+
+
+def log(line: str) -> None:
+    print(f"crdconvert: {line}", file=sys.stderr, flush=True)
+
+
+async def serve(args: argparse.Namespace) -> None:
+    try:
+        faults = Faults.parse(args.fault)
+    except UnknownFault as exc:
+        raise SystemExit(f"crdconvert: {exc}") from None
+    app = ConversionApp(
+        crontab.register(Registry()),
+        path=args.path,
+        max_body=args.max_body_bytes,
+        faults=faults,
+        fault_control=args.fault_control,
+        records=RecordSink.to_file(args.record_file) if args.record_file else None,
+    )
+    files = tls.TLSFiles(args.tls_cert, args.tls_key, args.client_ca)
+    config = uvicorn.Config(
+        app,
+        host=args.host,
+        port=args.port,
+        ssl_certfile=files.cert,
+        ssl_keyfile=files.key,
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+        timeout_graceful_shutdown=5,
+    )
+    config.load()
+    tls.harden(config.ssl, files)
+    if faults.active:
+        log(f"fault modes ON: {', '.join(faults.describe())}")
+    log(f"serving {args.path} on https://{args.host}:{args.port}")
+    watcher = asyncio.create_task(tls.watch(config.ssl, files, log))
+    try:
+        await uvicorn.Server(config).serve()
+    finally:
+        watcher.cancel()
+
+
+def main(argv=None) -> None:
+    args = parse_args(argv)
+    try:
+        import uvloop
+
+        uvloop.run(serve(args))
+    except ImportError:
+        asyncio.run(serve(args))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,164 @@
+"""Deliberate misbehaviour, to reproduce the documented failure cases. Off unless asked for.
+
+Each fault rewrites a correct answer (or the HTTP status) the way a buggy webhook would.
+Names are given on the command line (``--fault reorder --fault delay=2``) or, when the server
+runs with ``--fault-control``, set at run time through ``PUT /control/faults``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from crdconvert.review import GROUP
+
+FAILURE_MESSAGE = "conversion refused on purpose (fault mode fail-with-message)"
+OTHER_METADATA = {
+    "generation": 42,
+    "resourceVersion": "42",
+    "finalizers": ["foo"],
+    "creationTimestamp": "2000-01-01T00:00:00Z",
+    "ownerReferences": [
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "name": "owner",
+            "uid": "00000000-0000-0000-0000-000000000042",
+        }
+    ],
+    "garbage": "foo",
+}
+
+
+def _objects(answer: dict) -> list:
+    return answer["response"].get("convertedObjects") or []
+
+
+def _metadata(obj: dict) -> dict:
+    return obj.setdefault("metadata", {})
+
+
+def _fail(message: str | None) -> Callable[[dict, dict], None]:
+    def apply(answer: dict, request: dict) -> None:
+        response = answer["response"]
+        response.pop("convertedObjects", None)
+        response["result"] = {"status": "Failed"}
+        if message:
+            response["result"]["message"] = message
+
+    return apply
+
+
+def _each(change: Callable[[dict], None]) -> Callable[[dict, dict], None]:
+    def apply(answer: dict, request: dict) -> None:
+        for obj in _objects(answer):
+            change(obj)
+
+    return apply
+
+
+def _wrong_uid(answer: dict, request: dict) -> None:
+    answer["response"]["uid"] = "00000000-0000-0000-0000-00000000bad0"
+
+
+def _reorder(answer: dict, request: dict) -> None:
+    objects = _objects(answer)
+    objects.reverse()
+
+
+def _drop_object(answer: dict, request: dict) -> None:
+    objects = _objects(answer)
+    if objects:
+        objects.pop()
+
+
+def _other_review_version(answer: dict, request: dict) -> None:
+    current = answer["apiVersion"]
+    answer["apiVersion"] = f"{GROUP}/v1beta1" if current.endswith("/v1") else f"{GROUP}/v1"
+
+
+def _stale_api_version(answer: dict, request: dict) -> None:
+    # Answer Success but leave each object at the version it came in.
+    sources = [o.get("apiVersion") for o in request.get("objects") or [] if isinstance(o, dict)]
+    for obj, source in zip(_objects(answer), sources, strict=False):
+        obj["apiVersion"] = source
+
+
+def _set(field_name: str, value) -> Callable[[dict], None]:
+    return lambda obj: _metadata(obj).__setitem__(field_name, value)
+
+
+def _add(field_name: str, key: str, value: str) -> Callable[[dict], None]:
+    return lambda obj: _metadata(obj).setdefault(field_name, {}).__setitem__(key, value)
+
+
+# name -> rewrite of (answer, request body)
+REWRITES: dict[str, Callable[[dict, dict], None]] = {
+    "fail-with-message": _fail(FAILURE_MESSAGE),
+    "fail-without-message": _fail(None),
+    "wrong-uid": _wrong_uid,
+    "reorder": _reorder,
+    "drop-object": _drop_object,
+    "other-review-version": _other_review_version,
+    "stale-apiversion": _stale_api_version,
+    "mutate-name": _each(
+        lambda o: _metadata(o).__setitem__("name", _metadata(o).get("name", "") + "-renamed")
+    ),
+    "mutate-uid": _each(_set("uid", "42")),
+    "mutate-namespace": _each(_set("namespace", "elsewhere")),
+    "mutate-labels": _each(_add("labels", "converted-by", "crdconvert")),
+    "mutate-annotations": _each(_add("annotations", "crdconvert/converted", "true")),
+    "drop-labels": _each(lambda o: _metadata(o).pop("labels", None)),
+    "mutate-other-metadata": _each(lambda o: _metadata(o).update(OTHER_METADATA)),
+    "extra-field": _each(lambda o: o.__setitem__("extra", 1)),
+}
+HTTP_FAULTS = {"http-500": 500}
+NAMES = (*REWRITES, *HTTP_FAULTS, "delay=<seconds>")
+
+
+class UnknownFault(ValueError):
+    pass
+
+
+@dataclass
+class Faults:
+    rewrites: list[str] = field(default_factory=list)
+    http_status: int | None = None
+    delay: float = 0.0
+
+    @classmethod
+    def parse(cls, specs: list[str]) -> Faults:
+        faults = cls()
+        for spec in specs:
+            name, _, value = spec.partition("=")
+            if name in REWRITES:
+                faults.rewrites.append(name)
+            elif name in HTTP_FAULTS:
+                faults.http_status = HTTP_FAULTS[name]
+            elif name == "delay":
+                try:
+                    faults.delay = float(value)
+                except ValueError:
+                    raise UnknownFault(
+                        f"delay needs seconds, e.g. delay=2 (got {spec!r})"
+                    ) from None
+            else:
+                raise UnknownFault(f"unknown fault {spec!r}; known: {', '.join(NAMES)}")
+        return faults
+
+    @property
+    def active(self) -> bool:
+        return bool(self.rewrites or self.http_status or self.delay)
+
+    def describe(self) -> list[str]:
+        names = list(self.rewrites)
+        if self.http_status:
+            names.append(f"http-{self.http_status}")
+        if self.delay:
+            names.append(f"delay={self.delay:g}")
+        return names
+
+    def apply(self, answer: dict, request: dict) -> dict:
+        for name in self.rewrites:
+            REWRITES[name](answer, request)
+        return answer

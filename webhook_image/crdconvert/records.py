@@ -1,0 +1,40 @@
+"""One structured log line (JSON) per review, and per rejected request.
+
+The e2e suite reads these records to tell which conversions the API server asked for.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from typing import IO
+
+from crdconvert import json_codec
+
+
+def object_summary(obj) -> dict:
+    if not isinstance(obj, dict):
+        return {"invalid": True}
+    metadata = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    summary = {"name": metadata.get("name"), "apiVersion": obj.get("apiVersion")}
+    if metadata.get("namespace"):
+        summary["namespace"] = metadata["namespace"]
+    return summary
+
+
+class RecordSink:
+    def __init__(self, stream: IO[bytes] | None = None):
+        self._stream = stream or sys.stdout.buffer
+        self._lock = threading.Lock()
+
+    def write(self, record: dict) -> None:
+        record = {"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **record}
+        line = json_codec.dumps(record) + b"\n"
+        with self._lock:
+            self._stream.write(line)
+            self._stream.flush()
+
+    @classmethod
+    def to_file(cls, path: str) -> RecordSink:
+        return cls(open(path, "ab", buffering=0))
