@@ -1,0 +1,149 @@
+"""Every fault mode misbehaves exactly as named, and only when asked for."""
+
+import io
+import json
+
+import pytest
+
+from crdconvert import crontab, faults
+from crdconvert.app import ConversionApp
+from crdconvert.converters import Registry
+from crdconvert.records import RecordSink
+from tests import webhook_examples as ex
+from tests.asgi_client import call
+
+
+def answer_with(*specs, version="v1"):
+    records = io.BytesIO()
+    app = ConversionApp(
+        crontab.register(Registry()),
+        faults=faults.Faults.parse(list(specs)),
+        records=RecordSink(records),
+    )
+    request = ex.in_review_version(ex.REQUEST_V1, version)
+    request["request"]["objects"][0]["metadata"]["labels"] = {"keep": "me"}
+    status, _, payload = call(app, body=request)
+    record = json.loads(records.getvalue().splitlines()[-1])
+    return status, payload, record
+
+
+def objects(payload):
+    return json.loads(payload)["response"]["convertedObjects"]
+
+
+def test_no_fault_is_active_by_default():
+    status, payload, record = answer_with()
+    assert status == 200 and record["faults"] == []
+    assert [o["metadata"]["name"] for o in objects(payload)] == ["local-crontab", "remote-crontab"]
+
+
+def test_fail_with_message():
+    _, payload, record = answer_with("fail-with-message")
+    response = json.loads(payload)["response"]
+    assert response["result"] == {"status": "Failed", "message": faults.FAILURE_MESSAGE}
+    assert "convertedObjects" not in response and record["result"] == "Failed"
+
+
+def test_fail_without_message():
+    _, payload, _ = answer_with("fail-without-message")
+    assert json.loads(payload)["response"]["result"] == {"status": "Failed"}
+
+
+def test_wrong_uid():
+    _, payload, _ = answer_with("wrong-uid")
+    assert json.loads(payload)["response"]["uid"] not in ("", ex.UID)
+
+
+def test_reorder():
+    _, payload, _ = answer_with("reorder")
+    assert [o["metadata"]["name"] for o in objects(payload)] == ["remote-crontab", "local-crontab"]
+
+
+def test_drop_object():
+    _, payload, _ = answer_with("drop-object")
+    assert len(objects(payload)) == 1
+
+
+@pytest.mark.parametrize(
+    ("fault", "field", "check"),
+    [
+        ("mutate-name", "name", lambda value: value.endswith("-renamed")),
+        ("mutate-uid", "uid", lambda value: value == "42"),
+        ("mutate-namespace", "namespace", lambda value: value == "elsewhere"),
+        ("mutate-labels", "labels", lambda value: value["converted-by"] == "crdconvert"),
+        (
+            "mutate-annotations",
+            "annotations",
+            lambda value: value["crdconvert/converted"] == "true",
+        ),
+    ],
+)
+def test_metadata_mutations(fault, field, check):
+    _, payload, _ = answer_with(fault)
+    assert all(check(o["metadata"][field]) for o in objects(payload))
+
+
+def test_drop_labels():
+    _, payload, _ = answer_with("drop-labels")
+    assert all("labels" not in o["metadata"] for o in objects(payload))
+
+
+def test_mutate_other_metadata():
+    _, payload, _ = answer_with("mutate-other-metadata")
+    for obj in objects(payload):
+        assert obj["metadata"]["generation"] == 42 and obj["metadata"]["garbage"] == "foo"
+        assert obj["metadata"]["finalizers"] == ["foo"]
+
+
+@pytest.mark.parametrize(("sent", "answered"), [("v1", "v1beta1"), ("v1beta1", "v1")])
+def test_other_review_version(sent, answered):
+    _, payload, _ = answer_with("other-review-version", version=sent)
+    assert json.loads(payload)["apiVersion"] == f"apiextensions.k8s.io/{answered}"
+
+
+def test_stale_apiversion_answers_success_with_the_old_version():
+    _, payload, _ = answer_with("stale-apiversion")
+    response = json.loads(payload)["response"]
+    assert response["result"]["status"] == "Success"
+    assert {o["apiVersion"] for o in response["convertedObjects"]} == {"example.com/v1beta1"}
+
+
+def test_extra_field():
+    _, payload, _ = answer_with("extra-field")
+    assert all(o["extra"] == 1 for o in objects(payload))
+
+
+def test_http_500():
+    status, payload, record = answer_with("http-500")
+    assert status == 500 and record["status"] == 500 and b"fault" in payload
+
+
+def test_delay_is_parsed_and_applied():
+    assert faults.Faults.parse(["delay=0.05"]).delay == 0.05
+    status, _, record = answer_with("delay=0.05")
+    assert status == 200 and record["durationMs"] >= 50
+
+
+def test_faults_combine():
+    _, payload, record = answer_with("reorder", "mutate-labels")
+    assert record["faults"] == ["reorder", "mutate-labels"]
+    names = [o["metadata"]["name"] for o in objects(payload)]
+    assert names == ["remote-crontab", "local-crontab"]
+
+
+@pytest.mark.parametrize("spec", ["nonsense", "delay=soon"])
+def test_unknown_or_malformed_fault_is_refused(spec):
+    with pytest.raises(faults.UnknownFault, match=spec.split("=")[0]):
+        faults.Faults.parse([spec])
+
+
+def test_fault_control_endpoint_only_when_enabled():
+    app = ConversionApp(crontab.register(Registry()), records=RecordSink(io.BytesIO()))
+    assert call(app, method="PUT", path="/control/faults", body=["reorder"])[0] == 404
+    app = ConversionApp(
+        crontab.register(Registry()), fault_control=True, records=RecordSink(io.BytesIO())
+    )
+    status, _, body = call(app, method="PUT", path="/control/faults", body=["reorder"])
+    assert status == 200 and json.loads(body) == ["reorder"]
+    assert call(app, method="PUT", path="/control/faults", body=["bogus"])[0] == 400
+    assert json.loads(call(app, method="GET", path="/control/faults")[2]) == ["reorder"]

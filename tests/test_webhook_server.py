@@ -1,0 +1,117 @@
+"""The webhook as a real HTTPS server on 127.0.0.1: TLS rules, client certificates, reload."""
+
+import shutil
+import socket
+import ssl
+import warnings
+
+import pytest
+import requests
+import trustme
+
+from crdharness import certs
+from crdharness.polling import wait_for
+from crdharness.webhook import LocalWebhook, probe_review
+from tests import webhook_examples as ex
+
+
+@pytest.fixture
+def ca(tmp_path):
+    return certs.CertificateAuthority(tmp_path)
+
+
+@pytest.fixture
+def webhook(ca, tmp_path):
+    server = LocalWebhook(ca, tmp_path).start()
+    yield server
+    server.stop()
+
+
+def tls_handshake(port: int, context: ssl.SSLContext) -> str:
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as raw:
+        with context.wrap_socket(raw, server_hostname="127.0.0.1") as tls:
+            return tls.version()
+
+
+def test_documented_review_over_https(webhook, ca):
+    response = requests.post(webhook.url, json=ex.REQUEST_V1, verify=str(ca.cert_path), timeout=10)
+    assert response.status_code == 200
+    assert response.json() == ex.RESPONSE_V1
+    (record,) = [r for r in webhook.records() if r.get("uid") == ex.UID]
+    assert record["result"] == "Success"
+
+
+def test_plain_http_is_refused(webhook):
+    with pytest.raises(requests.ConnectionError):
+        requests.post(webhook.url.replace("https://", "http://"), json=ex.REQUEST_V1, timeout=10)
+
+
+def test_tls_below_1_2_is_refused_and_1_2_is_accepted(webhook, ca):
+    old = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    old.load_verify_locations(ca.cert_path)
+    old.set_ciphers("DEFAULT:@SECLEVEL=0")  # let this client offer TLS 1.1 at all
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # deprecated: that is the point
+        old.minimum_version = ssl.TLSVersion.TLSv1
+        old.maximum_version = ssl.TLSVersion.TLSv1_1
+    with pytest.raises(ssl.SSLError) as refused:
+        tls_handshake(webhook.port, old)
+    # The server hung up on the hello; a client unable to offer TLS 1.1 would fail before that.
+    assert "no protocols available" not in str(refused.value).lower()
+    modern = ssl.create_default_context(cafile=str(ca.cert_path))
+    modern.maximum_version = ssl.TLSVersion.TLSv1_2
+    assert tls_handshake(webhook.port, modern) == "TLSv1.2"
+
+
+def authority(directory):
+    directory.mkdir()
+    return certs.CertificateAuthority(directory)
+
+
+def test_client_ca_requires_a_valid_client_certificate(ca, tmp_path):
+    client_ca = authority(tmp_path / "clients")
+    good = client_ca.issue_client("apiserver-client", "kube-apiserver")
+    bad = authority(tmp_path / "strangers").issue_client("stranger", "stranger")
+    server = LocalWebhook(ca, tmp_path, client_ca=client_ca.cert_path).start(client_cert=good)
+    try:
+        for cert in (None, (str(bad.cert), str(bad.key))):
+            with pytest.raises((requests.exceptions.SSLError, requests.ConnectionError)):
+                requests.post(
+                    server.url, json=probe_review(), cert=cert, verify=str(ca.cert_path), timeout=10
+                )
+        ok = requests.post(
+            server.url,
+            json=probe_review(),
+            cert=(str(good.cert), str(good.key)),
+            verify=str(ca.cert_path),
+            timeout=10,
+        )
+        assert ok.status_code == 200
+    finally:
+        server.stop()
+
+
+def test_rotated_certificate_is_used_without_restart(webhook, tmp_path):
+    new_ca = trustme.CA()
+    new_dir = tmp_path / "rotated"
+    new_dir.mkdir()
+    rotated = certs.CertificateAuthority(new_dir, new_ca).issue_server("webhook")
+    pid = webhook.process.pid
+    shutil.copy(rotated.key, webhook.serving.key)
+    shutil.copy(rotated.cert, webhook.serving.cert)
+
+    def trusted_by_new_ca():
+        return (
+            requests.post(
+                webhook.url, json=probe_review(), verify=str(new_dir / "ca.crt"), timeout=5
+            ).status_code
+            == 200
+        )
+
+    wait_for(trusted_by_new_ca, 20, "the webhook to serve the rotated certificate", interval=0.2)
+    assert webhook.process.pid == pid and webhook.process.running()
+
+
+def test_machine_ca_bundle_does_not_override_the_harness_ca(webhook, monkeypatch):
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", "/etc/ssl/certs/ca-certificates.crt")
+    webhook.wait_ready(timeout=10)
