@@ -4,11 +4,11 @@ import io
 import json
 
 import pytest
-
 from crdconvert import crontab, faults
 from crdconvert.app import ConversionApp
 from crdconvert.converters import Registry
 from crdconvert.records import RecordSink
+
 from tests import webhook_examples as ex
 from tests.asgi_client import call
 

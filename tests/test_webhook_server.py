@@ -28,9 +28,11 @@ def webhook(ca, tmp_path):
 
 
 def tls_handshake(port: int, context: ssl.SSLContext) -> str:
-    with socket.create_connection(("127.0.0.1", port), timeout=5) as raw:
-        with context.wrap_socket(raw, server_hostname="127.0.0.1") as tls:
-            return tls.version()
+    with (
+        socket.create_connection(("127.0.0.1", port), timeout=5) as raw,
+        context.wrap_socket(raw, server_hostname="127.0.0.1") as tls,
+    ):
+        return tls.version()
 
 
 def test_documented_review_over_https(webhook, ca):
