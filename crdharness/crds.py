@@ -73,6 +73,25 @@ def delete_and_wait(api_client: client.ApiClient, name: str, timeout: float = 60
     wait_for(gone, timeout, f"CRD {name} to be deleted")
 
 
+def point_webhook(
+    manifest: dict,
+    ca_bundle_b64: str,
+    url: str | None = None,
+    service: dict | None = None,
+) -> dict:
+    """A copy of a CRD manifest whose conversion webhook is reached at ``url`` or ``service``,
+    trusting ``ca_bundle_b64`` (the caBundle placeholder is filled in)."""
+    if (url is None) == (service is None):
+        raise ValueError("give exactly one of url and service")
+    pointed = copy.deepcopy(manifest)
+    webhook = pointed["spec"]["conversion"].setdefault("webhook", {})
+    webhook["clientConfig"] = {
+        "caBundle": ca_bundle_b64,
+        **({"url": url} if url else {"service": service}),
+    }
+    return pointed
+
+
 def with_group(manifest: dict, group: str) -> dict:
     """A copy of a CRD manifest moved to another API group, for a test's isolation."""
     moved = copy.deepcopy(manifest)

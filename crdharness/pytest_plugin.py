@@ -14,7 +14,7 @@ import uuid
 import pytest
 from kubernetes import client
 
-from crdharness import backends
+from crdharness import backends, certs
 from crdharness.errors import HarnessError
 from crdharness.versions import ENV_VAR as K8S_VERSION_ENV
 
@@ -130,3 +130,27 @@ def pytest_runtest_makereport(item: pytest.Item, call):
         except OSError:
             continue
         report.sections.append((f"{name} log (last 30 lines of {path})", "\n".join(lines)))
+
+
+@pytest.fixture(scope="session")
+def conversion_webhook(cluster, tmp_path_factory):
+    """The reference webhook as a local HTTPS process on 127.0.0.1, shared by the session.
+
+    Tests that switch fault modes must use ``isolated_webhook`` instead.
+    """
+    from crdharness.webhook import LocalWebhook
+
+    directory = tmp_path_factory.mktemp("webhook")
+    server = LocalWebhook(certs.CertificateAuthority(directory), directory).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def isolated_webhook(cluster, tmp_path):
+    """A webhook of the test's own, whose fault modes it may switch (``set_faults``)."""
+    from crdharness.webhook import LocalWebhook
+
+    server = LocalWebhook(certs.CertificateAuthority(tmp_path), tmp_path).start()
+    yield server
+    server.stop()

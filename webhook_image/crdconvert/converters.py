@@ -21,6 +21,7 @@ from collections import deque
 from collections.abc import Callable
 
 Converter = Callable[[dict], dict]
+ANY_GROUP = "*"  # a converter for a kind in whatever group it is served (tests move CRDs)
 MUTABLE_METADATA = ("labels", "annotations")
 
 
@@ -57,7 +58,7 @@ class Registry:
         return self._paths[key]
 
     def _search(self, group: str, kind: str, source: str, target: str) -> list[Converter]:
-        edges = self._edges.get((group, kind))
+        edges = self._edges.get((group, kind)) or self._edges.get((ANY_GROUP, kind))
         if edges is None:
             raise ConversionError(f"no converter is registered for kind {kind} in group {group}")
         previous: dict[str, tuple[str, Converter] | None] = {source: None}
