@@ -65,10 +65,20 @@ def e2e(session: nox.Session) -> None:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """Every test: unit tests of the harness, its teardown guarantees, and the e2e suite."""
+    """Every test: the harness's unit tests, its teardown guarantees, the webhook and its
+    image, and the e2e suite with the webhook as a process and as a container."""
     _install(session)
     _prepare_binaries(session)
+    session.run("python", "-m", "crdharness", "image")
     _pytest(session, "all", "tests", "e2e")
+    _pytest(session, "e2e-container", "e2e", "--webhook=container")
+
+
+@nox.session
+def image(session: nox.Session) -> None:
+    """Build the webhook image (and, where no registry answers, a local Debian base)."""
+    _install(session)
+    session.run("python", "-m", "crdharness", "image")
 
 
 @nox.session

@@ -4,6 +4,7 @@
 - ``binaries [--k8s-version]`` make sure the binaries exist (build them if needed); print where
 - ``up [--k8s-version]``       start a local cluster and leave it running
 - ``down [WORKSPACE ...]``     stop clusters left running by ``up`` or ``--keep-cluster``
+- ``image``                    build the webhook image (and, without a registry, its base)
 """
 
 from __future__ import annotations
@@ -46,6 +47,13 @@ def _down(args) -> None:
         print(f"stopped {path}")
 
 
+def _image(args) -> None:
+    from crdharness import images
+
+    tag = images.build_webhook_image(to_stderr)
+    print(f"{tag} {images.image_size(tag)} bytes")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="crdharness", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -60,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         sub.add_argument("--k8s-version", default=None)
         sub.add_argument("--assets-dir", default=None)
         sub.set_defaults(run=run)
+    commands.add_parser("image", help="build the webhook image").set_defaults(run=_image)
     down = commands.add_parser("down", help="stop kept clusters")
     down.add_argument("workspaces", nargs="*")
     down.set_defaults(run=_down)

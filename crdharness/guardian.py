@@ -1,7 +1,8 @@
 """A watchdog that cleans up after a test process that died without cleaning up itself.
 
 The test process starts it in a session of its own and keeps a pipe to its stdin open. It
-tells the guardian what to clean (``watch <pid> <start time>``, ``remove <path>``), and
+tells the guardian what to clean (``watch <pid> <start time>``, ``remove <path>``,
+``container <name>``), and
 ``release`` when it has cleaned up itself. If the pipe closes without ``release`` — the test
 process was killed — the guardian stops the watched processes and removes the paths.
 """
@@ -44,6 +45,9 @@ class Guardian:
     def remove(self, path: Path) -> None:
         self._say(f"remove {path}")
 
+    def remove_container(self, name: str) -> None:
+        self._say(f"container {name}")
+
     def release(self) -> None:
         """Everything is cleaned up: let the guardian exit without doing anything."""
         if self._proc.poll() is None:
@@ -56,6 +60,7 @@ class Guardian:
 def main() -> None:
     watched: list[tuple[int, float]] = []
     paths: list[Path] = []
+    containers: list[str] = []
     for line in sys.stdin:
         command, _, argument = line.strip().partition(" ")
         if command == "watch":
@@ -63,11 +68,15 @@ def main() -> None:
             watched.append((int(pid), float(created)))
         elif command == "remove":
             paths.append(Path(argument))
+        elif command == "container":
+            containers.append(argument)
         elif command == "release":
             return
     # stdin closed without "release": the test process is gone. Newest first, like a teardown.
     for pid, created in reversed(watched):
         kill_if_same(pid, created)
+    for name in containers:
+        subprocess.run(["docker", "rm", "-f", name], capture_output=True, check=False, timeout=60)
     for path in paths:
         shutil.rmtree(path, ignore_errors=True)
 

@@ -52,6 +52,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         help="start kube-apiserver with --watch-cache=false (exact webhook call counts)",
     )
+    group.addoption(
+        "--webhook",
+        choices=("process", "container"),
+        default="process",
+        help="run the reference webhook as a local process (default) or a container "
+        "from the built image (`nox -s image`)",
+    )
     group.addoption("--apiserver-port", type=int, default=None, help="fixed kube-apiserver port")
     group.addoption("--etcd-port", type=int, default=None, help="fixed etcd client port")
 
@@ -132,25 +139,28 @@ def pytest_runtest_makereport(item: pytest.Item, call):
         report.sections.append((f"{name} log (last 30 lines of {path})", "\n".join(lines)))
 
 
+def _start_webhook(config: pytest.Config, directory):
+    from crdharness.webhook import ContainerWebhook, LocalWebhook
+
+    form = ContainerWebhook if config.getoption("--webhook") == "container" else LocalWebhook
+    try:
+        return form(certs.CertificateAuthority(directory), directory).start()
+    except HarnessError as exc:
+        pytest.fail(f"crdharness: {exc}", pytrace=False)
+
+
 @pytest.fixture(scope="session")
-def conversion_webhook(cluster, tmp_path_factory):
-    """The reference webhook as a local HTTPS process on 127.0.0.1, shared by the session.
-
-    Tests that switch fault modes must use ``isolated_webhook`` instead.
-    """
-    from crdharness.webhook import LocalWebhook
-
-    directory = tmp_path_factory.mktemp("webhook")
-    server = LocalWebhook(certs.CertificateAuthority(directory), directory).start()
+def conversion_webhook(cluster, request, tmp_path_factory):
+    """The reference webhook on 127.0.0.1 (process or container, see ``--webhook``), shared
+    by the session. Tests that switch fault modes must use ``isolated_webhook`` instead."""
+    server = _start_webhook(request.config, tmp_path_factory.mktemp("webhook"))
     yield server
     server.stop()
 
 
 @pytest.fixture
-def isolated_webhook(cluster, tmp_path):
+def isolated_webhook(cluster, request, tmp_path):
     """A webhook of the test's own, whose fault modes it may switch (``set_faults``)."""
-    from crdharness.webhook import LocalWebhook
-
-    server = LocalWebhook(certs.CertificateAuthority(tmp_path), tmp_path).start()
+    server = _start_webhook(request.config, tmp_path)
     yield server
     server.stop()

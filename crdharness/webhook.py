@@ -1,13 +1,17 @@
-"""The reference conversion webhook (``webhook_image/crdconvert``) as a local HTTPS process.
+"""The reference conversion webhook (``webhook_image/crdconvert``), run for the tests.
 
-The API server reaches it by URL on 127.0.0.1, trusting it through ``caBundle``. Ready means a
-real ConversionReview round trip over HTTPS succeeded, not merely that the port is open.
+Two forms, one interface: ``LocalWebhook`` is a local HTTPS process; ``ContainerWebhook`` runs
+the built image with the port published on 127.0.0.1. The API server reaches either by URL,
+trusting it through ``caBundle``. Ready means a real ConversionReview round trip over HTTPS
+succeeded, not merely that the port is open.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import sys
+import tempfile
 import uuid
 from pathlib import Path
 
@@ -15,6 +19,7 @@ import requests
 
 from crdharness import certs, ports
 from crdharness.errors import HarnessError
+from crdharness.guardian import Guardian
 from crdharness.polling import wait_for
 from crdharness.processes import ManagedProcess
 
@@ -29,7 +34,9 @@ def probe_review() -> dict:
     }
 
 
-class LocalWebhook:
+class WebhookServer:
+    """What both forms share: certificates, readiness, fault switching, review records."""
+
     def __init__(
         self,
         ca: certs.CertificateAuthority,
@@ -48,7 +55,6 @@ class LocalWebhook:
         self.port = ports.claim(port, "the conversion webhook", "another port")
         self.serving = serving or ca.issue_server("webhook", *certs.LOOPBACK_NAMES)
         self.records_path = directory / "webhook-records.jsonl"
-        self.process: ManagedProcess | None = None
 
     @property
     def url(self) -> str:
@@ -58,38 +64,25 @@ class LocalWebhook:
     def base_url(self) -> str:
         return f"https://{ports.LOOPBACK}:{self.port}"
 
-    def args(self) -> list[str]:
-        args = [
-            sys.executable,
-            "-m",
-            "crdconvert",
-            "--host",
-            ports.LOOPBACK,
-            "--port",
-            str(self.port),
-            "--tls-cert",
-            str(self.serving.cert),
-            "--tls-key",
-            str(self.serving.key),
-            "--path",
-            CONVERT_PATH,
-            "--record-file",
-            str(self.records_path),
-        ]
-        if self.client_ca:
-            args += ["--client-ca", str(self.client_ca)]
+    def server_args(self, cert: str, key: str, client_ca: str | None) -> list[str]:
+        """crdconvert's options (after ``--host``/``--port``), with paths as it sees them."""
+        args = ["--tls-cert", cert, "--tls-key", key, "--path", CONVERT_PATH]
+        if client_ca:
+            args += ["--client-ca", client_ca]
         if self.fault_control:
             args.append("--fault-control")
         for fault in self.faults:
             args += ["--fault", fault]
         return args
 
-    def start(self, client_cert: certs.KeyPair | None = None) -> LocalWebhook:
-        self.process = ManagedProcess(
-            "webhook", self.args(), self.directory / "webhook.log"
-        ).start()
-        self.wait_ready(client_cert)
-        return self
+    def running(self) -> bool:
+        raise NotImplementedError
+
+    def log_tail(self) -> str:
+        raise NotImplementedError
+
+    def _record_lines(self) -> list[str]:
+        raise NotImplementedError
 
     def _post(self, body: dict, client_cert: certs.KeyPair | None = None) -> requests.Response:
         cert = (str(client_cert.cert), str(client_cert.key)) if client_cert else None
@@ -99,8 +92,8 @@ class LocalWebhook:
 
     def wait_ready(self, client_cert: certs.KeyPair | None = None, timeout: float = 30) -> None:
         def round_trip() -> bool:
-            if self.process is None or not self.process.running():
-                raise HarnessError(f"the webhook exited: {self.process.log_tail(5)}")
+            if not self.running():
+                raise HarnessError(f"the webhook exited: {self.log_tail()}")
             review = probe_review()
             answer = self._post(review, client_cert).json()
             return answer["response"]["uid"] == review["request"]["uid"]
@@ -125,12 +118,8 @@ class LocalWebhook:
             raise HarnessError(f"webhook refused faults {faults}: {response.text.strip()}")
 
     def records(self) -> list[dict]:
-        """Every review the webhook answered so far, oldest first."""
-        try:
-            lines = self.records_path.read_text().splitlines()
-        except FileNotFoundError:
-            return []
-        return [json.loads(line) for line in lines if line.strip()]
+        """Every review (and rejected request) the webhook answered so far, oldest first."""
+        return [json.loads(line) for line in self._record_lines() if line.startswith("{")]
 
     def reviews_for(self, name: str, desired_api_version: str | None = None) -> list[dict]:
         """Reviews that carried object ``name`` (optionally converting it to a version)."""
@@ -141,6 +130,139 @@ class LocalWebhook:
             and (desired_api_version is None or r.get("desiredAPIVersion") == desired_api_version)
         ]
 
+
+class LocalWebhook(WebhookServer):
+    """crdconvert as a child process of the test run, with this venv's Python."""
+
+    process: ManagedProcess | None = None
+
+    def start(self, client_cert: certs.KeyPair | None = None) -> LocalWebhook:
+        args = [
+            sys.executable,
+            "-m",
+            "crdconvert",
+            "--host",
+            ports.LOOPBACK,
+            "--port",
+            str(self.port),
+            "--record-file",
+            str(self.records_path),
+        ]
+        args += self.server_args(
+            str(self.serving.cert),
+            str(self.serving.key),
+            str(self.client_ca) if self.client_ca else None,
+        )
+        self.process = ManagedProcess("webhook", args, self.directory / "webhook.log").start()
+        self.wait_ready(client_cert)
+        return self
+
+    def running(self) -> bool:
+        return self.process is not None and self.process.running()
+
+    def log_tail(self) -> str:
+        return self.process.log_tail(5) if self.process else "(never started)"
+
+    def _record_lines(self) -> list[str]:
+        try:
+            return self.records_path.read_text().splitlines()
+        except FileNotFoundError:
+            return []
+
     def stop(self) -> None:
         if self.process is not None:
             self.process.stop()
+
+
+class ContainerWebhook(WebhookServer):
+    """The built image in a container; records come from its standard output."""
+
+    container: str | None = None
+
+    def start(self, client_cert: certs.KeyPair | None = None, image: str | None = None):
+        from crdharness import images
+
+        images.require_engine()
+        image = image or images.WEBHOOK_IMAGE
+        if not images.image_exists(image):
+            raise HarnessError(f"image {image} does not exist: build it with `nox -s image`")
+        mount = self._tls_mount()
+        name = f"crdharness-webhook-{uuid.uuid4().hex[:8]}"
+        server = self.server_args(
+            "/tls/tls.crt", "/tls/tls.key", "/tls/client-ca.crt" if self.client_ca else None
+        )
+        images.docker(
+            "run",
+            "-d",
+            "--rm",
+            "--name",
+            name,
+            "--label",
+            "crdharness=webhook",
+            "-p",
+            f"{ports.LOOPBACK}:{self.port}:8443",
+            "-v",
+            f"{mount}:/tls:ro",
+            image,
+            *server,
+        )
+        self.container = name
+        self.guardian = Guardian()
+        self.guardian.remove_container(name)
+        self.wait_ready(client_cert)
+        return self
+
+    def _tls_mount(self) -> Path:
+        """The certificate files for the container's unprivileged user.
+
+        Kubernetes mounts a Secret readable for the pod's user; here the files are copied
+        readable (0644) into a directory whose parent is private to this user (0700), so the
+        key is readable inside the container and by nobody else on the host.
+        """
+        private = Path(tempfile.mkdtemp(prefix="tls-", dir=self.directory))  # 0700
+        mount = private / "tls"
+        mount.mkdir(mode=0o755)
+        pairs = [(self.serving.cert, "tls.crt"), (self.serving.key, "tls.key")]
+        if self.client_ca:
+            pairs.append((self.client_ca, "client-ca.crt"))
+        for source, name in pairs:
+            shutil.copyfile(source, mount / name)
+            (mount / name).chmod(0o644)
+        mount.chmod(0o755)
+        return mount
+
+    def running(self) -> bool:
+        from crdharness import images
+
+        if self.container is None:
+            return False
+        state = images.docker(
+            "inspect", "--format", "{{.State.Running}}", self.container, check=False, timeout=30
+        )
+        return state.returncode == 0 and state.stdout.strip() == "true"
+
+    def log_tail(self) -> str:
+        from crdharness import images
+
+        if self.container is None:
+            return "(never started)"
+        logs = images.docker("logs", "--tail", "5", self.container, check=False, timeout=30)
+        return (logs.stdout + logs.stderr).strip()
+
+    def _record_lines(self) -> list[str]:
+        from crdharness import images
+
+        if self.container is None:
+            return []
+        # Records go to stdout, diagnostics to stderr: read stdout only.
+        return images.docker("logs", self.container, check=False, timeout=60).stdout.splitlines()
+
+    def stop(self) -> None:
+        from crdharness import images
+
+        if self.container is not None:
+            images.docker("rm", "-f", self.container, check=False, timeout=60)
+            self.container = None
+        if getattr(self, "guardian", None) is not None:
+            self.guardian.release()
+            self.guardian = None

@@ -1,0 +1,45 @@
+"""The webhook image: built by `nox -s image`, run with generated certificates, over HTTPS."""
+
+import json
+
+import pytest
+import requests
+
+from crdharness import certs, images
+from crdharness.webhook import ContainerWebhook
+from tests import webhook_examples as ex
+
+pytestmark = pytest.mark.container
+
+
+@pytest.fixture
+def container_webhook(tmp_path):
+    images.require_engine()
+    server = ContainerWebhook(certs.CertificateAuthority(tmp_path), tmp_path).start()
+    yield server
+    server.stop()
+
+
+def test_image_runs_as_an_unprivileged_user_on_8443():
+    config = json.loads(images.docker("image", "inspect", images.WEBHOOK_IMAGE).stdout)[0]["Config"]
+    assert config["User"] not in ("", "0", "root")
+    assert "8443/tcp" in config["ExposedPorts"]
+
+
+def test_container_converts_the_documented_review(container_webhook):
+    response = requests.post(
+        container_webhook.url,
+        json=ex.REQUEST_V1,
+        verify=str(container_webhook.ca.cert_path),
+        timeout=10,
+    )
+    assert response.status_code == 200
+    assert response.json() == ex.RESPONSE_V1
+    assert [r["uid"] for r in container_webhook.records() if r.get("uid") == ex.UID] == [ex.UID]
+
+
+def test_stopping_removes_the_container(tmp_path):
+    server = ContainerWebhook(certs.CertificateAuthority(tmp_path), tmp_path).start()
+    name = server.container
+    server.stop()
+    assert images.docker("inspect", name, check=False).returncode != 0
