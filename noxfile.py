@@ -104,3 +104,11 @@ def lint(session: nox.Session) -> None:
     session.install("ruff>=0.6,<1")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
+
+
+@nox.session
+def bench_webhook(session: nox.Session) -> None:
+    """Webhook throughput (objects/s) for reviews of 1, 100 and 1000 objects; writes
+    artifacts/bench/webhook.json."""
+    _install(session)
+    session.run("python", "-m", "benchmarks.webhook_throughput", *session.posargs)

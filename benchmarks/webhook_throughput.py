@@ -1,0 +1,133 @@
+"""Objects converted per second by the reference webhook, over real HTTPS on 127.0.0.1.
+
+Reviews of 1, 100 and 1000 CronTabs (v1beta1 -> v1) are sent back to back on one keep-alive
+connection per client, bodies serialized in advance so the client does as little as it can.
+Writes ``artifacts/bench/webhook.json`` and prints a Markdown table.
+
+    python -m benchmarks.webhook_throughput [--seconds 5] [--clients 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import ssl
+import statistics
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+from crdharness import certs
+from crdharness.webhook import LocalWebhook
+
+OUT = Path(__file__).resolve().parent.parent / "artifacts" / "bench"
+
+
+def review(batch: int) -> bytes:
+    objects = [
+        {
+            "apiVersion": "example.com/v1beta1",
+            "kind": "CronTab",
+            "metadata": {
+                "name": f"crontab-{i}",
+                "namespace": "default",
+                "uid": str(uuid.uuid4()),
+                "resourceVersion": str(1000 + i),
+                "creationTimestamp": "2026-01-01T00:00:00Z",
+                "labels": {"app": "bench"},
+            },
+            "hostPort": f"host-{i}.example.com:{1000 + i}",
+        }
+        for i in range(batch)
+    ]
+    return json.dumps(
+        {
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "ConversionReview",
+            "request": {
+                "uid": str(uuid.uuid4()),
+                "desiredAPIVersion": "example.com/v1",
+                "objects": objects,
+            },
+        }
+    ).encode()
+
+
+def client_loop(port: int, context: ssl.SSLContext, body: bytes, seconds: float, latencies: list):
+    connection = http.client.HTTPSConnection("127.0.0.1", port, context=context)
+    headers = {"Content-Type": "application/json"}
+    deadline = time.perf_counter() + seconds
+    while time.perf_counter() < deadline:
+        started = time.perf_counter()
+        connection.request("POST", "/crdconvert", body=body, headers=headers)
+        response = connection.getresponse()
+        payload = response.read()
+        if response.status != 200 or b'"Success"' not in payload:
+            raise RuntimeError(f"bad answer {response.status}: {payload[:200]!r}")
+        latencies.append(time.perf_counter() - started)
+    connection.close()
+
+
+def measure(webhook: LocalWebhook, batch: int, clients: int, seconds: float) -> dict:
+    context = ssl.create_default_context(cafile=str(webhook.ca.cert_path))
+    body = review(batch)
+    client_loop(webhook.port, context, body, 0.5, [])  # warm-up
+    per_client: list[list[float]] = [[] for _ in range(clients)]
+    threads = [
+        threading.Thread(
+            target=client_loop, args=(webhook.port, context, body, seconds, per_client[i])
+        )
+        for i in range(clients)
+    ]
+    started = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    elapsed = time.perf_counter() - started
+    latencies = sorted(x for xs in per_client for x in xs)
+    requests_done = len(latencies)
+    return {
+        "batch": batch,
+        "clients": clients,
+        "requests": requests_done,
+        "seconds": round(elapsed, 3),
+        "reviews_per_second": round(requests_done / elapsed, 1),
+        "objects_per_second": round(requests_done * batch / elapsed, 1),
+        "latency_ms_p50": round(statistics.median(latencies) * 1000, 3),
+        "latency_ms_p99": round(latencies[int(0.99 * (len(latencies) - 1))] * 1000, 3),
+        "body_bytes": len(body),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--clients", type=int, nargs="+", default=[1])
+    parser.add_argument("--batches", type=int, nargs="+", default=[1, 100, 1000])
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as directory:
+        webhook = LocalWebhook(certs.CertificateAuthority(Path(directory)), Path(directory))
+        webhook.start()
+        try:
+            results = [
+                measure(webhook, b, c, args.seconds) for c in args.clients for b in args.batches
+            ]
+        finally:
+            webhook.stop()
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / "webhook.json").write_text(json.dumps(results, indent=2))
+    print("| batch | clients | reviews/s | objects/s | p50 ms | p99 ms |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    for r in results:
+        print(
+            f"| {r['batch']} | {r['clients']} | {r['reviews_per_second']} | "
+            f"{r['objects_per_second']} | {r['latency_ms_p50']} | {r['latency_ms_p99']} |"
+        )
+
+
+if __name__ == "__main__":
+    main()
