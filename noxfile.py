@@ -112,3 +112,13 @@ def bench_webhook(session: nox.Session) -> None:
     artifacts/bench/webhook.json."""
     _install(session)
     session.run("python", "-m", "benchmarks.webhook_throughput", *session.posargs)
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Benchmarks: control-plane start-to-ready and peak memory, webhook throughput.
+    Figures go to artifacts/bench/ (JSON) and are printed as Markdown tables."""
+    _install(session)
+    _prepare_binaries(session)
+    session.run("python", "-m", "benchmarks.control_plane")
+    session.run("python", "-m", "benchmarks.webhook_throughput")
