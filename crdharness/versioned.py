@@ -188,7 +188,7 @@ class VersionedCRD:
             "--subresource=status",
             "--type=merge",
             "-p",
-            '{"status":{"storedVersions":%s}}' % json.dumps(versions),
+            json.dumps({"status": {"storedVersions": versions}}),
         )
         return result.stdout
 
