@@ -12,16 +12,23 @@ from tests import webhook_examples as ex
 pytestmark = pytest.mark.container
 
 
+@pytest.fixture(scope="module")
+def webhook_image():
+    """Build the image from webhook_image/ (Docker's layer cache makes a rebuild quick)."""
+    return images.build_webhook_image(lambda line: None)
+
+
 @pytest.fixture
-def container_webhook(tmp_path):
-    images.require_engine()
-    server = ContainerWebhook(certs.CertificateAuthority(tmp_path), tmp_path).start()
+def container_webhook(webhook_image, tmp_path):
+    server = ContainerWebhook(certs.CertificateAuthority(tmp_path), tmp_path).start(
+        image=webhook_image
+    )
     yield server
     server.stop()
 
 
-def test_image_runs_as_an_unprivileged_user_on_8443():
-    config = json.loads(images.docker("image", "inspect", images.WEBHOOK_IMAGE).stdout)[0]["Config"]
+def test_image_runs_as_an_unprivileged_user_on_8443(webhook_image):
+    config = json.loads(images.docker("image", "inspect", webhook_image).stdout)[0]["Config"]
     assert config["User"] not in ("", "0", "root")
     assert "8443/tcp" in config["ExposedPorts"]
 
@@ -38,8 +45,10 @@ def test_container_converts_the_documented_review(container_webhook):
     assert [r["uid"] for r in container_webhook.records() if r.get("uid") == ex.UID] == [ex.UID]
 
 
-def test_stopping_removes_the_container(tmp_path):
-    server = ContainerWebhook(certs.CertificateAuthority(tmp_path), tmp_path).start()
+def test_stopping_removes_the_container(webhook_image, tmp_path):
+    server = ContainerWebhook(certs.CertificateAuthority(tmp_path), tmp_path).start(
+        image=webhook_image
+    )
     name = server.container
     server.stop()
     assert images.docker("inspect", name, check=False).returncode != 0

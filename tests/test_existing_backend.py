@@ -1,0 +1,60 @@
+"""--cluster=existing: the suite runs against any cluster from KUBECONFIG, and says plainly
+what it cannot offer there (etcd inspection)."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+INNER = textwrap.dedent("""\
+    import pytest
+    from crdharness.errors import HarnessError
+
+    def test_inner(cluster):
+        assert cluster.backend == "existing"
+        assert cluster.http.get("/readyz").text == "ok"
+        assert "yes" in cluster.kubectl("auth", "can-i", "get", "crd").stdout
+        assert cluster.etcd is None
+        with pytest.raises(HarnessError, match="etcd inspection is not available"):
+            cluster.stored("example.com", "crontabs", "x", "default")
+""")
+
+
+def run_inner(tmp_path, kubeconfig):
+    (tmp_path / "test_inner.py").write_text(INNER)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "crdharness.pytest_plugin",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--cluster=existing",
+            "test_inner.py",
+        ],
+        cwd=tmp_path,
+        env={**os.environ, "KUBECONFIG": str(kubeconfig)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def test_existing_cluster_from_kubeconfig(cluster, tmp_path):
+    result = run_inner(tmp_path, cluster.kubeconfig)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "1 passed" in result.stdout
+
+
+def test_missing_kubeconfig_is_one_clear_error(tmp_path):
+    result = run_inner(tmp_path, tmp_path / "nope")
+    assert result.returncode != 0
+    assert "--cluster=existing needs a kubeconfig" in result.stdout + result.stderr
