@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import sys
+import time
 import uuid
 
 import pytest
@@ -69,6 +70,7 @@ def _sigterm_as_interrupt(signum, frame):
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    config._crdharness_started = time.time()
     config.addinivalue_line("markers", "e2e: needs a running cluster (the `cluster` fixture)")
     with contextlib.suppress(ValueError):  # not the main thread (embedded use): leave it alone
         signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
@@ -164,3 +166,13 @@ def isolated_webhook(cluster, request, tmp_path):
     server = _start_webhook(request.config, tmp_path)
     yield server
     server.stop()
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """Show the transcripts of the documented scenarios that ran, and where they were saved."""
+    from crdharness.transcript import written_since
+
+    for path in written_since(config._crdharness_started):
+        terminalreporter.section(f"transcript {path.stem}")
+        terminalreporter.write_line(path.read_text())
+        terminalreporter.write_line(f"(saved to {path})")

@@ -31,6 +31,7 @@ OPEN_SCHEMA = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
 
 def unique_group(label: str) -> str:
     """An API group of a test's own: ``<label>-<random>.example.com``."""
+    label = label.removeprefix("test_")
     stem = re.sub(r"[^a-z0-9-]", "-", label.lower()).strip("-")[:30].strip("-") or "t"
     return f"{stem}-{uuid.uuid4().hex[:6]}.example.com"
 
@@ -96,6 +97,17 @@ def webhook_conversion(url: str, ca_bundle_b64: str, review_versions=("v1", "v1b
             "clientConfig": {"url": url, "caBundle": ca_bundle_b64},
         },
     }
+
+
+def expect_invalid(cluster: Cluster, manifest: dict, status: int = 422) -> str:
+    """Create ``manifest`` expecting the API server to refuse it; return the refusal text."""
+    try:
+        cluster.apiextensions.create_custom_resource_definition(manifest)
+    except ApiException as exc:
+        assert exc.status == status, f"expected {status}, got {exc.status}: {exc.body}"
+        return json.loads(exc.body).get("message", exc.body)
+    crds.delete_and_wait(cluster.api_client, manifest["metadata"]["name"])
+    raise AssertionError(f"the API server accepted {manifest['metadata']['name']}")
 
 
 class VersionedCRD:

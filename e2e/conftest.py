@@ -23,3 +23,30 @@ def manifests():
 
     load.path = lambda name: MANIFESTS / name
     return load
+
+
+@pytest.fixture
+def group(request):
+    """An API group of the test's own."""
+    from crdharness.versioned import unique_group
+
+    return unique_group(request.node.originalname or request.node.name)
+
+
+@pytest.fixture
+def make_crd(cluster):
+    """Create versioned CRDs (from manifests) that are deleted when the test ends."""
+    from crdharness.versioned import VersionedCRD
+
+    made = []
+
+    def make(manifest: dict, create: bool = True) -> VersionedCRD:
+        crd = VersionedCRD(cluster, manifest)
+        if create:
+            crd.create()
+        made.append(crd)
+        return crd
+
+    yield make
+    for crd in made:
+        crd.delete()

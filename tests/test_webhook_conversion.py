@@ -150,3 +150,17 @@ def test_each_review_is_recorded(app, records):
         {"name": "remote-crontab", "apiVersion": "example.com/v1beta1"},
     ]
     assert record["result"] == "Success" and record["durationMs"] >= 0
+
+
+def test_identity_kinds_change_only_the_api_version():
+    registry = Registry()
+    registry.add_identity("*", "Passthrough")
+    source = {
+        "apiVersion": "g.io/v1beta1",
+        "kind": "Passthrough",
+        "metadata": {"name": "n"},
+        "host": "h",
+        "port": "1",
+    }
+    out = registry.convert(source, "g.io/v1")
+    assert out == {**source, "apiVersion": "g.io/v1"}

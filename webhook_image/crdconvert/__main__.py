@@ -10,7 +10,7 @@ import uvicorn
 
 from crdconvert import crontab, tls
 from crdconvert.app import DEFAULT_MAX_BODY, DEFAULT_PATH, ConversionApp
-from crdconvert.converters import Registry
+from crdconvert.converters import ANY_GROUP, Registry
 from crdconvert.faults import NAMES, Faults, UnknownFault
 from crdconvert.records import RecordSink
 
@@ -49,8 +49,11 @@ async def serve(args: argparse.Namespace) -> None:
         faults = Faults.parse(args.fault)
     except UnknownFault as exc:
         raise SystemExit(f"crdconvert: {exc}") from None
+    registry = crontab.register(Registry())
+    # The simplest converter of all, for CRDs whose versions share one schema (kind Passthrough).
+    registry.add_identity(ANY_GROUP, "Passthrough")
     app = ConversionApp(
-        crontab.register(Registry()),
+        registry,
         path=args.path,
         max_body=args.max_body_bytes,
         faults=faults,

@@ -35,6 +35,7 @@ class Registry:
         # (group, kind) -> {from_version: {to_version: converter}}
         self._edges: dict[tuple[str, str], dict[str, dict[str, Converter]]] = {}
         self._paths: dict[tuple[str, str, str, str], list[Converter]] = {}
+        self._identity: set[tuple[str, str]] = set()
 
     def converter(self, group: str, kind: str, from_version: str, to_version: str):
         """Decorator: register a converter for ``kind`` in ``group`` between two versions."""
@@ -49,6 +50,10 @@ class Registry:
         self._edges.setdefault((group, kind), {}).setdefault(from_version, {})[to_version] = fn
         self._paths.clear()
 
+    def add_identity(self, group: str, kind: str) -> None:
+        """Convert ``kind`` between any two versions by changing only ``apiVersion``."""
+        self._identity.add((group, kind))
+
     def kinds(self) -> list[tuple[str, str]]:
         return sorted(self._edges)
 
@@ -59,6 +64,8 @@ class Registry:
         return self._paths[key]
 
     def _search(self, group: str, kind: str, source: str, target: str) -> list[Converter]:
+        if (group, kind) in self._identity or (ANY_GROUP, kind) in self._identity:
+            return []
         edges = self._edges.get((group, kind)) or self._edges.get((ANY_GROUP, kind))
         if edges is None:
             raise ConversionError(f"no converter is registered for kind {kind} in group {group}")
