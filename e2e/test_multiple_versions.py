@@ -218,13 +218,13 @@ def test_old_and_new_version_clients_coexist(make_crd, group, namespace):
                     current["port"] = f"{turn}-{i}"
                     try:
                         return crd.replace_object(v, namespace, current)
-                    except Exception as exc:  # noqa: BLE001 - 409 conflicts are retried
+                    except Exception as exc:
                         if getattr(exc, "status", None) == 409:
                             return None
                         raise
 
                 wait_for(write, 30, f"a {v} write without conflict")
-        except Exception as exc:  # noqa: BLE001 - reported below
+        except Exception as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=client, args=(v, v)) for v in ("v1beta1", "v1")]
