@@ -213,7 +213,7 @@ def test_old_and_new_version_clients_coexist(make_crd, group, namespace):
         try:
             for i in range(10):
 
-                def write():
+                def write(i=i):
                     current = crd.get_object(v, namespace, "shared")
                     current["port"] = f"{turn}-{i}"
                     try:
