@@ -146,9 +146,21 @@ def test_each_review_is_recorded(app, records):
     assert record["reviewVersion"] == "apiextensions.k8s.io/v1beta1"
     assert record["desiredAPIVersion"] == "example.com/v1"
     assert record["objects"] == [
-        {"name": "local-crontab", "apiVersion": "example.com/v1beta1", "namespace": "default"},
-        {"name": "remote-crontab", "apiVersion": "example.com/v1beta1"},
+        {
+            "name": "local-crontab",
+            "apiVersion": "example.com/v1beta1",
+            "namespace": "default",
+            "uid": "3415a7fc-162b-4300-b5da-fd6083580d66",
+            "resourceVersion": "143",
+        },
+        {
+            "name": "remote-crontab",
+            "apiVersion": "example.com/v1beta1",
+            "uid": "359a83ec-b575-460d-b553-d859cedde8a0",
+            "resourceVersion": "12893",
+        },
     ]
+    assert (record["method"], record["contentType"]) == ("POST", "application/json")
     assert record["result"] == "Success" and record["durationMs"] >= 0
 
 

@@ -147,3 +147,30 @@ def test_fault_control_endpoint_only_when_enabled():
     assert status == 200 and json.loads(body) == ["reorder"]
     assert call(app, method="PUT", path="/control/faults", body=["bogus"])[0] == 400
     assert json.loads(call(app, method="GET", path="/control/faults")[2]) == ["reorder"]
+
+
+def test_lowercase_success():
+    _, payload, _ = answer_with("lowercase-success")
+    assert json.loads(payload)["response"]["result"] == {"status": "success"}
+
+
+def test_no_response():
+    _, payload, _ = answer_with("no-response")
+    assert "response" not in json.loads(payload)
+
+
+def test_failed_with_objects_is_the_documented_v1beta1_example():
+    _, payload, _ = answer_with("failed-with-objects", version="v1beta1")
+    response = json.loads(payload)["response"]
+    assert response["result"] == {"status": "Failed"} and len(response["convertedObjects"]) == 2
+
+
+def test_mutate_kind_and_invalid_label():
+    _, payload, _ = answer_with("mutate-kind", "invalid-label")
+    for obj in objects(payload):
+        assert obj["kind"] == "CronTab2" and obj["metadata"]["labels"]["to"] == "example.com/v1"
+
+
+def test_http_404():
+    status, _, _ = answer_with("http-404")
+    assert status == 404

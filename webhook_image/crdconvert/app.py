@@ -55,7 +55,12 @@ class ConversionApp:
             status, body, content_type = await self._route(scope, receive)
         except Reply as reply:
             self.records.write(
-                {"rejected": reply.status, "message": reply.message, "path": scope["path"]}
+                {
+                    "rejected": reply.status,
+                    "message": reply.message,
+                    "path": scope["path"],
+                    "method": scope["method"],
+                }
             )
             await _send(
                 send, reply.status, reply.message.encode() + b"\n", b"text/plain", reply.headers
@@ -75,11 +80,11 @@ class ConversionApp:
             raise Reply(404, f"no such path {path}; conversions are served at {self.path}")
         if method != "POST":
             raise Reply(405, f"{self.path} answers POST, not {method}", ((b"allow", b"POST"),))
-        _require_json(scope)
+        content_type = _require_json(scope)
         body = await self._read_body(scope, receive)
-        return await self._convert(body)
+        return await self._convert(body, content_type)
 
-    async def _convert(self, body: bytes) -> tuple[int, bytes, bytes]:
+    async def _convert(self, body: bytes, content_type: str) -> tuple[int, bytes, bytes]:
         started = time.perf_counter()
         try:
             document = json_codec.loads(body)
@@ -97,14 +102,18 @@ class ConversionApp:
             if faults.delay:
                 await asyncio.sleep(faults.delay)
         status = faults.http_status or 200
+        result = answer.get("response", {}).get("result", {})
         self.records.write(
             {
+                "method": "POST",
+                "path": self.path,
+                "contentType": content_type,
                 "uid": parsed.uid,
                 "reviewVersion": parsed.api_version,
                 "desiredAPIVersion": parsed.desired_api_version,
                 "objects": [object_summary(o) for o in parsed.objects],
-                "result": answer["response"].get("result", {}).get("status"),
-                "message": answer["response"].get("result", {}).get("message"),
+                "result": result.get("status"),
+                "message": result.get("message"),
                 "status": status,
                 "faults": faults.describe(),
                 "durationMs": round((time.perf_counter() - started) * 1000, 3),
@@ -153,10 +162,11 @@ def _header(scope, name: bytes) -> str | None:
     return None
 
 
-def _require_json(scope) -> None:
+def _require_json(scope) -> str:
     content_type = (_header(scope, b"content-type") or "").split(";")[0].strip().lower()
     if content_type != "application/json":
         raise Reply(415, f"Content-Type must be application/json, not {content_type or 'absent'}")
+    return content_type
 
 
 async def _send(send, status: int, body: bytes, content_type: bytes, headers=()) -> None:

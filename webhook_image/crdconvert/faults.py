@@ -57,6 +57,19 @@ def _each(change: Callable[[dict], None]) -> Callable[[dict, dict], None]:
     return apply
 
 
+def _lowercase_success(answer: dict, request: dict) -> None:
+    answer["response"]["result"] = {"status": "success"}
+
+
+def _no_response(answer: dict, request: dict) -> None:
+    del answer["response"]
+
+
+def _failed_with_objects(answer: dict, request: dict) -> None:
+    # The documentation's v1beta1 "successful response" example: objects, but status Failed.
+    answer["response"]["result"] = {"status": "Failed"}
+
+
 def _wrong_uid(answer: dict, request: dict) -> None:
     answer["response"]["uid"] = "00000000-0000-0000-0000-00000000bad0"
 
@@ -111,8 +124,13 @@ REWRITES: dict[str, Callable[[dict, dict], None]] = {
     "drop-labels": _each(lambda o: _metadata(o).pop("labels", None)),
     "mutate-other-metadata": _each(lambda o: _metadata(o).update(OTHER_METADATA)),
     "extra-field": _each(lambda o: o.__setitem__("extra", 1)),
+    "mutate-kind": _each(lambda o: o.__setitem__("kind", o.get("kind", "") + "2")),
+    "invalid-label": _each(_add("labels", "to", "example.com/v1")),
+    "lowercase-success": _lowercase_success,
+    "no-response": _no_response,
+    "failed-with-objects": _failed_with_objects,
 }
-HTTP_FAULTS = {"http-500": 500}
+HTTP_FAULTS = {"http-500": 500, "http-404": 404}
 NAMES = (*REWRITES, *HTTP_FAULTS, "delay=<seconds>")
 
 

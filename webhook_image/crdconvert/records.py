@@ -18,8 +18,9 @@ def object_summary(obj) -> dict:
         return {"invalid": True}
     metadata = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
     summary = {"name": metadata.get("name"), "apiVersion": obj.get("apiVersion")}
-    if metadata.get("namespace"):
-        summary["namespace"] = metadata["namespace"]
+    for key in ("namespace", "uid", "resourceVersion"):
+        if metadata.get(key):
+            summary[key] = metadata[key]
     return summary
 
 
