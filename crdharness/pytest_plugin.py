@@ -80,10 +80,7 @@ def _report(line: str) -> None:
     print(f"[crdharness] {line}", file=sys.stderr, flush=True)
 
 
-@pytest.fixture(scope="session")
-def cluster(request: pytest.FixtureRequest):
-    """A running cluster (see ``crdharness.cluster.Cluster``), shared by the session."""
-    config = request.config
+def _settings(config: pytest.Config, **overrides) -> backends.Settings:
     settings = backends.Settings(
         backend=config.getoption("--cluster"),
         k8s_version=config.getoption("--k8s-version"),
@@ -92,13 +89,27 @@ def cluster(request: pytest.FixtureRequest):
         apiserver_port=config.getoption("--apiserver-port"),
         etcd_port=config.getoption("--etcd-port"),
     )
+    for key, value in overrides.items():
+        setattr(settings, key, value)
+    return settings
+
+
+def _start(config: pytest.Config, settings: backends.Settings) -> backends.Running:
     capture = config.pluginmanager.getplugin("capturemanager")
     # Builds and start-up print progress; show it live rather than after the fact.
     with capture.global_and_fixture_disabled():
         try:
-            running = backends.start(settings, _report)
+            return backends.start(settings, _report)
         except HarnessError as exc:
             pytest.fail(f"crdharness: {exc}", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def cluster(request: pytest.FixtureRequest):
+    """A running cluster (see ``crdharness.cluster.Cluster``), shared by the session."""
+    config = request.config
+    capture = config.pluginmanager.getplugin("capturemanager")
+    running = _start(config, _settings(config))
     yield running.cluster
     keep = config.getoption("--keep-cluster")
     failed = request.session.testsfailed > 0
@@ -110,17 +121,52 @@ def cluster(request: pytest.FixtureRequest):
             running.stop()
 
 
-@pytest.fixture
-def namespace(cluster, request: pytest.FixtureRequest):
-    """A namespace of the test's own, so tests can run in any order and in parallel."""
+@pytest.fixture(scope="session")
+def exact_cluster(cluster, request: pytest.FixtureRequest):
+    """A cluster whose kube-apiserver runs with ``--watch-cache=false``.
+
+    The per-version watch caches convert objects in the background, so "the webhook was (not)
+    called" can only be asserted exactly without them. On the local backend this is a second
+    control plane (about 4 s); with ``--no-watch-cache`` it is the session's cluster.
+    """
+    config = request.config
+    if config.getoption("--no-watch-cache"):
+        yield cluster
+        return
+    if cluster.backend != "local":
+        pytest.fail(
+            "crdharness: exact webhook-call tests need a kube-apiserver without watch cache: "
+            "run with --cluster=local, or --no-watch-cache on a cluster started that way",
+            pytrace=False,
+        )
+    running = _start(
+        config, _settings(config, watch_cache=False, apiserver_port=None, etcd_port=None)
+    )
+    yield running.cluster
+    running.stop()
+
+
+def _namespace(on, request: pytest.FixtureRequest):
     stem = "".join(c if c.isalnum() else "-" for c in request.node.name.lower())[:40].strip("-")
     name = f"{stem}-{uuid.uuid4().hex[:6]}"
-    cluster.core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
+    on.core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
     yield name
     # Without kube-controller-manager the namespace stays Terminating; the control plane
     # is thrown away at the end of the session anyway.
     with contextlib.suppress(client.ApiException):
-        cluster.core.delete_namespace(name)
+        on.core.delete_namespace(name)
+
+
+@pytest.fixture
+def namespace(cluster, request: pytest.FixtureRequest):
+    """A namespace of the test's own, so tests can run in any order and in parallel."""
+    yield from _namespace(cluster, request)
+
+
+@pytest.fixture
+def exact_namespace(exact_cluster, request: pytest.FixtureRequest):
+    """A namespace of the test's own in ``exact_cluster``."""
+    yield from _namespace(exact_cluster, request)
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -40,8 +40,8 @@ def make_crd(cluster):
 
     made = []
 
-    def make(manifest: dict, create: bool = True) -> VersionedCRD:
-        crd = VersionedCRD(cluster, manifest)
+    def make(manifest: dict, create: bool = True, on=None) -> VersionedCRD:
+        crd = VersionedCRD(on or cluster, manifest)
         if create:
             crd.create()
         made.append(crd)
@@ -50,3 +50,41 @@ def make_crd(cluster):
     yield make
     for crd in made:
         crd.delete()
+
+
+@pytest.fixture
+def webhook_crd(make_crd, group):
+    """The documented webhook CronTab (v1beta1 hostPort, v1 host/port) in the test's group,
+    converted by ``webhook``, reached by URL with its CA as caBundle."""
+    from crdharness.versioned import (
+        HOSTPORT_SCHEMA,
+        crontab_manifest,
+        version,
+        webhook_conversion,
+    )
+
+    def make(
+        webhook,
+        on=None,
+        storage="v1beta1",
+        review_versions=("v1", "v1beta1"),
+        status=False,
+        v1_schema=None,
+    ):
+        sub = {"status": {}} if status else None
+        manifest = crontab_manifest(
+            group,
+            [
+                version(
+                    "v1beta1",
+                    storage=storage == "v1beta1",
+                    schema=HOSTPORT_SCHEMA,
+                    subresources=sub,
+                ),
+                version("v1", storage=storage == "v1", schema=v1_schema, subresources=sub),
+            ],
+            webhook_conversion(webhook.url, webhook.ca.bundle_b64, review_versions),
+        )
+        return make_crd(manifest, on=on)
+
+    return make
