@@ -10,8 +10,6 @@ import threading
 
 import pytest
 
-from crdharness.polling import wait_for
-
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
 
