@@ -44,6 +44,30 @@ def wait_discovery(
     )
 
 
+def wait_serving(
+    api_client: client.ApiClient, group: str, plural: str, versions: set[str], timeout: float = 60
+) -> None:
+    """Wait until a LIST answers at every version: right after a CRD is created or changed,
+    the API server answers 429 while it (re)builds its storage for the CRD."""
+    objects = client.CustomObjectsApi(api_client)
+
+    def answers(version: str) -> bool:
+        try:
+            objects.list_cluster_custom_object(group, version, plural)
+        except ApiException as exc:
+            # Not routed yet (404) or storage still initialising (429): wait. Anything else
+            # (a conversion failure a test provoked on purpose) is an answer.
+            return exc.status not in (404, 429)
+        return True
+
+    for version in sorted(versions):
+        wait_for(
+            lambda v=version: answers(v),
+            timeout,
+            f"LIST of {plural}.{group} at {version} to answer",
+        )
+
+
 def create_and_wait(api_client: client.ApiClient, manifest: dict, timeout: float = 60) -> dict:
     """Create a CRD from a manifest dict, and wait until every served version answers."""
     api = client.ApiextensionsV1Api(api_client)
@@ -51,7 +75,9 @@ def create_and_wait(api_client: client.ApiClient, manifest: dict, timeout: float
     name = manifest["metadata"]["name"]
     wait_established(api, name, timeout)
     served = {v["name"] for v in manifest["spec"]["versions"] if v.get("served")}
-    wait_discovery(api_client, manifest["spec"]["group"], served, timeout)
+    group, plural = manifest["spec"]["group"], manifest["spec"]["names"]["plural"]
+    wait_discovery(api_client, group, served, timeout)
+    wait_serving(api_client, group, plural, served, timeout)
     return manifest
 
 

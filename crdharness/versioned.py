@@ -172,7 +172,9 @@ class VersionedCRD:
 
     def wait_settled(self) -> None:
         crds.wait_established(self._api, self.name)
-        crds.wait_discovery(self.cluster.api_client, self.group, self.served())
+        served = self.served()
+        crds.wait_discovery(self.cluster.api_client, self.group, served)
+        crds.wait_serving(self.cluster.api_client, self.group, self.plural, served)
 
     def set_storage(self, name: str) -> dict:
         def change(crd):
