@@ -5,6 +5,8 @@
 - ``up [--k8s-version]``       start a local cluster and leave it running
 - ``down [WORKSPACE ...]``     stop clusters left running by ``up`` or ``--keep-cluster``
 - ``image``                    build the webhook image (and, without a registry, its base)
+- ``coverage [-v]``            which catalogue behaviours the tests cover (exit 1 if any of
+                               groups A-P is neither covered nor explained)
 """
 
 from __future__ import annotations
@@ -54,6 +56,14 @@ def _image(args) -> None:
     print(f"{tag} {images.image_size(tag)} bytes")
 
 
+def _coverage(args) -> int:
+    from crdharness import coverage
+
+    result = coverage.report()
+    print(result.render(verbose=args.verbose))
+    return 1 if result.missing or result.unknown else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="crdharness", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -69,15 +79,18 @@ def main(argv: list[str] | None = None) -> int:
         sub.add_argument("--assets-dir", default=None)
         sub.set_defaults(run=run)
     commands.add_parser("image", help="build the webhook image").set_defaults(run=_image)
+    cov = commands.add_parser("coverage", help="catalogue behaviours covered by the tests")
+    cov.add_argument("-v", "--verbose", action="store_true", help="list the covering tests")
+    cov.set_defaults(run=_coverage)
     down = commands.add_parser("down", help="stop kept clusters")
     down.add_argument("workspaces", nargs="*")
     down.set_defaults(run=_down)
     args = parser.parse_args(argv)
     try:
-        args.run(args)
+        status = args.run(args)
     except HarnessError as exc:
         print(f"crdharness: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
-    return 0
+    return status or 0

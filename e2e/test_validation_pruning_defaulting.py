@@ -14,7 +14,7 @@ def create_raw(crd, version_name, namespace, body, **params):
     return crd.cluster.http.post(crd.path(version_name, namespace), json=body, params=params)
 
 
-@pytest.mark.behaviour("PD-01")
+@pytest.mark.behaviour("PD-01", "FL-09")
 def test_each_version_validates_with_its_own_schema(make_crd, group, namespace, conversion_webhook):
     from crdharness.versioned import webhook_conversion
 

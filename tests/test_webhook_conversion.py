@@ -27,7 +27,7 @@ def written(records: io.BytesIO) -> list[dict]:
     return [json.loads(line) for line in records.getvalue().splitlines()]
 
 
-@pytest.mark.behaviour("RS-01", "RS-05", "RS-09", "RQ-08")
+@pytest.mark.behaviour("RS-01", "RS-05", "RS-09", "RQ-08", "WT-08")
 @pytest.mark.parametrize("version", ["v1", "v1beta1"])
 def test_documented_review_gives_documented_response(app, version):
     request = ex.in_review_version(ex.REQUEST_V1, version)
@@ -35,6 +35,7 @@ def test_documented_review_gives_documented_response(app, version):
     assert review(app, request) == expected
 
 
+@pytest.mark.behaviour("RQ-07")
 def test_objects_in_several_versions_each_use_their_own(app):
     request = ex.in_review_version(ex.REQUEST_V1, "v1")
     request["request"]["desiredAPIVersion"] = "example.com/v1beta1"
@@ -80,6 +81,7 @@ def test_empty_object_list_succeeds_with_no_objects(app):
     assert answer["result"] == {"status": "Success"} and answer["convertedObjects"] == []
 
 
+@pytest.mark.behaviour("RQ-09")
 def test_a_review_that_also_carries_an_empty_response_is_answered(app):
     request = ex.in_review_version(ex.REQUEST_V1, "v1")
     request["response"] = {}
