@@ -122,3 +122,19 @@ def bench(session: nox.Session) -> None:
     _prepare_binaries(session)
     session.run("python", "-m", "benchmarks.control_plane")
     session.run("python", "-m", "benchmarks.webhook_throughput")
+
+
+@nox.session
+def sabotage(session: nox.Session) -> None:
+    """Check the suite itself: each deliberate fault must make some test fail.
+    Writes artifacts/sabotage.md."""
+    _install(session)
+    _prepare_binaries(session)
+    session.run("python", "-m", "crdharness", "sabotage", *session.posargs)
+
+
+@nox.session
+def coverage(session: nox.Session) -> None:
+    """Which catalogue behaviours the tests cover, and why the others are not."""
+    _install(session)
+    session.run("python", "-m", "crdharness", "coverage", *session.posargs)

@@ -5,6 +5,7 @@
 - ``up [--k8s-version]``       start a local cluster and leave it running
 - ``down [WORKSPACE ...]``     stop clusters left running by ``up`` or ``--keep-cluster``
 - ``image``                    build the webhook image (and, without a registry, its base)
+- ``sabotage [NAME ...]``      break the system under test on purpose; the suite must fail
 - ``coverage [-v]``            which catalogue behaviours the tests cover (exit 1 if any of
                                groups A-P is neither covered nor explained)
 """
@@ -64,6 +65,12 @@ def _coverage(args) -> int:
     return 1 if result.missing or result.unknown else 0
 
 
+def _sabotage(args) -> int:
+    from crdharness import sabotage
+
+    return sabotage.main(args.names, args.pytest_args)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="crdharness", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -82,6 +89,10 @@ def main(argv: list[str] | None = None) -> int:
     cov = commands.add_parser("coverage", help="catalogue behaviours covered by the tests")
     cov.add_argument("-v", "--verbose", action="store_true", help="list the covering tests")
     cov.set_defaults(run=_coverage)
+    sab = commands.add_parser("sabotage", help="break the system on purpose; the suite must fail")
+    sab.add_argument("names", nargs="*", help="which sabotages (default: all)")
+    sab.add_argument("--pytest-args", nargs="*", default=[], help="passed on to pytest")
+    sab.set_defaults(run=_sabotage)
     down = commands.add_parser("down", help="stop kept clusters")
     down.add_argument("workspaces", nargs="*")
     down.set_defaults(run=_down)

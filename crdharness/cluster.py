@@ -15,6 +15,16 @@ from crdharness.errors import HarnessError
 from crdharness.etcd import EtcdInspector, StoredObject
 
 
+def new_api_client(kubeconfig: Path) -> client.ApiClient:
+    """The official client for a kubeconfig, without urllib3's automatic retries: a 429 or a
+    dropped connection must reach the test (which waits with a deadline where it means to),
+    not be retried silently behind a Retry-After."""
+    configuration = client.Configuration()
+    config.load_kube_config(config_file=str(kubeconfig), client_configuration=configuration)
+    configuration.retries = False
+    return client.ApiClient(configuration)
+
+
 class ApiHttp(requests.Session):
     """Raw HTTP to the API server (Warning headers, discovery, exact status codes).
 
@@ -53,7 +63,7 @@ class Cluster:
 
     @cached_property
     def api_client(self) -> client.ApiClient:
-        return config.new_client_from_config(config_file=str(self.kubeconfig))
+        return new_api_client(self.kubeconfig)
 
     @property
     def core(self) -> client.CoreV1Api:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import requests
-from kubernetes import client, config
+from kubernetes import client
 
 from crdharness import cache, certs, crds, kubeconfig, ports
 from crdharness.assets import Assets
@@ -316,8 +316,10 @@ class ControlPlane:
             api_client.close()
 
     def api_client(self) -> client.ApiClient:
+        from crdharness.cluster import new_api_client
+
         assert self.kubeconfig is not None
-        return config.new_client_from_config(config_file=str(self.kubeconfig))
+        return new_api_client(self.kubeconfig)
 
 
 class _Exited(Exception):

@@ -7,6 +7,7 @@ race (HTTP 409) is retried with a fresh read, and an object deleted meanwhile is
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -14,6 +15,12 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 MAX_ATTEMPTS = 10
+# Deliberate bugs, for `python -m crdharness sabotage` to check that the suite notices them.
+SABOTAGE_ENV = "CRDHARNESS_SABOTAGE"
+
+
+def _sabotaged(name: str) -> bool:
+    return name in os.environ.get(SABOTAGE_ENV, "").split(",")
 
 
 @dataclass
@@ -34,8 +41,10 @@ def migrate(
     the storage version avoids a conversion round trip). ``before_write`` is a test hook."""
     api = client.CustomObjectsApi(api_client)
     result = MigrationResult()
-    listing = api.list_cluster_custom_object(group, version, plural)
-    for item in listing["items"]:
+    items = api.list_cluster_custom_object(group, version, plural)["items"]
+    if _sabotaged("migrator-skips-one") and items:
+        items = items[:-1]
+    for item in items:
         name, namespace = item["metadata"]["name"], item["metadata"].get("namespace")
         key = f"{namespace or ''}/{name}"
         current = item
@@ -58,6 +67,8 @@ def migrate(
                 if exc.status != 409:
                     raise
                 result.conflicts += 1
+                if _sabotaged("migrator-no-retry"):
+                    break
                 try:
                     current = (
                         api.get_namespaced_custom_object(group, version, namespace, plural, name)
@@ -71,4 +82,22 @@ def migrate(
                     break
         else:
             raise RuntimeError(f"gave up rewriting {key} after {MAX_ATTEMPTS} conflicts")
+    return result
+
+
+def upgrade_storage(crd, new_version: str, after_each_step: Callable[[], None] = lambda: None):
+    """The documented procedure, whole: make ``new_version`` the storage version, rewrite
+    every object, then leave only ``new_version`` in status.storedVersions.
+    ``after_each_step`` runs after each step (tests check the storage invariant there)."""
+    crd.set_storage(new_version)
+    after_each_step()
+    if _sabotaged("clean-stored-versions-first"):
+        crd.patch_stored_versions([new_version])
+        after_each_step()
+        result = migrate(crd.cluster.api_client, crd.group, new_version, crd.plural)
+    else:
+        result = migrate(crd.cluster.api_client, crd.group, new_version, crd.plural)
+        after_each_step()
+        crd.patch_stored_versions([new_version])
+    after_each_step()
     return result

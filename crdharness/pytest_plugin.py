@@ -60,6 +60,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="run the reference webhook as a local process (default) or a container "
         "from the built image (`nox -s image`)",
     )
+    group.addoption(
+        "--behaviour",
+        default=None,
+        metavar="IDS",
+        help="run only tests covering these catalogue IDs or groups, comma "
+        "separated (e.g. SV-03,HS or WT)",
+    )
     group.addoption("--apiserver-port", type=int, default=None, help="fixed kube-apiserver port")
     group.addoption("--etcd-port", type=int, default=None, help="fixed etcd client port")
 
@@ -167,6 +174,22 @@ def namespace(cluster, request: pytest.FixtureRequest):
 def exact_namespace(exact_cluster, request: pytest.FixtureRequest):
     """A namespace of the test's own in ``exact_cluster``."""
     yield from _namespace(exact_cluster, request)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``--behaviour SV-03,HS``: keep the tests naming one of these IDs (or ID prefixes)."""
+    wanted = config.getoption("--behaviour")
+    if not wanted:
+        return
+    prefixes = [w.strip().upper() for w in wanted.split(",") if w.strip()]
+
+    def matches(item: pytest.Item) -> bool:
+        ids = [i for mark in item.iter_markers("behaviour") for i in mark.args]
+        return any(i == p or i.startswith(p + "-") for i in ids for p in prefixes)
+
+    kept = [item for item in items if matches(item)]
+    config.hook.pytest_deselected(items=[item for item in items if not matches(item)])
+    items[:] = kept
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -152,9 +152,10 @@ class VersionedCRD:
     def storage_version(self) -> str:
         return next(v["name"] for v in self.read()["spec"]["versions"] if v.get("storage"))
 
-    def update(self, change: Callable[[dict], None]) -> dict:
+    def update(self, change: Callable[[dict], None], settle: bool = True) -> dict:
         """Apply ``change`` to the CRD (a dict) and replace it, retrying on conflicts; then
-        wait until discovery serves exactly the served versions."""
+        (unless ``settle`` is False) wait until the served versions are in discovery and
+        answer a LIST."""
 
         def attempt():
             current = self.read()
@@ -167,7 +168,8 @@ class VersionedCRD:
                 raise
 
         wait_for(attempt, 30, f"an update of CRD {self.name} without conflict")
-        self.wait_settled()
+        if settle:
+            self.wait_settled()
         return self.read()
 
     def wait_settled(self) -> None:

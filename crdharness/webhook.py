@@ -9,6 +9,7 @@ succeeded, not merely that the port is open.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -191,8 +192,12 @@ class ContainerWebhook(WebhookServer):
         server = self.server_args(
             "/tls/tls.crt", "/tls/tls.key", "/tls/client-ca.crt" if self.client_ca else None
         )
+        environment = []
+        if os.environ.get("CRDCONVERT_FAULTS"):  # sabotage runs break the container too
+            environment = ["-e", f"CRDCONVERT_FAULTS={os.environ['CRDCONVERT_FAULTS']}"]
         images.docker(
             "run",
+            *environment,
             "-d",
             "--rm",
             "--name",

@@ -27,10 +27,19 @@ def exact(exact_cluster, exact_namespace, webhook_crd, conversion_webhook):
 @pytest.mark.behaviour("WT-02", "RQ-01", "RQ-02", "RQ-03", "RQ-05", "RQ-06")
 def test_reading_at_another_version_sends_the_stored_object(exact):
     crd, namespace, webhook = exact
-    created = crd.create_object("v1beta1", namespace, "local-crontab", hostPort="localhost:1234")
+    labels = {"app": "cron", "tier": "batch"}
+    created = crd.create_object(
+        "v1beta1",
+        namespace,
+        "local-crontab",
+        hostPort="localhost:1234",
+        metadata={"labels": labels},
+    )
     mark = len(webhook.records())
     read = crd.get_object("v1", namespace, "local-crontab")
     assert (read["host"], read["port"]) == ("localhost", "1234")
+    assert read["metadata"]["labels"] == labels
+    assert read["metadata"]["uid"] == created["metadata"]["uid"]
     (review,) = new_reviews(webhook, mark)
     assert (review["method"], review["contentType"]) == ("POST", "application/json")
     assert review["reviewVersion"] == "apiextensions.k8s.io/v1"

@@ -8,7 +8,7 @@ import pytest
 from kubernetes.client import ApiException
 
 from crdharness import certs
-from crdharness.migrate import migrate
+from crdharness.migrate import upgrade_storage
 from crdharness.versioned import (
     HOSTPORT_SCHEMA,
     OPEN_SCHEMA,
@@ -44,9 +44,7 @@ def test_clients_of_both_versions_work_throughout_a_migration(make_crd, group, n
     client = threading.Thread(target=traffic)
     client.start()
     try:
-        crd.set_storage("v1")
-        migrate(crd.cluster.api_client, group, "v1", "crontabs")
-        crd.patch_stored_versions(["v1"])
+        upgrade_storage(crd, "v1", after_each_step=crd.assert_storage_invariant)
     finally:
         done.set()
         client.join(60)
@@ -65,9 +63,7 @@ def test_after_removal_the_webhook_never_hears_of_the_old_version(
     crd = webhook_crd(conversion_webhook, on=exact_cluster)
     for i in range(3):
         crd.create_object("v1beta1", exact_namespace, f"o{i}", hostPort=f"h{i}:{i}")
-    crd.set_storage("v1")
-    migrate(exact_cluster.api_client, crd.group, "v1", "crontabs")
-    crd.patch_stored_versions(["v1"])
+    upgrade_storage(crd, "v1", after_each_step=crd.assert_storage_invariant)
     crd.set_served("v1beta1", False)
     crd.update(
         lambda c: c["spec"].update(

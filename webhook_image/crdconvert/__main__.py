@@ -46,7 +46,7 @@ def log(line: str) -> None:
 
 async def serve(args: argparse.Namespace) -> None:
     try:
-        faults = Faults.parse(args.fault)
+        faults = Faults.parse(args.fault) if args.fault else Faults.from_env()
     except UnknownFault as exc:
         raise SystemExit(f"crdconvert: {exc}") from None
     registry = crontab.register(Registry())

@@ -41,7 +41,7 @@ class ConversionApp:
         self.registry = registry
         self.path = path
         self.max_body = max_body
-        self.faults = faults or Faults()
+        self.faults = faults if faults is not None else Faults.from_env()
         self.fault_control = fault_control
         self.records = records or RecordSink()
 

@@ -1,12 +1,15 @@
 """Deliberate misbehaviour, to reproduce the documented failure cases. Off unless asked for.
 
 Each fault rewrites a correct answer (or the HTTP status) the way a buggy webhook would.
-Names are given on the command line (``--fault reorder --fault delay=2``) or, when the server
-runs with ``--fault-control``, set at run time through ``PUT /control/faults``.
+Names are given on the command line (``--fault reorder --fault delay=2``), in the environment
+(``CRDCONVERT_FAULTS=reorder,delay=2``, which is how ``python -m crdharness sabotage`` breaks
+the webhook to check that the suite notices) or, when the server runs with
+``--fault-control``, at run time through ``PUT /control/faults``.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -124,6 +127,7 @@ REWRITES: dict[str, Callable[[dict, dict], None]] = {
     "drop-labels": _each(lambda o: _metadata(o).pop("labels", None)),
     "mutate-other-metadata": _each(lambda o: _metadata(o).update(OTHER_METADATA)),
     "extra-field": _each(lambda o: o.__setitem__("extra", 1)),
+    "lose-fields": _each(lambda o: [o.pop(k, None) for k in ("host", "port", "hostPort")]),
     "mutate-kind": _each(lambda o: o.__setitem__("kind", o.get("kind", "") + "2")),
     "invalid-label": _each(_add("labels", "to", "example.com/v1")),
     "lowercase-success": _lowercase_success,
@@ -132,6 +136,9 @@ REWRITES: dict[str, Callable[[dict, dict], None]] = {
 }
 HTTP_FAULTS = {"http-500": 500, "http-404": 404}
 NAMES = (*REWRITES, *HTTP_FAULTS, "delay=<seconds>")
+
+
+ENV_VAR = "CRDCONVERT_FAULTS"
 
 
 class UnknownFault(ValueError):
@@ -163,6 +170,10 @@ class Faults:
             else:
                 raise UnknownFault(f"unknown fault {spec!r}; known: {', '.join(NAMES)}")
         return faults
+
+    @classmethod
+    def from_env(cls) -> Faults:
+        return cls.parse([s for s in os.environ.get(ENV_VAR, "").split(",") if s.strip()])
 
     @property
     def active(self) -> bool:
