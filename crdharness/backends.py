@@ -41,10 +41,7 @@ def start(settings: Settings, report: Reporter) -> Running:
     if settings.backend == "existing":
         return _connect_existing(settings, report)
     if settings.backend == "kind":
-        raise HarnessError(
-            "--cluster=kind is not available in this version of the harness yet; "
-            "use --cluster=local (the default) or --cluster=existing"
-        )
+        return _start_kind(settings, report)
     raise HarnessError(
         f"unknown --cluster={settings.backend!r}; choose one of {', '.join(BACKENDS)}"
     )
@@ -118,3 +115,61 @@ def _connect_existing(settings: Settings, report: Reporter) -> Running:
         return f"KUBECONFIG={path} kubectl get crd"
 
     return Running(cluster, cluster.close, keep)
+
+
+def _start_kind(settings: Settings, report: Reporter) -> Running:
+    """A kind cluster through pytest-kind-ng, pinned to the release's node image."""
+    import tempfile
+
+    import yaml
+    from pytest_kind import KindCluster
+
+    from crdharness import images, kind
+    from crdharness.progress import phase
+
+    release = versions.resolve(settings.k8s_version)
+    binary = kind.kind_binary()
+    images.require_engine()
+    kubectl = shutil.which("kubectl") or str(
+        assets.resolve(release, settings.assets_dir, report).kubectl
+    )
+    name = kind.cluster_name()
+    workdir = Path(tempfile.mkdtemp(prefix=f"{name}-"))
+    config = workdir / "kind.yaml"
+    config.write_text(yaml.safe_dump(kind.cluster_config()))
+    cluster_handle = KindCluster(
+        name,
+        kubeconfig=workdir / "kubeconfig",
+        image=release.kind_node_image,
+        kind_path=Path(binary),
+        kubectl_path=Path(kubectl),
+    )
+    with phase(report, f"kind cluster {name} on {release.kind_node_image.split('@')[0]}"):
+        cluster_handle.create(config_file=config)
+    cluster = Cluster(
+        name=name,
+        backend="kind",
+        kubeconfig=workdir / "kubeconfig",
+        kubectl_path=Path(kubectl),
+        etcd=kind.KindEtcd(f"{name}-control-plane"),
+        details={
+            "kind_name": name,
+            "kind": binary,
+            "workdir": workdir,
+            "kubernetes": release.kind_node_image.split(":")[1].split("@")[0][1:],
+        },
+    )
+
+    def stop() -> None:
+        cluster.close()
+        cluster_handle.delete()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+    def keep() -> str:
+        cluster.close()
+        return (
+            f"KUBECONFIG={workdir / 'kubeconfig'} kubectl get crd   "
+            f"(delete it with: {binary} delete cluster --name={name})"
+        )
+
+    return Running(cluster, stop, keep)

@@ -99,22 +99,11 @@ def delete_and_wait(api_client: client.ApiClient, name: str, timeout: float = 60
     wait_for(gone, timeout, f"CRD {name} to be deleted")
 
 
-def point_webhook(
-    manifest: dict,
-    ca_bundle_b64: str,
-    url: str | None = None,
-    service: dict | None = None,
-) -> dict:
-    """A copy of a CRD manifest whose conversion webhook is reached at ``url`` or ``service``,
-    trusting ``ca_bundle_b64`` (the caBundle placeholder is filled in)."""
-    if (url is None) == (service is None):
-        raise ValueError("give exactly one of url and service")
+def point_webhook(manifest: dict, client_config: dict) -> dict:
+    """A copy of a CRD manifest whose conversion webhook is reached through ``client_config``
+    (a webhook's ``client_config()``: URL or Service, with its caBundle)."""
     pointed = copy.deepcopy(manifest)
-    webhook = pointed["spec"]["conversion"].setdefault("webhook", {})
-    webhook["clientConfig"] = {
-        "caBundle": ca_bundle_b64,
-        **({"url": url} if url else {"service": service}),
-    }
+    pointed["spec"]["conversion"].setdefault("webhook", {})["clientConfig"] = client_config
     return pointed
 
 

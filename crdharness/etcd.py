@@ -49,6 +49,20 @@ class StoredObject:
         return self.json["apiVersion"]
 
 
+def parse_range(answer: dict) -> list[StoredObject]:
+    """The ``kvs`` of an etcd range answer: the JSON gateway's, or ``etcdctl get -w json``'s."""
+    return [
+        StoredObject(
+            key=base64.b64decode(kv["key"]).decode(),
+            raw=base64.b64decode(kv.get("value", "")),
+            mod_revision=int(kv["mod_revision"]),
+            create_revision=int(kv["create_revision"]),
+            version=int(kv.get("version", 0)),
+        )
+        for kv in answer.get("kvs", [])
+    ]
+
+
 class EtcdInspector:
     def __init__(self, client_url: str):
         self.client_url = client_url.rstrip("/")
@@ -58,16 +72,7 @@ class EtcdInspector:
     def _range(self, body: dict) -> list[StoredObject]:
         response = self._http.post(f"{self.client_url}/v3/kv/range", json=body, timeout=10)
         response.raise_for_status()
-        return [
-            StoredObject(
-                key=base64.b64decode(kv["key"]).decode(),
-                raw=base64.b64decode(kv.get("value", "")),
-                mod_revision=int(kv["mod_revision"]),
-                create_revision=int(kv["create_revision"]),
-                version=int(kv.get("version", 0)),
-            )
-            for kv in response.json().get("kvs", [])
-        ]
+        return parse_range(response.json())
 
     def get(self, key: str) -> StoredObject | None:
         found = self._range({"key": _b64(key)})

@@ -176,7 +176,39 @@ def exact_namespace(exact_cluster, request: pytest.FixtureRequest):
     yield from _namespace(exact_cluster, request)
 
 
+LOCAL_ONLY_FIXTURES = ("exact_cluster", "isolated_webhook")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    _deselect_local_only(config, items)
+    _select_behaviours(config, items)
+
+
+def _deselect_local_only(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests that drive the webhook's fault modes or need a second API server without watch
+    cache run on the local backend only; elsewhere they are deselected, and said so."""
+    if config.getoption("--cluster") == "local":
+        return
+    local_only = [
+        i for i in items if set(LOCAL_ONLY_FIXTURES) & set(getattr(i, "fixturenames", ()))
+    ]
+    if local_only:
+        config.hook.pytest_deselected(items=local_only)
+        items[:] = [i for i in items if i not in local_only]
+        config._crdharness_local_only = len(local_only)
+
+
+def pytest_report_collectionfinish(config: pytest.Config):
+    count = getattr(config, "_crdharness_local_only", 0)
+    if count:
+        return (
+            f"crdharness: {count} tests deselected: they need --cluster=local "
+            "(webhook fault modes, an API server without watch cache)"
+        )
+    return None
+
+
+def _select_behaviours(config: pytest.Config, items: list[pytest.Item]) -> None:
     """``--behaviour SV-03,HS``: keep the tests naming one of these IDs (or ID prefixes)."""
     wanted = config.getoption("--behaviour")
     if not wanted:
@@ -210,8 +242,11 @@ def pytest_runtest_makereport(item: pytest.Item, call):
         report.sections.append((f"{name} log (last 30 lines of {path})", "\n".join(lines)))
 
 
-def _start_webhook(config: pytest.Config, directory):
+def _start_webhook(config: pytest.Config, directory, cluster=None):
     from crdharness.webhook import ContainerWebhook, LocalWebhook
+
+    if cluster is not None and cluster.backend == "kind":
+        return _start_kind_webhook(cluster, directory)
 
     form = ContainerWebhook if config.getoption("--webhook") == "container" else LocalWebhook
     try:
@@ -220,11 +255,23 @@ def _start_webhook(config: pytest.Config, directory):
         pytest.fail(f"crdharness: {exc}", pytrace=False)
 
 
+def _start_kind_webhook(cluster, directory):
+    """Build the image, load it into the kind nodes, deploy it behind its Service."""
+    from crdharness import images, kind
+
+    try:
+        image = images.build_webhook_image(_report)
+        kind.load_image(cluster.details["kind"], cluster.details["kind_name"], image, directory)
+        return kind.KindWebhook(cluster, certs.CertificateAuthority(directory), image).start()
+    except HarnessError as exc:
+        pytest.fail(f"crdharness: {exc}", pytrace=False)
+
+
 @pytest.fixture(scope="session")
 def conversion_webhook(cluster, request, tmp_path_factory):
     """The reference webhook on 127.0.0.1 (process or container, see ``--webhook``), shared
     by the session. Tests that switch fault modes must use ``isolated_webhook`` instead."""
-    server = _start_webhook(request.config, tmp_path_factory.mktemp("webhook"))
+    server = _start_webhook(request.config, tmp_path_factory.mktemp("webhook"), cluster)
     yield server
     server.stop()
 

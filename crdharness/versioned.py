@@ -89,12 +89,22 @@ def crontab_manifest(
     }
 
 
-def webhook_conversion(url: str, ca_bundle_b64: str, review_versions=("v1", "v1beta1")) -> dict:
+def webhook_conversion(
+    target, ca_bundle_b64: str | None = None, review_versions=("v1", "v1beta1")
+) -> dict:
+    """``spec.conversion`` for a webhook: ``target`` is a running webhook (its
+    ``client_config()``: a URL on the local backend, the Service on kind) or a URL string."""
+    if isinstance(target, str):
+        client_config = {"url": target}
+        if ca_bundle_b64 is not None:
+            client_config["caBundle"] = ca_bundle_b64
+    else:
+        client_config = target.client_config()
     return {
         "strategy": "Webhook",
         "webhook": {
             "conversionReviewVersions": list(review_versions),
-            "clientConfig": {"url": url, "caBundle": ca_bundle_b64},
+            "clientConfig": client_config,
         },
     }
 

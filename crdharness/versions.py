@@ -19,6 +19,9 @@ ENV_VAR = "CRDHARNESS_K8S_VERSION"
 class Release:
     kubernetes: str  # "1.37.1", without the "v"
     etcd: str  # an etcd that this kube-apiserver supports (3.5.13+ or 3.6)
+    # kind's node image for this minor, pinned by digest as kind's release notes list it.
+    # kind publishes one image per minor and kind release, so its patch can lag ours.
+    kind_node_image: str = ""
 
     @property
     def minor(self) -> str:
@@ -39,8 +42,18 @@ class Release:
 # checksum database knows (v1.37.2 has no module zip yet; v1.36.5 is not in sum.golang.org);
 # each was built with Go 1.26 on our machines before being listed here.
 SUPPORTED: tuple[Release, ...] = (
-    Release(kubernetes="1.37.1", etcd="3.6.16"),
-    Release(kubernetes="1.36.4", etcd="3.6.16"),
+    Release(
+        kubernetes="1.37.1",
+        etcd="3.6.16",
+        kind_node_image="kindest/node:v1.37.0@sha256:"
+        "a1ed56cfb0e7b93589bdf97c8cd566405a265939e3620fc4f5de89adff580ae5",  # kind v0.33.0
+    ),
+    Release(
+        kubernetes="1.36.4",
+        etcd="3.6.16",
+        kind_node_image="kindest/node:v1.36.1@sha256:"
+        "3489c7674813ba5d8b1a9977baea8a6e553784dab7b84759d1014dbd78f7ebd5",  # kind v0.32.0
+    ),
 )
 DEFAULT = SUPPORTED[0]
 

@@ -65,6 +65,10 @@ class WebhookServer:
     def base_url(self) -> str:
         return f"https://{ports.LOOPBACK}:{self.port}"
 
+    def client_config(self) -> dict:
+        """How the API server reaches this webhook (``clientConfig`` of a CRD)."""
+        return {"url": self.url, "caBundle": self.ca.bundle_b64}
+
     def server_args(self, cert: str, key: str, client_ca: str | None) -> list[str]:
         """crdconvert's options (after ``--host``/``--port``), with paths as it sees them."""
         args = ["--tls-cert", cert, "--tls-key", key, "--path", CONVERT_PATH]

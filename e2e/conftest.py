@@ -83,7 +83,7 @@ def webhook_crd(make_crd, group):
                 ),
                 version("v1", storage=storage == "v1", schema=v1_schema, subresources=sub),
             ],
-            webhook_conversion(webhook.url, webhook.ca.bundle_b64, review_versions),
+            webhook_conversion(webhook, review_versions=review_versions),
         )
         return make_crd(manifest, on=on)
 

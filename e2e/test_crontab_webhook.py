@@ -17,8 +17,7 @@ def webhook_crd(cluster, manifests, conversion_webhook):
     group = f"wh-{uuid.uuid4().hex[:8]}.example.com"
     manifest = crds.point_webhook(
         crds.with_group(manifests("crontab-webhook-conversion.yaml"), group),
-        conversion_webhook.ca.bundle_b64,
-        url=conversion_webhook.url,
+        conversion_webhook.client_config(),
     )
     crds.create_and_wait(cluster.api_client, manifest)
     yield group

@@ -75,9 +75,7 @@ def without_api_version(obj):
 def test_hypothetical_series_of_events(cluster, make_crd, group, namespace, strategy, request):
     webhook = request.getfixturevalue("conversion_webhook") if strategy == "Webhook" else None
     kind, plural = ("Passthrough", "passthroughs") if webhook else ("CronTab", "crontabs")
-    conversion = (
-        webhook_conversion(webhook.url, webhook.ca.bundle_b64) if webhook else {"strategy": "None"}
-    )
+    conversion = webhook_conversion(webhook) if webhook else {"strategy": "None"}
     with Transcript(
         f"hypothetical-series-{strategy.lower()}",
         f"Hypothetical series of events ({strategy} conversion)",

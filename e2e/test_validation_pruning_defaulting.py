@@ -25,7 +25,7 @@ def test_each_version_validates_with_its_own_schema(make_crd, group, namespace, 
                 version("v1beta1", storage=True, schema=HOSTPORT_SCHEMA),
                 version("v1", schema=PORT_PATTERN_SCHEMA),
             ],
-            webhook_conversion(conversion_webhook.url, conversion_webhook.ca.bundle_b64),
+            webhook_conversion(conversion_webhook),
         )
     )
     refused = create_raw(crd, "v1", namespace, crd.body("v1", "bad", host="h", port="abc"))

@@ -102,7 +102,7 @@ def test_webhook_never_sees_a_version_that_is_neither_served_nor_stored(
                 version("v1", schema=OPEN_SCHEMA),
                 version("v1alpha2", served=False, schema=OPEN_SCHEMA),
             ],
-            webhook_conversion(conversion_webhook.url, conversion_webhook.ca.bundle_b64),
+            webhook_conversion(conversion_webhook),
             plural="passthroughs",
             kind="Passthrough",
         ),

@@ -1,0 +1,205 @@
+"""The kind backend, checked by the exact commands and manifests it would use.
+
+kind cannot run on the harness's CI machines (no privileged containers, no registry), so
+these unit tests pin down what `--cluster=kind` does; users run it with
+`nox -s e2e -- --cluster=kind`.
+"""
+
+import base64
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from cryptography import x509
+
+from crdharness import certs, kind, versions
+from crdharness.errors import HarnessError
+
+RELEASE = versions.resolve("1.37")
+
+
+@pytest.mark.parametrize("release", versions.SUPPORTED, ids=lambda r: r.minor)
+def test_every_release_pins_a_kind_node_image_by_digest(release):
+    assert re.fullmatch(
+        rf"kindest/node:v{release.minor}\.\d+@sha256:[0-9a-f]{{64}}", release.kind_node_image
+    )
+
+
+def test_cluster_names_are_unique_per_run():
+    names = {kind.cluster_name() for _ in range(50)}
+    assert len(names) == 50 and all(n.startswith("crdharness-") for n in names)
+
+
+def test_create_command(tmp_path):
+    command = kind.create_command(
+        "kind", "crdharness-1", RELEASE, tmp_path / "kind.yaml", tmp_path / "kubeconfig"
+    )
+    assert command == [
+        "kind",
+        "create",
+        "cluster",
+        "--name=crdharness-1",
+        f"--image={RELEASE.kind_node_image}",
+        f"--config={tmp_path / 'kind.yaml'}",
+        f"--kubeconfig={tmp_path / 'kubeconfig'}",
+        "--wait=120s",
+    ]
+    assert kind.cluster_config() == {
+        "kind": "Cluster",
+        "apiVersion": "kind.x-k8s.io/v1alpha4",
+        "nodes": [{"role": "control-plane"}],
+    }
+
+
+def test_logs_and_delete_commands(tmp_path):
+    assert kind.export_logs_command("kind", "c", tmp_path) == [
+        "kind",
+        "export",
+        "logs",
+        str(tmp_path),
+        "--name",
+        "c",
+    ]
+    assert kind.delete_command("kind", "c") == ["kind", "delete", "cluster", "--name=c"]
+
+
+class FakeRun:
+    def __init__(self, codes):
+        self.codes, self.calls = list(codes), []
+
+    def __call__(self, command, **kwargs):
+        self.calls.append(command)
+        return subprocess.CompletedProcess(command, self.codes.pop(0), "", "boom")
+
+
+def test_image_load_uses_docker_image_when_it_works(tmp_path):
+    run = FakeRun([0])
+    assert kind.load_image("kind", "c", "img:dev", tmp_path, run=run) == "docker-image"
+    assert run.calls == [["kind", "load", "docker-image", "--name", "c", "img:dev"]]
+
+
+def test_image_load_falls_back_to_an_archive(tmp_path):
+    run = FakeRun([1, 0, 0])
+    assert kind.load_image("kind", "c", "img:dev", tmp_path, run=run) == "image-archive"
+    archive = str(tmp_path / "webhook-image.tar")
+    assert run.calls[1:] == [
+        ["docker", "save", "-o", archive, "img:dev"],
+        ["kind", "load", "image-archive", "--name", "c", archive],
+    ]
+
+
+def test_image_load_failure_is_one_clear_error(tmp_path):
+    with pytest.raises(HarnessError, match="could not load img:dev into kind cluster c"):
+        kind.load_image("kind", "c", "img:dev", tmp_path, run=FakeRun([1, 1]))
+
+
+def test_webhook_manifests(tmp_path):
+    ca = certs.CertificateAuthority(tmp_path)
+    secret, deployment, service = kind.webhook_manifests(ca, "crdharness/crdconvert:dev")
+    cert = x509.load_pem_x509_certificate(base64.b64decode(secret["data"]["tls.crt"]))
+    names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert names.get_values_for_type(x509.DNSName) == [
+        "example-conversion-webhook-server.default.svc"
+    ]
+    assert base64.b64decode(secret["data"]["tls.key"]).startswith(b"-----BEGIN")
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert container["image"] == "crdharness/crdconvert:dev"
+    assert container["imagePullPolicy"] == "Never"
+    assert container["readinessProbe"]["httpGet"] == {
+        "path": "/readyz",
+        "port": "https",
+        "scheme": "HTTPS",
+    }
+    assert deployment["spec"]["template"]["spec"]["securityContext"]["runAsNonRoot"] is True
+    assert service["spec"]["ports"] == [{"name": "https", "port": 443, "targetPort": "https"}]
+
+
+def test_crd_reaches_the_webhook_through_its_service(tmp_path):
+    ca = certs.CertificateAuthority(tmp_path)
+    config = kind.service_client_config(ca)
+    assert config == {
+        "service": {
+            "namespace": "default",
+            "name": "example-conversion-webhook-server",
+            "path": "/crdconvert",
+        },
+        "caBundle": ca.bundle_b64,
+    }
+
+
+def test_etcdctl_runs_in_the_nodes_etcd_container_with_its_certificates():
+    command = kind.etcdctl_command("c-control-plane", "/registry/g/crontabs/", prefix=True)
+    assert command[:5] == ["docker", "exec", "c-control-plane", "sh", "-c"]
+    script = command[5]
+    assert script.startswith('exec crictl exec "$(crictl ps -q --name etcd)" ')
+    for part in (
+        "'etcdctl'",
+        "'--endpoints=https://127.0.0.1:2379'",
+        "'--cacert=/etc/kubernetes/pki/etcd/ca.crt'",
+        "'--cert=/etc/kubernetes/pki/etcd/healthcheck-client.crt'",
+        "'/registry/g/crontabs/'",
+        "'json'",
+        "'--prefix'",
+    ):
+        assert part in script
+
+
+def test_kind_etcd_reads_what_etcdctl_prints():
+    stored = {"apiVersion": "g.io/v1beta1", "kind": "CronTab"}
+    answer = {
+        "kvs": [
+            {
+                "key": base64.b64encode(b"/registry/g.io/crontabs/ns/x").decode(),
+                "value": base64.b64encode(json.dumps(stored).encode()).decode(),
+                "mod_revision": 7,
+                "create_revision": 5,
+                "version": 2,
+            }
+        ]
+    }
+
+    def run(command, **kwargs):
+        return subprocess.CompletedProcess(command, 0, json.dumps(answer), "")
+
+    found = kind.KindEtcd("c-control-plane", run=run).custom_resource("g.io", "crontabs", "x", "ns")
+    assert (found.api_version, found.mod_revision, found.key) == (
+        "g.io/v1beta1",
+        7,
+        "/registry/g.io/crontabs/ns/x",
+    )
+
+
+def test_missing_kind_binary_is_one_clear_error(monkeypatch):
+    monkeypatch.delenv("KIND", raising=False)
+    monkeypatch.setattr(kind.shutil, "which", lambda name: None)
+    with pytest.raises(HarnessError, match="--cluster=kind needs the kind binary"):
+        kind.kind_binary()
+
+
+def test_other_backends_deselect_local_only_tests_and_say_so():
+    root = Path(__file__).resolve().parent.parent
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "e2e",
+            "--collect-only",
+            "-q",
+            "--cluster=kind",
+            "-p",
+            "no:cacheprovider",
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "tests deselected: they need --cluster=local" in result.stdout
+    assert "test_webhook_failures.py" not in result.stdout
+    assert "test_hs_series.py" in result.stdout
