@@ -121,11 +121,27 @@ def cluster(request: pytest.FixtureRequest):
     keep = config.getoption("--keep-cluster")
     failed = request.session.testsfailed > 0
     with capture.global_and_fixture_disabled():
+        if failed:
+            _write_failure_bundle(config, running.cluster)
         if keep == "always" or (keep == "on-failure" and failed):
             how = running.keep()
             print(f"\n[crdharness] cluster kept running: {how}", file=sys.stderr, flush=True)
         else:
             running.stop()
+
+
+def _write_failure_bundle(config: pytest.Config, cluster) -> None:
+    from crdharness import bundle
+
+    basetemp = config._tmp_path_factory.getbasetemp()  # webhook logs and review records
+    extra = [*basetemp.rglob("webhook-records.jsonl"), *basetemp.rglob("webhook.log")]
+    try:
+        path = bundle.write(cluster, extra)
+    except Exception as exc:
+        print(f"[crdharness] could not write the failure bundle: {exc}", file=sys.stderr)
+        return
+    config._crdharness_bundle = path
+    print(f"\n[crdharness] failure bundle: {path}", file=sys.stderr, flush=True)
 
 
 @pytest.fixture(scope="session")
@@ -285,10 +301,22 @@ def isolated_webhook(cluster, request, tmp_path):
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    """Show the transcripts of the documented scenarios that ran, and where they were saved."""
+    """Show the transcripts of the documented scenarios that ran, and where they were saved;
+    last, where the failure bundle is."""
     from crdharness.transcript import written_since
 
     for path in written_since(config._crdharness_started):
         terminalreporter.section(f"transcript {path.stem}")
         terminalreporter.write_line(path.read_text())
         terminalreporter.write_line(f"(saved to {path})")
+    bundle_path = getattr(config, "_crdharness_bundle", None)
+    if bundle_path is not None:
+        terminalreporter.section("failure bundle")
+        terminalreporter.write_line(f"logs, CRDs, objects and stored versions: {bundle_path}")
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Behaviour IDs as JUnit properties, so CI reports can be read by behaviour."""
+    for mark in item.iter_markers("behaviour"):
+        for behaviour in mark.args:
+            item.user_properties.append(("behaviour", behaviour))

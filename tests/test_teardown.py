@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -148,3 +149,40 @@ def test_keep_cluster_leaves_it_running_until_down(tmp_path, request):
         )
     assert down.returncode == 0, down.stderr
     assert_nothing_left(info)
+
+
+def test_failure_writes_a_bundle_and_keeps_the_cluster_on_failure(tmp_path, request):
+    proc, info_path = run_inner(tmp_path, request, "fail", "--keep-cluster=on-failure")
+    output, _ = proc.communicate(timeout=600)
+    assert proc.returncode == 1, output
+    info = json.loads(info_path.read_text())
+    try:
+        assert "cluster kept running: KUBECONFIG=" in output
+        assert all(is_alive(p) for p in info["pids"])
+        (line,) = [x for x in output.splitlines() if "[crdharness] failure bundle: " in x]
+        bundle = Path(line.split("failure bundle: ", 1)[1].strip())
+        assert {
+            "kube-apiserver.log",
+            "etcd.log",
+            "crds.yaml",
+            "objects.yaml",
+            "etcd-stored-versions.yaml",
+        } <= {p.name for p in bundle.iterdir()}
+        assert (bundle / "kube-apiserver.log").stat().st_size > 0
+    finally:
+        subprocess.run(
+            [sys.executable, "-m", "crdharness", "down", info["workspace"]],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    assert_nothing_left(info)
+    shutil.rmtree(bundle)
+
+
+def test_passing_run_writes_no_bundle(tmp_path, request):
+    proc, _ = run_inner(tmp_path, request, "pass")
+    output, _ = proc.communicate(timeout=600)
+    assert proc.returncode == 0, output
+    assert "failure bundle" not in output

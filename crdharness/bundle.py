@@ -1,0 +1,73 @@
+"""The failure bundle: everything needed to understand a failed run, written only then.
+
+Contents: the control-plane logs, the webhooks' logs and review records, every CRD and every
+custom resource (YAML), the etcd keys of each CRD's objects with their stored versions, and
+on kind ``kind export logs``. The path is printed at the end of the run.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import yaml
+
+from crdharness.cluster import Cluster
+
+ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
+
+
+def write(cluster: Cluster, extra_files: list[Path], root: Path = ARTIFACTS) -> Path:
+    bundle = root / f"failure-bundle-{time.strftime('%Y%m%d-%H%M%S')}"
+    bundle.mkdir(parents=True, exist_ok=True)
+    for name, log in cluster.logs.items():
+        if log.exists():
+            shutil.copy(log, bundle / f"{name}.log")
+    for path in extra_files:
+        if path.exists():
+            shutil.copy(path, bundle / f"{path.parent.name}-{path.name}")
+    _write_cluster_state(cluster, bundle)
+    if cluster.backend == "kind":
+        subprocess.run(
+            [
+                cluster.details["kind"],
+                "export",
+                "logs",
+                str(bundle / "kind-logs"),
+                "--name",
+                cluster.details["kind_name"],
+            ],
+            capture_output=True,
+            check=False,
+            timeout=300,
+        )
+    return bundle
+
+
+def _write_cluster_state(cluster: Cluster, bundle: Path) -> None:
+    crds = cluster.kubectl("get", "crd", "-o", "json", check=False)
+    if crds.returncode != 0:
+        (bundle / "crds.error.txt").write_text(crds.stderr)
+        return
+    items = json.loads(crds.stdout)["items"]
+    (bundle / "crds.yaml").write_text(yaml.safe_dump(items, sort_keys=False))
+    objects, stored = {}, {}
+    for crd in items:
+        name, group = crd["metadata"]["name"], crd["spec"]["group"]
+        got = cluster.kubectl("get", name, "--all-namespaces", "-o", "json", check=False)
+        objects[name] = json.loads(got.stdout)["items"] if got.returncode == 0 else got.stderr
+        if cluster.etcd is not None:
+            prefix = f"/registry/{group}/{crd['spec']['names']['plural']}/"
+            try:
+                stored[name] = {
+                    kv.key: {"apiVersion": kv.api_version, "mod_revision": kv.mod_revision}
+                    for kv in cluster.etcd.list(prefix)
+                }
+            except Exception as exc:
+                stored[name] = f"unreadable: {exc}"
+        stored.setdefault(name, {})
+    (bundle / "objects.yaml").write_text(yaml.safe_dump(objects, sort_keys=False))
+    (bundle / "etcd-stored-versions.yaml").write_text(yaml.safe_dump(stored, sort_keys=False))
