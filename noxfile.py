@@ -110,10 +110,17 @@ def e2e_matrix(session: nox.Session, k8s: str) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff: lint and formatting."""
+    """ruff (lint and formatting) and actionlint (the GitHub workflow, built with Go)."""
     session.install("ruff>=0.6,<1")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
+    session.run(
+        "go",
+        "run",
+        "github.com/rhysd/actionlint/cmd/actionlint@v1.7.12",
+        ".github/workflows/e2e.yml",
+        external=True,
+    )
 
 
 @nox.session
