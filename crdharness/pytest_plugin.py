@@ -22,6 +22,15 @@ from crdharness.versions import ENV_VAR as K8S_VERSION_ENV
 KEEP_CHOICES = ("never", "on-failure", "always")
 
 
+def pytest_addhooks(pluginmanager) -> None:
+    """pytest-kind(-ng)'s own plugin also defines --keep-cluster and a kind fixture; the
+    harness uses only its KindCluster class. Blocked here when this plugin loads first (-p);
+    the project's pyproject also disables it for conftest loading (-p no:pytest-kind-ng)."""
+    for name in ("pytest-kind", "pytest-kind-ng"):
+        if not pluginmanager.has_plugin(name):
+            pluginmanager.set_blocked(name)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("crdharness", "CRD versioning harness")
     group.addoption(
