@@ -194,7 +194,44 @@ class KindWebhook:
             WEBHOOK_NAMESPACE,
             "--timeout=180s",
         )
+        self.round_trip()
         return self
+
+    def round_trip(self, timeout: float = 120) -> None:
+        """Ready means the API server converted an object through the webhook's Service."""
+        from crdharness.polling import wait_for
+        from crdharness.versioned import (
+            OPEN_SCHEMA,
+            VersionedCRD,
+            crontab_manifest,
+            unique_group,
+            version,
+            webhook_conversion,
+        )
+
+        manifest = crontab_manifest(
+            unique_group("webhook-ready"),
+            [
+                version("v1beta1", storage=True, schema=OPEN_SCHEMA),
+                version("v1", schema=OPEN_SCHEMA),
+            ],
+            webhook_conversion(self),
+            plural="passthroughs",
+            kind="Passthrough",
+        )
+        probe = VersionedCRD(self.cluster, manifest).create()
+        try:
+            probe.create_object("v1beta1", WEBHOOK_NAMESPACE, "probe", host="h")
+            wait_for(
+                lambda: (
+                    probe.get_object("v1", WEBHOOK_NAMESPACE, "probe")["apiVersion"]
+                    == f"{probe.group}/v1"
+                ),
+                timeout,
+                "a conversion through the webhook's Service to succeed",
+            )
+        finally:
+            probe.delete()
 
     def records(self) -> list[dict]:
         logs = self.cluster.kubectl(
