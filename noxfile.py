@@ -133,12 +133,14 @@ def bench_webhook(session: nox.Session) -> None:
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    """Benchmarks: control-plane start-to-ready and peak memory, webhook throughput.
-    Figures go to artifacts/bench/ (JSON) and are printed as Markdown tables."""
+    """Benchmarks: control-plane start-to-ready and peak memory, webhook throughput, LIST and
+    migration scaling. Figures go to artifacts/bench/ (JSON, PNG) and print as tables."""
     _install(session)
+    session.install("matplotlib>=3.7,<4")
     _prepare_binaries(session)
     session.run("python", "-m", "benchmarks.control_plane")
-    session.run("python", "-m", "benchmarks.webhook_throughput")
+    session.run("python", "-m", "benchmarks.webhook_throughput", "--clients", "1", "4")
+    session.run("python", "-m", "benchmarks.scaling")
 
 
 @nox.session
@@ -155,3 +157,21 @@ def coverage(session: nox.Session) -> None:
     """Which catalogue behaviours the tests cover, and why the others are not."""
     _install(session)
     session.run("python", "-m", "crdharness", "coverage", *session.posargs)
+
+
+@nox.session
+def reliability(session: nox.Session) -> None:
+    """The whole e2e suite 20 times back to back (`-- --runs N`); after each run, nothing may
+    be left behind. Writes artifacts/bench/reliability-repeat.json."""
+    _install(session)
+    _prepare_binaries(session)
+    session.run("python", "-m", "benchmarks.reliability", "repeat", *session.posargs)
+
+
+@nox.session
+def interrupts(session: nox.Session) -> None:
+    """SIGINT, SIGTERM and SIGKILL to the test process at random moments; afterwards nothing
+    may be left running and the next run must pass."""
+    _install(session)
+    _prepare_binaries(session)
+    session.run("python", "-m", "benchmarks.reliability", "interrupt", *session.posargs)

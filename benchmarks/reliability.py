@@ -1,0 +1,152 @@
+"""Reliability: the suite passes run after run and leaves nothing behind, however it ends.
+
+    python -m benchmarks.reliability repeat [--runs 20]      # back-to-back full runs
+    python -m benchmarks.reliability interrupt [--runs 6]    # SIGINT/SIGTERM/SIGKILL at random
+
+After every run it checks — polling with a deadline, not assuming — that no kube-apiserver,
+etcd, webhook, guardian or webhook container is left, and no crdharness workspace remains in
+the temporary directory. Results go to artifacts/bench/reliability-*.json and are printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+
+from crdharness.polling import WaitTimeout, wait_for
+from crdharness.workspace import PREFIX
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "artifacts" / "bench"
+MARKERS = ("kube-apiserver", "crdharness-", "crdconvert", "crdharness.guardian")
+
+
+def leftovers() -> list[str]:
+    found = []
+    for process in psutil.process_iter(["pid", "cmdline"]):
+        cmdline = " ".join(process.info["cmdline"] or [])
+        if any(m in cmdline for m in MARKERS) and "benchmarks.reliability" not in cmdline:
+            found.append(f"process {process.info['pid']}: {cmdline[:120]}")
+    found += [f"workspace {p}" for p in Path(tempfile.gettempdir()).glob(f"{PREFIX}*")]
+    containers = subprocess.run(
+        ["docker", "ps", "-q", "--filter", "label=crdharness=webhook"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    found += [f"container {c}" for c in containers.stdout.split()]
+    return found
+
+
+def wait_clean(timeout: float = 60) -> list[str]:
+    try:
+        wait_for(lambda: not leftovers(), timeout, "every harness process to be gone")
+        return []
+    except WaitTimeout:
+        return leftovers()
+
+
+def pytest_command(extra: list[str]) -> list[str]:
+    return [sys.executable, "-m", "pytest", "e2e", "-q", "-p", "no:cacheprovider", *extra]
+
+
+def repeat(runs: int, extra: list[str]) -> dict:
+    results = []
+    for i in range(runs):
+        started = time.monotonic()
+        done = subprocess.run(
+            pytest_command(extra), cwd=ROOT, capture_output=True, text=True, check=False
+        )
+        left = wait_clean()
+        summary = (done.stdout.strip().splitlines() or [""])[-1]
+        results.append(
+            {
+                "run": i + 1,
+                "exit": done.returncode,
+                "seconds": round(time.monotonic() - started, 1),
+                "summary": summary,
+                "leftovers": left,
+            }
+        )
+        print(json.dumps(results[-1]), flush=True)
+    return {
+        "runs": results,
+        "failures": sum(r["exit"] != 0 for r in results),
+        "leaks": sum(bool(r["leftovers"]) for r in results),
+    }
+
+
+def interrupt(runs: int, extra: list[str], seed: int) -> dict:
+    rng = random.Random(seed)
+    signals = [signal.SIGINT, signal.SIGTERM, signal.SIGKILL]
+    results = []
+    for i in range(runs):
+        signum = signals[i % len(signals)]
+        after = rng.uniform(3, 40)  # a random moment: during start-up or in the middle of tests
+        process = subprocess.Popen(
+            pytest_command(extra), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        try:
+            process.wait(after)
+        except subprocess.TimeoutExpired:
+            process.send_signal(signum)
+            process.wait(120)
+        left = wait_clean()
+        results.append(
+            {
+                "run": i + 1,
+                "signal": signum.name,
+                "after_s": round(after, 1),
+                "exit": process.returncode,
+                "leftovers": left,
+            }
+        )
+        print(json.dumps(results[-1]), flush=True)
+    # The next run starts clean and passes.
+    check = subprocess.run(
+        pytest_command([*extra, "e2e/test_control_plane.py"]),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return {
+        "runs": results,
+        "leaks": sum(bool(r["leftovers"]) for r in results),
+        "next_run_exit": check.returncode,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("mode", choices=("repeat", "interrupt"))
+    parser.add_argument("--runs", type=int, default=None)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("pytest_args", nargs="*")
+    args = parser.parse_args()
+    if args.mode == "repeat":
+        result = repeat(args.runs or 20, args.pytest_args)
+        ok = result["failures"] == 0 and result["leaks"] == 0
+    else:
+        result = interrupt(args.runs or 6, args.pytest_args, args.seed)
+        ok = result["leaks"] == 0 and result["next_run_exit"] == 0
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / f"reliability-{args.mode}.json").write_text(json.dumps(result, indent=2))
+    print(
+        f"{args.mode}: {'OK' if ok else 'PROBLEMS'} "
+        f"({json.dumps({k: v for k, v in result.items() if k != 'runs'})})"
+    )
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
