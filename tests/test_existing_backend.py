@@ -3,10 +3,11 @@ what it cannot offer there (etcd inspection)."""
 
 import os
 import subprocess
-import sys
 import textwrap
 
 import pytest
+
+from tests.inner_session import inner_pytest
 
 pytestmark = pytest.mark.e2e
 
@@ -25,20 +26,8 @@ INNER = textwrap.dedent("""\
 
 
 def run_inner(tmp_path, kubeconfig):
-    (tmp_path / "test_inner.py").write_text(INNER)
     return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-p",
-            "crdharness.pytest_plugin",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "--cluster=existing",
-            "test_inner.py",
-        ],
+        inner_pytest(tmp_path, INNER, "--cluster=existing"),
         cwd=tmp_path,
         env={**os.environ, "KUBECONFIG": str(kubeconfig)},
         capture_output=True,

@@ -20,6 +20,7 @@ import pytest
 
 from crdharness.polling import wait_for
 from crdharness.processes import is_alive
+from tests.inner_session import inner_pytest
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -42,20 +43,8 @@ INNER_TEST = textwrap.dedent("""\
 
 
 def run_inner(tmp_path: Path, request, mode: str, *extra: str) -> tuple[subprocess.Popen, Path]:
-    (tmp_path / "test_inner.py").write_text(INNER_TEST)
     info = tmp_path / "info.json"
-    args = [
-        sys.executable,
-        "-m",
-        "pytest",
-        "-p",
-        "crdharness.pytest_plugin",
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        "test_inner.py",
-        *extra,
-    ]
+    args = inner_pytest(tmp_path, INNER_TEST, *extra)
     k8s_version = request.config.getoption("--k8s-version")
     if k8s_version:
         args += ["--k8s-version", k8s_version]
