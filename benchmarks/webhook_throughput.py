@@ -26,10 +26,13 @@ from crdharness.webhook import LocalWebhook
 OUT = Path(__file__).resolve().parent.parent / "artifacts" / "bench"
 
 
-def review(batch: int) -> bytes:
+def review(
+    batch: int, source: str = "example.com/v1beta1", desired: str = "example.com/v1"
+) -> bytes:
+    """A ConversionReview of ``batch`` CronTabs, each with a ``hostPort`` to split."""
     objects = [
         {
-            "apiVersion": "example.com/v1beta1",
+            "apiVersion": source,
             "kind": "CronTab",
             "metadata": {
                 "name": f"crontab-{i}",
@@ -72,13 +75,21 @@ def client_loop(port: int, context: ssl.SSLContext, body: bytes, seconds: float,
 
 
 def measure(webhook: LocalWebhook, batch: int, clients: int, seconds: float) -> dict:
-    context = ssl.create_default_context(cafile=str(webhook.ca.cert_path))
-    body = review(batch)
-    client_loop(webhook.port, context, body, 0.5, [])  # warm-up
+    return measure_port(
+        webhook.port, str(webhook.ca.cert_path), review(batch), batch, clients, seconds
+    )
+
+
+def measure_port(
+    port: int, cafile: str, body: bytes, batch: int, clients: int, seconds: float
+) -> dict:
+    """Send ``body`` from ``clients`` keep-alive connections for ``seconds``; the figures."""
+    context = ssl.create_default_context(cafile=cafile)
+    client_loop(port, context, body, 0.5, [])  # warm-up
     per_client: list[list[float]] = [[] for _ in range(clients)]
     threads = [
         threading.Thread(
-            target=client_loop, args=(webhook.port, context, body, seconds, per_client[i])
+            target=client_loop, args=(port, context, body, seconds, per_client[i])
         )
         for i in range(clients)
     ]

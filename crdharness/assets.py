@@ -190,3 +190,31 @@ def resolve(
         if cached is not None:
             return cached
     return build(release, report)
+
+
+def agnhost(release: Release, report: Reporter = to_stderr) -> Path:
+    """agnhost (the Go reference conversion webhook), built from the same Kubernetes module;
+    for the side-by-side benchmark only."""
+    name = f"agnhost-{release.git_version}"
+
+    def ok(directory: Path) -> bool:
+        binary = directory / "agnhost"
+        if not os.access(binary, os.X_OK):
+            return False
+        probe = subprocess.run(
+            [str(binary), "crd-conversion-webhook", "--help"],
+            capture_output=True,
+            timeout=30,
+            check=False,
+        )
+        return probe.returncode == 0
+
+    _build_entry(
+        name,
+        ok,
+        lambda out, log: gobuild.build_kubernetes(
+            release, out, report, log, packages={"agnhost": gobuild.AGNHOST_PACKAGE}
+        ),
+        report,
+    )
+    return cache.entry_dir(name) / "agnhost"

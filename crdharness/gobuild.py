@@ -22,6 +22,12 @@ from crdharness.progress import Reporter, phase
 from crdharness.versions import Release
 
 KUBERNETES_COMMANDS = ("kube-apiserver", "kubectl")
+# Everything the wrapper may build; agnhost carries the Go reference conversion webhook.
+AGNHOST_PACKAGE = "k8s.io/kubernetes/test/images/agnhost"
+KUBERNETES_PACKAGES = (
+    *(f"k8s.io/kubernetes/cmd/{c}" for c in KUBERNETES_COMMANDS),
+    AGNHOST_PACKAGE,
+)
 _STAGING_REPLACE = re.compile(r"^\s*(k8s\.io/[\w.-]+)\s+=>\s+\./staging/src/", re.MULTILINE)
 _GO_DIRECTIVE = re.compile(r"^go\s+(\d+(?:\.\d+){1,2})\s*$", re.MULTILINE)
 
@@ -99,7 +105,7 @@ def kubernetes_wrapper(release: Release, upstream_go_mod: str) -> tuple[str, str
         f"require k8s.io/kubernetes {release.git_version}\n\n"
         f"replace (\n{replaces}\n)\n"
     )
-    imports = "\n".join(f'\t_ "k8s.io/kubernetes/cmd/{c}"' for c in KUBERNETES_COMMANDS)
+    imports = "\n".join(f'\t_ "{p}"' for p in KUBERNETES_PACKAGES)
     tools_go = f"//go:build tools\n\npackage tools\n\nimport (\n{imports}\n)\n"
     return go_mod, tools_go
 
@@ -120,8 +126,15 @@ def kubernetes_ldflags(release: Release) -> str:
     return " ".join(flags)
 
 
-def build_kubernetes(release: Release, out_dir: Path, report: Reporter, log: Path) -> None:
-    """Build kube-apiserver and kubectl for ``release`` into ``out_dir``."""
+def build_kubernetes(
+    release: Release,
+    out_dir: Path,
+    report: Reporter,
+    log: Path,
+    packages: dict[str, str] | None = None,
+) -> None:
+    """Build kube-apiserver and kubectl for ``release`` into ``out_dir`` (or, with
+    ``packages``, other commands of the same module: {binary name: import path})."""
     go = GoToolchain()
     work = out_dir.parent / "wrapper-kubernetes"
     work.mkdir()
@@ -137,7 +150,8 @@ def build_kubernetes(release: Release, out_dir: Path, report: Reporter, log: Pat
     (work / "tools.go").write_text(tools_go)
     with phase(report, f"kubernetes {release.git_version}: resolving modules (go mod tidy)"):
         go.run(["mod", "tidy"], cwd=work, log=log)
-    for command in KUBERNETES_COMMANDS:
+    packages = packages or {c: f"k8s.io/kubernetes/cmd/{c}" for c in KUBERNETES_COMMANDS}
+    for command, package in packages.items():
         with phase(report, f"kubernetes {release.git_version}: compiling {command}"):
             go.run(
                 [
@@ -147,7 +161,7 @@ def build_kubernetes(release: Release, out_dir: Path, report: Reporter, log: Pat
                     kubernetes_ldflags(release),
                     "-o",
                     str(out_dir / command),
-                    f"k8s.io/kubernetes/cmd/{command}",
+                    package,
                 ],
                 cwd=work,
                 log=log,

@@ -1,0 +1,139 @@
+"""Our webhook side by side with the Go reference: agnhost's crd-conversion-webhook.
+
+Same machine, same certificates, same load generator (benchmarks.webhook_throughput), same
+work per object (split ``hostPort`` into ``host`` and ``port``): agnhost converts
+stable.example.com/v1 -> v2, ours example.com/v1beta1 -> v1. agnhost is built from the same
+Kubernetes module as kube-apiserver. It reads the in-cluster configuration when it starts,
+so it gets what a pod would have: KUBERNETES_SERVICE_HOST/PORT and a service-account token,
+the token in a private mount namespace (``unshare -m``) so nothing is written to the host's
+/var/run. Its code is not changed.
+
+    python -m benchmarks.agnhost_compare [--seconds 5] [--clients 1 4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import tempfile
+from pathlib import Path
+
+from benchmarks.webhook_throughput import OUT, measure_port, review
+from crdharness import assets, certs, ports, versions
+from crdharness.errors import HarnessError
+from crdharness.polling import wait_for
+from crdharness.processes import ManagedProcess
+from crdharness.webhook import LocalWebhook
+
+POD_SETUP = (
+    "mount -t tmpfs tmpfs /run && "
+    "mkdir -p /run/secrets/kubernetes.io/serviceaccount && "
+    "printf benchmark > /run/secrets/kubernetes.io/serviceaccount/token && "
+    'exec "$@"'
+)
+
+
+def start_agnhost(binary: Path, serving: certs.KeyPair, port: int, log: Path) -> ManagedProcess:
+    if shutil.which("unshare") is None:
+        raise HarnessError("unshare (util-linux) is needed to give agnhost a pod-like /run")
+    command = [
+        "unshare",
+        "-m",
+        "--propagation",
+        "private",
+        "sh",
+        "-c",
+        POD_SETUP,
+        "agnhost",
+        str(binary),
+        "crd-conversion-webhook",
+        f"--tls-cert-file={serving.cert}",
+        f"--tls-private-key-file={serving.key}",
+        f"--port={port}",
+    ]
+    env = {**os.environ, "KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": "1"}
+    process = ManagedProcess("agnhost", command, log, env=env).start()
+
+    def listening() -> bool:
+        if not process.running():
+            raise HarnessError(f"agnhost exited: {process.log_tail(5)}")
+        with socket.socket() as sock:
+            return sock.connect_ex((ports.LOOPBACK, port)) == 0
+
+    wait_for(listening, 30, "agnhost to listen", fatal=(HarnessError,))
+    return process
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--clients", type=int, nargs="+", default=[1, 4])
+    parser.add_argument("--batches", type=int, nargs="+", default=[1, 100, 1000])
+    args = parser.parse_args()
+    release = versions.resolve()
+    agnhost_binary = assets.agnhost(release)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = Path(tmp)
+        ca = certs.CertificateAuthority(directory)
+        serving = ca.issue_server("shared", *certs.LOOPBACK_NAMES)
+        ours = LocalWebhook(ca, directory, serving=serving, fault_control=False).start()
+        agnhost_port = ports.free_port()
+        agnhost = start_agnhost(agnhost_binary, serving, agnhost_port, directory / "agnhost.log")
+        try:
+            for clients in args.clients:
+                for batch in args.batches:
+                    mine = measure_port(
+                        ours.port, str(ca.cert_path), review(batch), batch, clients, args.seconds
+                    )
+                    theirs = measure_port(
+                        agnhost_port,
+                        str(ca.cert_path),
+                        review(batch, "stable.example.com/v1", "stable.example.com/v2"),
+                        batch,
+                        clients,
+                        args.seconds,
+                    )
+                    row = {
+                        "batch": batch,
+                        "clients": clients,
+                        "ours": mine,
+                        "agnhost": theirs,
+                        "ratio_objects_per_second": round(
+                            mine["objects_per_second"] / theirs["objects_per_second"], 2
+                        ),
+                    }
+                    rows.append(row)
+                    print(
+                        json.dumps(
+                            {k: v for k, v in row.items() if k not in ("ours", "agnhost")}
+                            | {
+                                "ours": mine["objects_per_second"],
+                                "agnhost": theirs["objects_per_second"],
+                            }
+                        ),
+                        flush=True,
+                    )
+        finally:
+            agnhost.stop()
+            ours.stop()
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / "agnhost_compare.json").write_text(json.dumps(rows, indent=2))
+    print(
+        "| batch | clients | ours objects/s | agnhost objects/s | ours/agnhost | "
+        "ours p50 ms | agnhost p50 ms |"
+    )
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        print(
+            f"| {r['batch']} | {r['clients']} | {r['ours']['objects_per_second']} | "
+            f"{r['agnhost']['objects_per_second']} | {r['ratio_objects_per_second']} | "
+            f"{r['ours']['latency_ms_p50']} | {r['agnhost']['latency_ms_p50']} |"
+        )
+
+
+if __name__ == "__main__":
+    main()
