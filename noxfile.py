@@ -140,6 +140,7 @@ def bench(session: nox.Session) -> None:
     _prepare_binaries(session)
     session.run("python", "-m", "benchmarks.control_plane")
     session.run("python", "-m", "benchmarks.webhook_throughput", "--clients", "1", "4")
+    session.run("python", "-m", "benchmarks.agnhost_compare")
     session.run("python", "-m", "benchmarks.scaling")
 
 
