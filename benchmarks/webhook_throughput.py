@@ -88,9 +88,7 @@ def measure_port(
     client_loop(port, context, body, 0.5, [])  # warm-up
     per_client: list[list[float]] = [[] for _ in range(clients)]
     threads = [
-        threading.Thread(
-            target=client_loop, args=(port, context, body, seconds, per_client[i])
-        )
+        threading.Thread(target=client_loop, args=(port, context, body, seconds, per_client[i]))
         for i in range(clients)
     ]
     started = time.perf_counter()

@@ -22,7 +22,7 @@ from crdharness import certs, ports
 from crdharness.errors import HarnessError
 from crdharness.guardian import Guardian
 from crdharness.polling import wait_for
-from crdharness.processes import ManagedProcess
+from crdharness.processes import ManagedProcess, identity
 
 CONVERT_PATH = "/crdconvert"
 
@@ -141,7 +141,9 @@ class LocalWebhook(WebhookServer):
 
     process: ManagedProcess | None = None
 
-    def start(self, client_cert: certs.KeyPair | None = None) -> LocalWebhook:
+    def start(
+        self, client_cert: certs.KeyPair | None = None, ready_timeout: float = 30
+    ) -> LocalWebhook:
         args = [
             sys.executable,
             "-m",
@@ -159,7 +161,16 @@ class LocalWebhook(WebhookServer):
             str(self.client_ca) if self.client_ca else None,
         )
         self.process = ManagedProcess("webhook", args, self.directory / "webhook.log").start()
-        self.wait_ready(client_cert)
+        # Stopped by stop(); by the guardian if the test process is killed.
+        self.guardian = Guardian()
+        who = identity(self.process.pid)
+        if who:
+            self.guardian.watch(*who)
+        try:
+            self.wait_ready(client_cert, ready_timeout)
+        except BaseException:
+            self.stop()  # a webhook that never became ready must not outlive the attempt
+            raise
         return self
 
     def running(self) -> bool:
@@ -177,6 +188,9 @@ class LocalWebhook(WebhookServer):
     def stop(self) -> None:
         if self.process is not None:
             self.process.stop()
+        if getattr(self, "guardian", None) is not None:
+            self.guardian.release()
+            self.guardian = None
 
 
 class ContainerWebhook(WebhookServer):
@@ -218,7 +232,11 @@ class ContainerWebhook(WebhookServer):
         self.container = name
         self.guardian = Guardian()
         self.guardian.remove_container(name)
-        self.wait_ready(client_cert)
+        try:
+            self.wait_ready(client_cert)
+        except BaseException:
+            self.stop()
+            raise
         return self
 
     def _tls_mount(self) -> Path:

@@ -117,3 +117,14 @@ def test_rotated_certificate_is_used_without_restart(webhook, tmp_path):
 def test_machine_ca_bundle_does_not_override_the_harness_ca(webhook, monkeypatch):
     monkeypatch.setenv("REQUESTS_CA_BUNDLE", "/etc/ssl/certs/ca-certificates.crt")
     webhook.wait_ready(timeout=10)
+
+
+def test_a_webhook_that_never_becomes_ready_is_stopped(ca, tmp_path):
+    from crdharness.polling import WaitTimeout
+    from crdharness.processes import is_alive
+
+    broken = LocalWebhook(ca, tmp_path, faults=("wrong-uid",))
+    with pytest.raises(WaitTimeout, match="to answer a ConversionReview"):
+        broken.start(ready_timeout=2)
+    assert broken.process is not None
+    wait_for(lambda: not is_alive(broken.process.pid), 10, "the broken webhook to exit")
