@@ -52,7 +52,7 @@ def review(
             "kind": "ConversionReview",
             "request": {
                 "uid": str(uuid.uuid4()),
-                "desiredAPIVersion": "example.com/v1",
+                "desiredAPIVersion": desired,
                 "objects": objects,
             },
         }
@@ -69,7 +69,7 @@ def client_loop(port: int, context: ssl.SSLContext, body: bytes, seconds: float,
         response = connection.getresponse()
         payload = response.read()
         if response.status != 200 or b'"Success"' not in payload:
-            raise RuntimeError(f"bad answer {response.status}: {payload[:200]!r}")
+            raise RuntimeError(f"bad answer {response.status}: {payload[-300:]!r}")
         latencies.append(time.perf_counter() - started)
     connection.close()
 
