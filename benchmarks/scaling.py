@@ -22,7 +22,7 @@ from pathlib import Path
 
 from crdharness import assets, certs, versions
 from crdharness.cluster import Cluster
-from crdharness.controlplane import ControlPlane
+from crdharness.controlplane import ControlPlane, ControlPlaneOptions
 from crdharness.etcd import EtcdInspector
 from crdharness.migrate import migrate
 from crdharness.progress import to_stderr
@@ -79,13 +79,27 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 1000, 10000])
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--no-watch-cache",
+        action="store_true",
+        help="kube-apiserver --watch-cache=false: LIST reads etcd and converts "
+        "every object at request time (with the cache, objects are converted in "
+        "the background and LIST serves them from memory)",
+    )
     args = parser.parse_args()
+    suffix = "-no-watch-cache" if args.no_watch_cache else ""
     release = versions.resolve()
     binaries = assets.resolve(release, report=to_stderr)
-    results = {"kubernetes": release.kubernetes, "list": [], "migration": []}
+    results = {
+        "kubernetes": release.kubernetes,
+        "watch_cache": not args.no_watch_cache,
+        "list": [],
+        "migration": [],
+    }
+    options = ControlPlaneOptions(watch_cache=not args.no_watch_cache)
     with (
         tempfile.TemporaryDirectory() as tmp,
-        ControlPlane(binaries, release, report=to_stderr) as plane,
+        ControlPlane(binaries, release, options, report=to_stderr) as plane,
     ):
         cluster = Cluster(
             "bench", "local", plane.kubeconfig, binaries.kubectl, etcd=EtcdInspector(plane.etcd_url)
@@ -104,6 +118,10 @@ def main() -> None:
                         "list_at_stored_version_s": timed_list(crd, "v1beta1", size, args.repeat),
                         "list_converted_s": timed_list(crd, "v1", size, args.repeat),
                     }
+                    reviews = [r for r in webhook.records() if "uid" in r]
+                    row["webhook_objects_converted_so_far"] = sum(
+                        len(r["objects"]) for r in reviews
+                    )
                     results["list"].append(row)
                     print(json.dumps(row), flush=True)
                 if strategy == "None":
@@ -128,9 +146,9 @@ def main() -> None:
             webhook.stop()
             cluster.close()
     OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "scaling.json").write_text(json.dumps(results, indent=2))
+    (OUT / f"scaling{suffix}.json").write_text(json.dumps(results, indent=2))
     print(table(results))
-    plot(results, OUT / "scaling.png")
+    plot(results, OUT / f"scaling{suffix}.png")
 
 
 def table(results: dict) -> str:
@@ -178,7 +196,8 @@ def plot(results: dict, path: Path) -> None:
     axis.set_yscale("log")
     axis.set_xlabel("custom resources")
     axis.set_ylabel("LIST time (s, median)")
-    axis.set_title(f"LIST through kube-apiserver v{results['kubernetes']}")
+    cache = "watch cache on" if results["watch_cache"] else "--watch-cache=false"
+    axis.set_title(f"LIST through kube-apiserver v{results['kubernetes']} ({cache})")
     axis.grid(True, which="both", alpha=0.3)
     axis.legend(fontsize=8)
     figure.tight_layout()
