@@ -55,8 +55,8 @@ def wait_clean(timeout: float = 60) -> list[str]:
         return leftovers()
 
 
-def pytest_command(extra: list[str]) -> list[str]:
-    return [sys.executable, "-m", "pytest", "e2e", "-q", "-p", "no:cacheprovider", *extra]
+def pytest_command(extra: list[str], tests: str = "e2e") -> list[str]:
+    return [sys.executable, "-m", "pytest", tests, "-q", "-p", "no:cacheprovider", *extra]
 
 
 def repeat(runs: int, extra: list[str]) -> dict:
