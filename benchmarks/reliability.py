@@ -113,7 +113,7 @@ def interrupt(runs: int, extra: list[str], seed: int) -> dict:
         print(json.dumps(results[-1]), flush=True)
     # The next run starts clean and passes.
     check = subprocess.run(
-        pytest_command([*extra, "e2e/test_control_plane.py"]),
+        pytest_command(extra, "e2e/test_control_plane.py"),
         cwd=ROOT,
         capture_output=True,
         text=True,
