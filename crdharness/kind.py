@@ -28,6 +28,7 @@ from crdharness import certs
 from crdharness.errors import HarnessError
 from crdharness.etcd import StoredObject, custom_resource_key, parse_range
 from crdharness.versions import Release
+from crdharness.webhook import ReviewRecords
 
 KIND_VERSION = "v0.33.0"  # the kind release whose node images versions.SUPPORTED pins
 MANIFESTS = Path(__file__).resolve().parent.parent / "manifests" / "webhook-deployment"
@@ -168,7 +169,7 @@ def kind_binary() -> str:
     )
 
 
-class KindWebhook:
+class KindWebhook(ReviewRecords):
     """The reference webhook deployed in the kind cluster, behind its Service.
 
     Same reading interface as ``webhook.WebhookServer`` (records, client_config); fault modes
@@ -233,19 +234,11 @@ class KindWebhook:
         finally:
             probe.delete()
 
-    def records(self) -> list[dict]:
-        logs = self.cluster.kubectl(
+    def _record_lines(self) -> list[str]:
+        # Records go to the container's stdout; kubectl logs shows them.
+        return self.cluster.kubectl(
             "logs", f"deployment/{WEBHOOK_SERVICE}", "-n", WEBHOOK_NAMESPACE, "--all-containers"
-        ).stdout
-        return [json.loads(line) for line in logs.splitlines() if line.startswith("{")]
-
-    def reviews_for(self, name: str, desired_api_version: str | None = None) -> list[dict]:
-        return [
-            r
-            for r in self.records()
-            if any(o.get("name") == name for o in r.get("objects", []))
-            and (desired_api_version is None or r.get("desiredAPIVersion") == desired_api_version)
-        ]
+        ).stdout.splitlines()
 
     def set_faults(self, *faults: str) -> None:
         raise HarnessError("fault modes are switched on the local backend only (--cluster=local)")

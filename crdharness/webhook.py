@@ -35,7 +35,27 @@ def probe_review() -> dict:
     }
 
 
-class WebhookServer:
+class ReviewRecords:
+    """Reading a webhook's review records; the forms differ only in where the lines are."""
+
+    def _record_lines(self) -> list[str]:
+        raise NotImplementedError
+
+    def records(self) -> list[dict]:
+        """Every review (and rejected request) the webhook answered so far, oldest first."""
+        return [json.loads(line) for line in self._record_lines() if line.startswith("{")]
+
+    def reviews_for(self, name: str, desired_api_version: str | None = None) -> list[dict]:
+        """Reviews that carried object ``name`` (optionally converting it to a version)."""
+        return [
+            r
+            for r in self.records()
+            if any(o.get("name") == name for o in r.get("objects", []))
+            and (desired_api_version is None or r.get("desiredAPIVersion") == desired_api_version)
+        ]
+
+
+class WebhookServer(ReviewRecords):
     """What both forms share: certificates, readiness, fault switching, review records."""
 
     def __init__(
@@ -86,9 +106,6 @@ class WebhookServer:
     def log_tail(self) -> str:
         raise NotImplementedError
 
-    def _record_lines(self) -> list[str]:
-        raise NotImplementedError
-
     def _post(self, body: dict, client_cert: certs.KeyPair | None = None) -> requests.Response:
         cert = (str(client_cert.cert), str(client_cert.key)) if client_cert else None
         return requests.post(
@@ -121,19 +138,6 @@ class WebhookServer:
         )
         if response.status_code != 200:
             raise HarnessError(f"webhook refused faults {faults}: {response.text.strip()}")
-
-    def records(self) -> list[dict]:
-        """Every review (and rejected request) the webhook answered so far, oldest first."""
-        return [json.loads(line) for line in self._record_lines() if line.startswith("{")]
-
-    def reviews_for(self, name: str, desired_api_version: str | None = None) -> list[dict]:
-        """Reviews that carried object ``name`` (optionally converting it to a version)."""
-        return [
-            r
-            for r in self.records()
-            if any(o.get("name") == name for o in r.get("objects", []))
-            and (desired_api_version is None or r.get("desiredAPIVersion") == desired_api_version)
-        ]
 
 
 class LocalWebhook(WebhookServer):
