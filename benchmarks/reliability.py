@@ -4,8 +4,9 @@
     python -m benchmarks.reliability interrupt [--runs 6]    # SIGINT/SIGTERM/SIGKILL at random
 
 After every run it checks — polling with a deadline, not assuming — that no kube-apiserver,
-etcd, webhook, guardian or webhook container is left, and no crdharness workspace remains in
-the temporary directory. Results go to artifacts/bench/reliability-*.json and are printed.
+etcd, webhook, guardian or webhook container is left, no port is still listening that was not
+listening before the first run, and no crdharness workspace remains in the temporary
+directory. Results go to artifacts/bench/reliability-*.json and are printed.
 """
 
 from __future__ import annotations
@@ -30,8 +31,19 @@ OUT = ROOT / "artifacts" / "bench"
 MARKERS = ("kube-apiserver", "crdharness-", "crdconvert", "crdharness.guardian")
 
 
+def listening_ports() -> set[int]:
+    """TCP ports something listens on (any address): a port the suite opened and left taken
+    shows up here even if its process is gone from the process table's names."""
+    return {
+        c.laddr.port for c in psutil.net_connections(kind="tcp") if c.status == psutil.CONN_LISTEN
+    }
+
+
+BASELINE_PORTS: set[int] = set()  # what listened before the first run: not ours
+
+
 def leftovers() -> list[str]:
-    found = []
+    found = [f"port {p} still listening" for p in sorted(listening_ports() - BASELINE_PORTS)]
     for process in psutil.process_iter(["pid", "cmdline"]):
         cmdline = " ".join(process.info["cmdline"] or [])
         if any(m in cmdline for m in MARKERS) and "benchmarks.reliability" not in cmdline:
@@ -133,6 +145,7 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("pytest_args", nargs="*")
     args = parser.parse_args()
+    BASELINE_PORTS.update(listening_ports())
     if args.mode == "repeat":
         result = repeat(args.runs or 20, args.pytest_args)
         ok = result["failures"] == 0 and result["leaks"] == 0
