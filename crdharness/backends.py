@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from crdharness import assets, versions
@@ -26,6 +26,7 @@ class Settings:
     watch_cache: bool = True
     apiserver_port: int | None = None
     etcd_port: int | None = None
+    extra_apiserver_flags: list[str] = field(default_factory=list)  # local backend only
 
 
 @dataclass
@@ -57,6 +58,7 @@ def _start_local(settings: Settings, report: Reporter) -> Running:
             watch_cache=settings.watch_cache,
             apiserver_port=settings.apiserver_port,
             etcd_port=settings.etcd_port,
+            extra_apiserver_flags=list(settings.extra_apiserver_flags),
         ),
         report,
     ).start()

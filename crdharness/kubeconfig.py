@@ -10,7 +10,7 @@ import yaml
 from crdharness.certs import KeyPair, write_private
 
 
-def _b64_file(path: Path) -> str:
+def b64_file(path: Path) -> str:
     return base64.b64encode(path.read_bytes()).decode()
 
 
@@ -28,8 +28,8 @@ def write(path: Path, name: str, server: str, ca_bundle_b64: str, user: KeyPair)
             {
                 "name": f"{name}-admin",
                 "user": {
-                    "client-certificate-data": _b64_file(user.cert),
-                    "client-key-data": _b64_file(user.key),
+                    "client-certificate-data": b64_file(user.cert),
+                    "client-key-data": b64_file(user.key),
                 },
             }
         ],

@@ -1,6 +1,7 @@
 import socket
 import ssl
 import stat
+from pathlib import Path
 
 import pytest
 from cryptography import x509
@@ -79,3 +80,26 @@ def test_prefix_range_end_is_the_next_key():
     import base64
 
     assert base64.b64decode(etcd._prefix_end("/registry/a/")) == b"/registry/a0"
+
+
+def test_webhook_client_credentials_are_one_user_per_address_and_owner_only(tmp_path):
+    import yaml
+
+    from crdharness import webhook_clients
+
+    ca = certs.CertificateAuthority(tmp_path)
+    identity = ca.issue_client("kube-apiserver", "kube-apiserver")
+    flags = webhook_clients.apiserver_flags(tmp_path, {"127.0.0.1:9443": identity})
+
+    (flag,) = flags
+    admission = yaml.safe_load(Path(flag.split("=", 1)[1]).read_text())
+    assert [p["name"] for p in admission["plugins"]] == [
+        "ValidatingAdmissionWebhook",
+        "MutatingAdmissionWebhook",
+    ]
+    kubeconfig = tmp_path / "webhook-clients.kubeconfig"
+    assert {p["configuration"]["kubeConfigFile"] for p in admission["plugins"]} == {str(kubeconfig)}
+    assert stat.S_IMODE(kubeconfig.stat().st_mode) == 0o600  # it embeds the private key
+    (user,) = yaml.safe_load(kubeconfig.read_text())["users"]
+    assert user["name"] == "127.0.0.1:9443"
+    assert set(user["user"]) == {"client-certificate-data", "client-key-data"}
