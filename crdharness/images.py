@@ -21,6 +21,7 @@ from crdharness.progress import Reporter, phase
 ROOT = Path(__file__).resolve().parent.parent
 WEBHOOK_CONTEXT = ROOT / "webhook_image"
 WEBHOOK_IMAGE = "crdharness/crdconvert:dev"
+WEBHOOK_IMAGE_UID = 10001  # the Dockerfile's USER
 PUBLIC_BASE = "python:3.12-slim"
 LOCAL_BASE = "crdharness/debian-python:bookworm"
 BASE_ENV_VAR = "CRDHARNESS_BASE_IMAGE"

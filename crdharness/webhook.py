@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
 import tempfile
 import uuid
@@ -226,6 +225,7 @@ class ContainerWebhook(WebhookServer):
             name,
             "--label",
             "crdharness=webhook",
+            *self._container_user(),
             "-p",
             f"{ports.LOOPBACK}:{self.port}:8443",
             "-v",
@@ -244,23 +244,26 @@ class ContainerWebhook(WebhookServer):
         return self
 
     def _tls_mount(self) -> Path:
-        """The certificate files for the container's unprivileged user.
+        """The certificate files, for the container's user only.
 
-        Kubernetes mounts a Secret readable for the pod's user; here the files are copied
-        readable (0644) into a directory whose parent is private to this user (0700), so the
-        key is readable inside the container and by nobody else on the host.
+        The key stays 0600, as Kubernetes mounts a Secret with ``defaultMode: 0400``: as root
+        the copy is handed to the image's user; otherwise the container runs as this user.
         """
-        private = Path(tempfile.mkdtemp(prefix="tls-", dir=self.directory))  # 0700
-        mount = private / "tls"
-        mount.mkdir(mode=0o755)
+        from crdharness import images
+
+        mount = Path(tempfile.mkdtemp(prefix="tls-", dir=self.directory))  # 0700
         pairs = [(self.serving.cert, "tls.crt"), (self.serving.key, "tls.key")]
         if self.client_ca:
             pairs.append((self.client_ca, "client-ca.crt"))
         for source, name in pairs:
-            shutil.copyfile(source, mount / name)
-            (mount / name).chmod(0o644)
-        mount.chmod(0o755)
+            certs.write_private(mount / name, Path(source).read_bytes())
+        if os.geteuid() == 0:
+            for path in (mount, *mount.iterdir()):
+                os.chown(path, images.WEBHOOK_IMAGE_UID, images.WEBHOOK_IMAGE_UID)
         return mount
+
+    def _container_user(self) -> list[str]:
+        return [] if os.geteuid() == 0 else ["--user", f"{os.geteuid()}:{os.getegid()}"]
 
     def running(self) -> bool:
         from crdharness import images

@@ -6,6 +6,7 @@ plane, ends it one way (pass, fail, SIGINT, SIGTERM, SIGKILL) and then checks th
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
@@ -140,6 +141,19 @@ def test_keep_cluster_leaves_it_running_until_down(tmp_path, request):
     assert_nothing_left(info)
 
 
+def assert_no_private_key_in(texts: list[str], workspace: Path) -> None:
+    """Neither a PEM key nor any line of the run's own keys (PEM or base64) was logged."""
+    keys = [k.read_bytes() for k in workspace.rglob("*.key")]
+    assert keys, f"no keys found under {workspace}"
+    needles = ["PRIVATE KEY"]
+    for key in keys:
+        needles.append(base64.b64encode(key).decode()[:48])
+        needles += [line for line in key.decode().splitlines() if "-----" not in line][:2]
+    for text in texts:
+        found = [n for n in needles if n in text]
+        assert not found, f"private key material logged: {found[0][:20]}…"
+
+
 def test_failure_writes_a_bundle_and_keeps_the_cluster_on_failure(tmp_path, request):
     proc, info_path = run_inner(tmp_path, request, "fail", "--keep-cluster=on-failure")
     output, _ = proc.communicate(timeout=600)
@@ -158,6 +172,10 @@ def test_failure_writes_a_bundle_and_keeps_the_cluster_on_failure(tmp_path, requ
             "etcd-stored-versions.yaml",
         } <= {p.name for p in bundle.iterdir()}
         assert (bundle / "kube-apiserver.log").stat().st_size > 0
+        assert_no_private_key_in(
+            [output, *(p.read_text(errors="replace") for p in bundle.rglob("*") if p.is_file())],
+            Path(info["workspace"]),
+        )
     finally:
         subprocess.run(
             [sys.executable, "-m", "crdharness", "down", info["workspace"]],

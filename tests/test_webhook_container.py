@@ -52,3 +52,14 @@ def test_stopping_removes_the_container(webhook_image, tmp_path):
     name = server.container
     server.stop()
     assert images.docker("inspect", name, check=False).returncode != 0
+
+
+def test_private_key_reaches_the_container_owner_only(container_webhook):
+    """Like a Secret mounted with defaultMode 0400: only the container's user can read it."""
+    user = images.docker("exec", container_webhook.container, "id", "-u").stdout.strip()
+    mode, owner = (
+        images.docker("exec", container_webhook.container, "stat", "-c", "%a %u", "/tls/tls.key")
+        .stdout.strip()
+        .split()
+    )
+    assert (mode, owner) == ("600", user)
