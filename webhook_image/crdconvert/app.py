@@ -21,11 +21,17 @@ CONTROL_PATH = "/control/faults"
 
 
 class Reply(Exception):
-    """Answer now with ``status`` and a plain-text ``message``."""
+    """Answer now with ``status`` and a plain-text ``message``.
 
-    def __init__(self, status: int, message: str, headers: tuple = ()):
+    Unless the request body was read (``body_read``), the connection is closed after the
+    answer: the unread body would otherwise be parsed as the next request, and a keep-alive
+    connection the client then drops holds its buffers until the keep-alive timer fires.
+    """
+
+    def __init__(self, status: int, message: str, headers: tuple = (), body_read: bool = False):
         super().__init__(message)
-        self.status, self.message, self.headers = status, message, headers
+        self.status, self.message = status, message
+        self.headers = headers if body_read else (*headers, (b"connection", b"close"))
 
 
 class ConversionApp:
@@ -89,11 +95,11 @@ class ConversionApp:
         try:
             document = json_codec.loads(body)
         except json_codec.DecodeError as exc:
-            raise Reply(400, f"the body is not valid JSON: {exc}") from None
+            raise Reply(400, f"the body is not valid JSON: {exc}", body_read=True) from None
         try:
             parsed = review.parse(document)
         except review.BadReview as exc:
-            raise Reply(400, f"not a ConversionReview: {exc}") from None
+            raise Reply(400, f"not a ConversionReview: {exc}", body_read=True) from None
         review.convert(parsed, self.registry)
         answer = review.response(parsed)
         faults = self.faults
@@ -149,7 +155,7 @@ class ConversionApp:
                     raise UnknownFault('send a JSON list of fault names, e.g. ["reorder"]')
                 self.faults = Faults.parse(specs)
             except (UnknownFault, json_codec.DecodeError) as exc:
-                raise Reply(400, str(exc)) from None
+                raise Reply(400, str(exc), body_read=True) from None
         elif scope["method"] != "GET":
             raise Reply(405, "PUT or GET", ((b"allow", b"GET, PUT"),))
         return 200, json_codec.dumps(self.faults.describe()), b"application/json"
