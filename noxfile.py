@@ -133,8 +133,9 @@ def bench_webhook(session: nox.Session) -> None:
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    """Benchmarks: control-plane start-to-ready and peak memory, webhook throughput, LIST and
-    migration scaling. Figures go to artifacts/bench/ (JSON, PNG) and print as tables."""
+    """Benchmarks: control-plane start-to-ready and peak memory, webhook throughput (and side by
+    side with agnhost), LIST and migration scaling, whole-suite wall time serial and parallel.
+    Figures go to artifacts/bench/ (JSON, PNG); artifacts/bench/results.md gathers them."""
     _install(session)
     session.install("matplotlib>=3.7,<4")
     _prepare_binaries(session)
@@ -143,6 +144,8 @@ def bench(session: nox.Session) -> None:
     session.run("python", "-m", "benchmarks.agnhost_compare")
     session.run("python", "-m", "benchmarks.scaling")
     session.run("python", "-m", "benchmarks.scaling", "--no-watch-cache")
+    session.run("python", "-m", "benchmarks.suite")
+    session.run("python", "-m", "benchmarks.report")
 
 
 @nox.session
@@ -168,6 +171,7 @@ def reliability(session: nox.Session) -> None:
     _install(session)
     _prepare_binaries(session)
     session.run("python", "-m", "benchmarks.reliability", "repeat", *session.posargs)
+    session.run("python", "-m", "benchmarks.report")
 
 
 @nox.session
@@ -177,6 +181,7 @@ def interrupts(session: nox.Session) -> None:
     _install(session)
     _prepare_binaries(session)
     session.run("python", "-m", "benchmarks.reliability", "interrupt", *session.posargs)
+    session.run("python", "-m", "benchmarks.report")
 
 
 @nox.session
@@ -185,3 +190,4 @@ def webhook_soak(session: nox.Session) -> None:
     no crash, no hang, nothing lost, memory stable. Writes artifacts/bench/webhook-soak.json."""
     _install(session)
     session.run("python", "-m", "benchmarks.webhook_soak", *session.posargs)
+    session.run("python", "-m", "benchmarks.report")
