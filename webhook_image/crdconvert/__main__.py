@@ -71,6 +71,9 @@ async def serve(args: argparse.Namespace) -> None:
         access_log=False,
         lifespan="on",
         timeout_graceful_shutdown=5,
+        # Nothing sits in front of the webhook (no proxy headers to trust), and no one reads Server.
+        proxy_headers=False,
+        server_header=False,
     )
     config.load()
     tls.harden(config.ssl, files)
