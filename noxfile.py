@@ -142,6 +142,7 @@ def bench(session: nox.Session) -> None:
     session.run("python", "-m", "benchmarks.control_plane")
     session.run("python", "-m", "benchmarks.webhook_throughput", "--clients", "1", "4")
     session.run("python", "-m", "benchmarks.agnhost_compare")
+    session.run("python", "-m", "benchmarks.agnhost_compare", "--generator", "wrk")
     session.run("python", "-m", "benchmarks.scaling")
     session.run("python", "-m", "benchmarks.scaling", "--no-watch-cache")
     session.run("python", "-m", "benchmarks.suite")

@@ -8,7 +8,11 @@ so it gets what a pod would have: KUBERNETES_SERVICE_HOST/PORT and a service-acc
 the token in a private mount namespace (``unshare -m``) so nothing is written to the host's
 /var/run. Its code is not changed.
 
-    python -m benchmarks.agnhost_compare [--seconds 5] [--clients 1 4]
+    python -m benchmarks.agnhost_compare [--seconds 5] [--clients 1 4] [--generator wrk]
+
+The default load generator is Python (http.client, one keep-alive connection per client
+thread); at one object per review its own cost is most of each round trip, so ``wrk`` is
+offered too, to compare the servers with as little client cost as possible.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import socket
 import tempfile
 from pathlib import Path
 
-from benchmarks.webhook_throughput import OUT, measure_port, review
+from benchmarks.webhook_throughput import GENERATORS, OUT, review
 from crdharness import assets, certs, ports, versions
 from crdharness.errors import HarnessError
 from crdharness.polling import wait_for
@@ -72,7 +76,14 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 4])
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 100, 1000])
+    parser.add_argument(
+        "--generator",
+        choices=sorted(GENERATORS),
+        default="python",
+        help="the load generator, the same for both servers (wrk: a C client, see wrk(1))",
+    )
     args = parser.parse_args()
+    measure_port = GENERATORS[args.generator]
     release = versions.resolve()
     agnhost_binary = assets.agnhost(release)
     rows = []
@@ -121,7 +132,8 @@ def main() -> None:
             agnhost.stop()
             ours.stop()
     OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "agnhost_compare.json").write_text(json.dumps(rows, indent=2))
+    name = "agnhost_compare" if args.generator == "python" else f"agnhost_compare-{args.generator}"
+    (OUT / f"{name}.json").write_text(json.dumps(rows, indent=2))
     print(
         "| batch | clients | ours objects/s | agnhost objects/s | ours/agnhost | "
         "ours p50 ms | agnhost p50 ms |"

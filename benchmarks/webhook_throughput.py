@@ -12,8 +12,12 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
+import os
+import re
+import shutil
 import ssl
 import statistics
+import subprocess
 import tempfile
 import threading
 import time
@@ -110,6 +114,66 @@ def measure_port(
         "latency_ms_p99": round(latencies[int(0.99 * (len(latencies) - 1))] * 1000, 3),
         "body_bytes": len(body),
     }
+
+
+WRK_SCRIPT = """
+local f = assert(io.open(os.getenv("WRK_BODY_FILE"), "rb"))
+wrk.method = "POST"
+wrk.body = f:read("*a")
+wrk.headers["Content-Type"] = "application/json"
+f:close()
+"""
+
+
+def measure_port_wrk(
+    port: int, cafile: str, body: bytes, batch: int, clients: int, seconds: float
+) -> dict:
+    """The same load from wrk (C, one connection per client): the server's cost without a
+    Python client's. wrk does not read answers, so one is checked here first."""
+    if shutil.which("wrk") is None:
+        raise SystemExit("wrk is not installed: apt-get install wrk (or use --generator python)")
+    context = ssl.create_default_context(cafile=cafile)
+    client_loop(port, context, body, 0.5, [])  # warm-up, and the answer is a Success
+    with tempfile.TemporaryDirectory() as directory:
+        (Path(directory) / "body.json").write_bytes(body)
+        script = Path(directory) / "post.lua"
+        script.write_text(WRK_SCRIPT)
+        done = subprocess.run(
+            [
+                *("wrk", f"-t{clients}", f"-c{clients}", f"-d{max(1, round(seconds))}s", "--latency"),
+                *("-s", str(script), f"https://127.0.0.1:{port}/crdconvert"),
+            ],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "WRK_BODY_FILE": str(Path(directory) / "body.json")},
+            timeout=seconds + 60,
+            check=True,
+        )
+    out = done.stdout
+    if "Non-2xx" in out or "Socket errors" in out:
+        raise RuntimeError(f"wrk saw errors:\n{out}")
+    reviews_per_second = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    requests_done = int(re.search(r"(\d+) requests in", out).group(1))
+    return {
+        "generator": "wrk",
+        "batch": batch,
+        "clients": clients,
+        "requests": requests_done,
+        "seconds": seconds,
+        "reviews_per_second": round(reviews_per_second, 1),
+        "objects_per_second": round(reviews_per_second * batch, 1),
+        "latency_ms_p50": _wrk_percentile(out, "50"),
+        "latency_ms_p99": _wrk_percentile(out, "99"),
+        "body_bytes": len(body),
+    }
+
+
+def _wrk_percentile(out: str, percent: str) -> float:
+    value, unit = re.search(rf"^\s+{percent}%\s+([\d.]+)(us|ms|s)\s*$", out, re.M).groups()
+    return round(float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit], 3)
+
+
+GENERATORS = {"python": measure_port, "wrk": measure_port_wrk}
 
 
 def main() -> None:
