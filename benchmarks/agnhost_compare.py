@@ -22,6 +22,7 @@ import json
 import os
 import shutil
 import socket
+import sys
 import tempfile
 from pathlib import Path
 
@@ -31,6 +32,8 @@ from crdharness.errors import HarnessError
 from crdharness.polling import wait_for
 from crdharness.processes import ManagedProcess
 from crdharness.webhook import LocalWebhook
+
+ROOT = Path(__file__).resolve().parent.parent
 
 POD_SETUP = (
     "mount -t tmpfs tmpfs /run && "
@@ -61,14 +64,30 @@ def start_agnhost(binary: Path, serving: certs.KeyPair, port: int, log: Path) ->
     env = {**os.environ, "KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": "1"}
     process = ManagedProcess("agnhost", command, log, env=env).start()
 
-    def listening() -> bool:
-        if not process.running():
-            raise HarnessError(f"agnhost exited: {process.log_tail(5)}")
-        with socket.socket() as sock:
-            return sock.connect_ex((ports.LOOPBACK, port)) == 0
-
-    wait_for(listening, 30, "agnhost to listen", fatal=(HarnessError,))
+    wait_for(lambda: _listening(process, port), 30, "agnhost to listen", fatal=(HarnessError,))
     return process
+
+
+def start_http_floor(serving: certs.KeyPair, port: int, log: Path) -> ManagedProcess:
+    """benchmarks.http_floor: the Python HTTP stack answering with no work at all."""
+    command = [sys.executable, "-m", "benchmarks.http_floor", "--port", str(port)]
+    command += ["--tls-cert", str(serving.cert), "--tls-key", str(serving.key)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    process = ManagedProcess("http-floor", command, log, env=env).start()
+    wait_for(
+        lambda: _listening(process, port),
+        30,
+        "the HTTP floor server to listen",
+        fatal=(HarnessError,),
+    )
+    return process
+
+
+def _listening(process: ManagedProcess, port: int) -> bool:
+    if not process.running():
+        raise HarnessError(f"{process.name} exited: {process.log_tail(5)}")
+    with socket.socket() as sock:
+        return sock.connect_ex((ports.LOOPBACK, port)) == 0
 
 
 def main() -> None:
@@ -94,6 +113,10 @@ def main() -> None:
         ours = LocalWebhook(ca, directory, serving=serving, fault_control=False).start()
         agnhost_port = ports.free_port()
         agnhost = start_agnhost(agnhost_binary, serving, agnhost_port, directory / "agnhost.log")
+        floor = None
+        if args.generator == "wrk":  # only wrk is light enough to show the floor
+            floor_port = ports.free_port()
+            floor = start_http_floor(serving, floor_port, directory / "floor.log")
         try:
             for clients in args.clients:
                 for batch in args.batches:
@@ -117,6 +140,16 @@ def main() -> None:
                             mine["objects_per_second"] / theirs["objects_per_second"], 2
                         ),
                     }
+                    if floor is not None:
+                        row["http_floor"] = measure_port(
+                            floor_port,
+                            str(ca.cert_path),
+                            review(batch),
+                            batch,
+                            clients,
+                            args.seconds,
+                            check_answer=False,
+                        )
                     rows.append(row)
                     print(
                         json.dumps(
@@ -129,6 +162,8 @@ def main() -> None:
                         flush=True,
                     )
         finally:
+            if floor is not None:
+                floor.stop()
             agnhost.stop()
             ours.stop()
     OUT.mkdir(parents=True, exist_ok=True)

@@ -68,7 +68,12 @@ def agnhost(data) -> list[str]:
         for r in data
     ]
     header = ["batch", "clients", "ours obj/s", "agnhost obj/s", "ours/agnhost"]
-    return _table([*header, "p50 ms ours/agnhost", "p99 ms ours/agnhost"], rows)
+    header += ["p50 ms ours/agnhost", "p99 ms ours/agnhost"]
+    if all("http_floor" in r for r in data):  # wrk runs also measure the do-nothing server
+        header.append("do-nothing Python server obj/s")
+        for row, r in zip(rows, data, strict=True):
+            row.append(r["http_floor"]["objects_per_second"])
+    return _table(header, rows)
 
 
 def scaling(data) -> list[str]:
