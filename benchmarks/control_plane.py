@@ -52,12 +52,9 @@ class PeakMemory:
 
 
 def workload(plane: ControlPlane, objects: int) -> None:
-    from crdharness.cluster import Cluster
-    from crdharness.etcd import EtcdInspector
+    from crdharness.backends import local_cluster
 
-    cluster = Cluster(
-        "bench", "local", plane.kubeconfig, plane.assets.kubectl, etcd=EtcdInspector(plane.etcd_url)
-    )
+    cluster = local_cluster(plane)
     crd = VersionedCRD(
         cluster,
         crontab_manifest(

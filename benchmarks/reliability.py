@@ -5,8 +5,9 @@
 
 After every run it checks — polling with a deadline, not assuming — that no kube-apiserver,
 etcd, webhook, guardian or webhook container is left, no port is still listening that was not
-listening before the first run, and no crdharness workspace remains in the temporary
-directory. Results go to artifacts/bench/reliability-*.json and are printed.
+listening before the first run, and nothing new remains in the temporary directory (a
+crdharness workspace, or files such as the key files the Kubernetes client writes).
+Results go to artifacts/bench/reliability-*.json and are printed.
 """
 
 from __future__ import annotations
@@ -40,6 +41,14 @@ def listening_ports() -> set[int]:
 
 
 BASELINE_PORTS: set[int] = set()  # what listened before the first run: not ours
+BASELINE_TMP: set[str] = set()  # what the temporary directory held before the first run
+
+
+def temporary_entries() -> set[str]:
+    # pytest keeps its own basetemp (pytest-of-<user>) on purpose.
+    return {
+        p.name for p in Path(tempfile.gettempdir()).iterdir() if not p.name.startswith("pytest-of-")
+    }
 
 
 def leftovers() -> list[str]:
@@ -49,6 +58,11 @@ def leftovers() -> list[str]:
         if any(m in cmdline for m in MARKERS) and "benchmarks.reliability" not in cmdline:
             found.append(f"process {process.info['pid']}: {cmdline[:120]}")
     found += [f"workspace {p}" for p in Path(tempfile.gettempdir()).glob(f"{PREFIX}*")]
+    found += [
+        f"temporary file {name}"
+        for name in sorted(temporary_entries() - BASELINE_TMP)
+        if not name.startswith(PREFIX)
+    ]
     containers = subprocess.run(
         ["docker", "ps", "-q", "--filter", "label=crdharness=webhook"],
         capture_output=True,
@@ -146,6 +160,7 @@ def main() -> int:
     parser.add_argument("pytest_args", nargs="*")
     args = parser.parse_args()
     BASELINE_PORTS.update(listening_ports())
+    BASELINE_TMP.update(temporary_entries())
     if args.mode == "repeat":
         result = repeat(args.runs or 20, args.pytest_args)
         ok = result["failures"] == 0 and result["leaks"] == 0

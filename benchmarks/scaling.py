@@ -21,9 +21,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from crdharness import assets, certs, versions
+from crdharness.backends import local_cluster
 from crdharness.cluster import Cluster
 from crdharness.controlplane import ControlPlane, ControlPlaneOptions
-from crdharness.etcd import EtcdInspector
 from crdharness.migrate import migrate
 from crdharness.progress import to_stderr
 from crdharness.versioned import (
@@ -101,9 +101,7 @@ def main() -> None:
         tempfile.TemporaryDirectory() as tmp,
         ControlPlane(binaries, release, options, report=to_stderr) as plane,
     ):
-        cluster = Cluster(
-            "bench", "local", plane.kubeconfig, binaries.kubectl, etcd=EtcdInspector(plane.etcd_url)
-        )
+        cluster = local_cluster(plane)
         webhook = LocalWebhook(certs.CertificateAuthority(Path(tmp)), Path(tmp)).start()
         try:
             for strategy in ("None", "Webhook"):

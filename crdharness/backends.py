@@ -13,7 +13,9 @@ from crdharness.cluster import Cluster
 from crdharness.controlplane import ControlPlane, ControlPlaneOptions
 from crdharness.errors import HarnessError
 from crdharness.etcd import EtcdInspector
+from crdharness.guardian import Guardian
 from crdharness.progress import Reporter
+from crdharness.workspace import Workspace
 
 BACKENDS = ("local", "kind", "existing")
 
@@ -62,22 +64,7 @@ def _start_local(settings: Settings, report: Reporter) -> Running:
         ),
         report,
     ).start()
-    cluster = Cluster(
-        name="crdharness-local",
-        backend="local",
-        kubeconfig=plane.kubeconfig,
-        kubectl_path=binaries.kubectl,
-        etcd=EtcdInspector(plane.etcd_url),
-        logs=plane.logs,
-        details={
-            "kubernetes": release.kubernetes,
-            "workspace": plane.path,
-            "pids": {"etcd": plane.etcd.pid, "kube-apiserver": plane.apiserver.pid},
-            "guardian_pid": plane.guardian.pid if plane.guardian else None,
-            "ports": [plane.apiserver_port, plane.etcd_port, plane.etcd_peer_port],
-            "start_to_ready_seconds": plane.start_to_ready_seconds,
-        },
-    )
+    cluster = local_cluster(plane)
 
     def stop() -> None:
         cluster.close()
@@ -90,6 +77,27 @@ def _start_local(settings: Settings, report: Reporter) -> Running:
     return Running(cluster, stop, keep)
 
 
+def local_cluster(plane: ControlPlane) -> Cluster:
+    """The Cluster of a running local control plane."""
+    return Cluster(
+        name="crdharness-local",
+        backend="local",
+        kubeconfig=plane.kubeconfig,
+        kubectl_path=plane.assets.kubectl,
+        etcd=EtcdInspector(plane.etcd_url),
+        logs=plane.logs,
+        credentials_dir=plane.credentials_dir,
+        details={
+            "kubernetes": plane.release.kubernetes,
+            "workspace": plane.path,
+            "pids": {"etcd": plane.etcd.pid, "kube-apiserver": plane.apiserver.pid},
+            "guardian_pid": plane.guardian.pid if plane.guardian else None,
+            "ports": [plane.apiserver_port, plane.etcd_port, plane.etcd_peer_port],
+            "start_to_ready_seconds": plane.start_to_ready_seconds,
+        },
+    )
+
+
 def _connect_existing(settings: Settings, report: Reporter) -> Running:
     path = os.environ.get("KUBECONFIG", str(Path.home() / ".kube" / "config")).split(os.pathsep)[0]
     if not Path(path).is_file():
@@ -100,6 +108,10 @@ def _connect_existing(settings: Settings, report: Reporter) -> Running:
     if kubectl is None:
         release = versions.resolve(settings.k8s_version)
         kubectl = str(assets.resolve(release, settings.assets_dir, report).kubectl)
+    # Nothing of the cluster's is ours to clean up; only the client's credential files are.
+    workspace = Workspace()
+    guardian = Guardian()
+    guardian.remove(workspace.path)
     cluster = Cluster(
         name="existing",
         backend="existing",
@@ -109,14 +121,20 @@ def _connect_existing(settings: Settings, report: Reporter) -> Running:
             "an existing cluster's etcd is not reachable from the harness; storage "
             "assertions need --cluster=local (or kind)"
         ),
+        credentials_dir=workspace.path / "client-credentials",
     )
     report(f"using the existing cluster from {path}")
 
-    def keep() -> str:
+    def stop() -> None:
         cluster.close()
+        workspace.remove()
+        guardian.release()
+
+    def keep() -> str:
+        stop()
         return f"KUBECONFIG={path} kubectl get crd"
 
-    return Running(cluster, cluster.close, keep)
+    return Running(cluster, stop, keep)
 
 
 def _start_kind(settings: Settings, report: Reporter) -> Running:
@@ -154,6 +172,7 @@ def _start_kind(settings: Settings, report: Reporter) -> Running:
         kubeconfig=workdir / "kubeconfig",
         kubectl_path=Path(kubectl),
         etcd=kind.KindEtcd(f"{name}-control-plane"),
+        credentials_dir=workdir / "client-credentials",
         details={
             "kind_name": name,
             "kind": binary,

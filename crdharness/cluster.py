@@ -15,12 +15,21 @@ from crdharness.errors import HarnessError
 from crdharness.etcd import EtcdInspector, StoredObject
 
 
-def new_api_client(kubeconfig: Path) -> client.ApiClient:
+def new_api_client(kubeconfig: Path, credentials_dir: Path) -> client.ApiClient:
     """The official client for a kubeconfig, without urllib3's automatic retries: a 429 or a
     dropped connection must reach the test (which waits with a deadline where it means to),
-    not be retried silently behind a Retry-After."""
+    not be retried silently behind a Retry-After.
+
+    The client writes the kubeconfig's embedded certificates and key to files, by default in
+    /tmp, removed only at a normal exit: a killed run would leave private keys behind. They go
+    to ``credentials_dir`` instead, a directory of the run that is removed however it ends.
+    """
     configuration = client.Configuration()
-    config.load_kube_config(config_file=str(kubeconfig), client_configuration=configuration)
+    config.load_kube_config(
+        config_file=str(kubeconfig),
+        client_configuration=configuration,
+        temp_file_path=str(credentials_dir),
+    )
     configuration.retries = False
     return client.ApiClient(configuration)
 
@@ -60,10 +69,15 @@ class Cluster:
     etcd_unavailable: str = ""  # why ``etcd`` is None, for the error a test gets
     logs: dict[str, Path] = field(default_factory=dict)
     details: dict = field(default_factory=dict)  # backend facts: pids, ports, workspace
+    # Where the client may write credentials it takes from the kubeconfig (removed with the
+    # run); see new_api_client.
+    credentials_dir: Path | None = None
 
     @cached_property
     def api_client(self) -> client.ApiClient:
-        return new_api_client(self.kubeconfig)
+        if self.credentials_dir is None:
+            raise HarnessError(f"cluster {self.name} has no credentials_dir for its client")
+        return new_api_client(self.kubeconfig, self.credentials_dir)
 
     @property
     def core(self) -> client.CoreV1Api:

@@ -319,7 +319,11 @@ class ControlPlane:
         from crdharness.cluster import new_api_client
 
         assert self.kubeconfig is not None
-        return new_api_client(self.kubeconfig)
+        return new_api_client(self.kubeconfig, self.credentials_dir)
+
+    @property
+    def credentials_dir(self) -> Path:
+        return self.path / "client-credentials"
 
 
 class _Exited(Exception):

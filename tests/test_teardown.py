@@ -43,16 +43,22 @@ INNER_TEST = textwrap.dedent("""\
 """)
 
 
+def inner_tmpdir(tmp_path: Path) -> Path:
+    """The inner session's temporary directory: whatever it leaves there was left behind."""
+    return tmp_path / "tmpdir"
+
+
 def run_inner(tmp_path: Path, request, mode: str, *extra: str) -> tuple[subprocess.Popen, Path]:
     info = tmp_path / "info.json"
     args = inner_pytest(tmp_path, INNER_TEST, *extra)
     k8s_version = request.config.getoption("--k8s-version")
     if k8s_version:
         args += ["--k8s-version", k8s_version]
+    inner_tmpdir(tmp_path).mkdir()
     proc = subprocess.Popen(
         args,
         cwd=tmp_path,
-        env={**os.environ, "INFO": str(info), "MODE": mode},
+        env={**os.environ, "INFO": str(info), "MODE": mode, "TMPDIR": str(inner_tmpdir(tmp_path))},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -78,6 +84,13 @@ def port_is_free(port: int) -> bool:
     return True
 
 
+def left_in_tmpdir(info: dict) -> list[str]:
+    # pytest keeps its own basetemp (pytest-of-<user>) on purpose; anything else is a leftover,
+    # such as the key files the Kubernetes client writes from a kubeconfig.
+    tmpdir = Path(info["workspace"]).parent
+    return sorted(p.name for p in tmpdir.iterdir() if not p.name.startswith("pytest-of-"))
+
+
 def assert_nothing_left(info: dict) -> None:
     everything = [*info["pids"], info["guardian"]]
     wait_for(
@@ -96,6 +109,12 @@ def assert_nothing_left(info: dict) -> None:
         30,
         f"ports {info['ports']} to be free",
         last_seen=lambda: str([p for p in info["ports"] if not port_is_free(p)]),
+    )
+    wait_for(
+        lambda: not left_in_tmpdir(info),
+        30,
+        "the inner session's temporary directory to be empty",
+        last_seen=lambda: str(left_in_tmpdir(info)),
     )
 
 
