@@ -173,19 +173,20 @@ def coverage(session: nox.Session) -> None:
 def reliability(session: nox.Session) -> None:
     """The whole e2e suite 20 times back to back (`-- --runs N`); after each run, nothing may
     be left behind. Writes artifacts/bench/reliability-repeat.json."""
-    _install(session)
-    _prepare_binaries(session)
-    session.run("python", "-m", "benchmarks.reliability", "repeat", *session.posargs)
-    session.run("python", "-m", "benchmarks.report")
+    _reliability(session, "repeat")
 
 
 @nox.session
 def interrupts(session: nox.Session) -> None:
     """SIGINT, SIGTERM and SIGKILL to the test process at random moments; afterwards nothing
     may be left running and the next run must pass."""
+    _reliability(session, "interrupt")
+
+
+def _reliability(session: nox.Session, mode: str) -> None:
     _install(session)
     _prepare_binaries(session)
-    session.run("python", "-m", "benchmarks.reliability", "interrupt", *session.posargs)
+    session.run("python", "-m", "benchmarks.reliability", mode, *session.posargs)
     session.run("python", "-m", "benchmarks.report")
 
 

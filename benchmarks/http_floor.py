@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 
 import uvicorn
+from crdconvert.__main__ import UVICORN_OPTIONS
 
 
 async def app(scope, receive, send) -> None:
@@ -42,13 +43,10 @@ def main() -> None:
         port=args.port,
         ssl_certfile=args.tls_cert,
         ssl_keyfile=args.tls_key,
-        log_level="warning",
-        access_log=False,
         lifespan="off",
-        proxy_headers=False,
-        server_header=False,
         loop="uvloop",
         http="httptools",
+        **UVICORN_OPTIONS,
     )
 
 

@@ -40,7 +40,7 @@ from pathlib import Path
 
 import psutil
 
-from benchmarks.webhook_throughput import review
+from benchmarks.webhook_throughput import review, run_together
 from crdharness import certs
 from crdharness.webhook import CONVERT_PATH, LocalWebhook
 
@@ -147,24 +147,25 @@ def _check(request: Request, status: int, payload: bytes) -> str | None:
     return None
 
 
-def raw_request(port: int, context: ssl.SSLContext, head: bytes, body: bytes) -> bytes:
-    """Send ``head`` and ``body`` on a connection of its own; read whatever comes back."""
+def raw_request(port: int, context: ssl.SSLContext, data: bytes, hang_up: bool = False) -> bytes:
+    """Send ``data`` on a connection of its own; read whatever comes back, or hang up."""
     with (
         socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT) as raw,
         context.wrap_socket(raw, server_hostname="127.0.0.1") as tls,
     ):
-        tls.sendall(head + body)
-        if not body.endswith(b"..."):
-            return tls.recv(4096)
-        return b""  # hang up half-way through the body
+        tls.sendall(data)
+        return b"" if hang_up else tls.recv(4096)
+
+
+def post_head(content_length: int) -> bytes:
+    return (
+        f"POST {CONVERT_PATH} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: {JSON}\r\n"
+        f"Content-Length: {content_length}\r\n\r\n"
+    ).encode()
 
 
 def over_limit(port: int, context: ssl.SSLContext, tally: Tally) -> None:
-    head = (
-        f"POST {CONVERT_PATH} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: {JSON}\r\n"
-        "Content-Length: 999999999\r\n\r\n"
-    ).encode()
-    answer = raw_request(port, context, head, b"")
+    answer = raw_request(port, context, post_head(999_999_999))
     if not answer.startswith(b"HTTP/1.1 413"):
         tally.problem(f"over-limit: expected 413, got {answer[:80]!r}")
     with tally.lock:
@@ -172,11 +173,8 @@ def over_limit(port: int, context: ssl.SSLContext, tally: Tally) -> None:
 
 
 def abandon(port: int, context: ssl.SSLContext, tally: Tally) -> None:
-    head = (
-        f"POST {CONVERT_PATH} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: {JSON}\r\n"
-        "Content-Length: 5000\r\n\r\n"
-    ).encode()
-    raw_request(port, context, head, b'{"apiVersion": "apiextensions.k8s.io/v1", ...')
+    partial = b'{"apiVersion": "apiextensions.k8s.io/v1", '
+    raw_request(port, context, post_head(5000) + partial, hang_up=True)
     with tally.lock:
         tally.abandoned += 1
 
@@ -221,11 +219,11 @@ def client_loop(port: int, cafile: str, seconds: float, seed: int, tally: Tally)
     connection.close()
 
 
-def sample_memory(pid: int, stop: threading.Event, samples: list[tuple[float, int]]) -> None:
+def sample_memory(pid: int, stop: threading.Event, samples: list[int]) -> None:
+    """RSS of ``pid`` twice a second until ``stop``."""
     process = psutil.Process(pid)
-    started = time.monotonic()
     while not stop.wait(0.5):
-        samples.append((time.monotonic() - started, process.memory_info().rss))
+        samples.append(process.memory_info().rss)
 
 
 def reconcile(records: list[dict], tally: Tally) -> list[str]:
@@ -255,8 +253,7 @@ def reconcile(records: list[dict], tally: Tally) -> list[str]:
     return problems
 
 
-def memory_verdict(samples: list[tuple[float, int]]) -> dict:
-    rss = [r for _, r in samples]
+def memory_verdict(rss: list[int]) -> dict:
     quarter = max(1, len(rss) // 4)
     early = statistics.median(rss[quarter : 2 * quarter] or rss)
     late = statistics.median(rss[-quarter:])
@@ -273,23 +270,17 @@ def soak(webhook: LocalWebhook, seconds: float, clients: int, seed: int = 1) -> 
     """Run the mix against a started ``webhook``; the report (``ok`` says if all held)."""
     tally = Tally()
     stop = threading.Event()
-    samples: list[tuple[float, int]] = []
+    samples: list[int] = []
     sampler = threading.Thread(target=sample_memory, args=(webhook.process.pid, stop, samples))
     pid = webhook.process.pid
     sampler.start()
-    threads = [
-        threading.Thread(
-            target=client_loop,
-            args=(webhook.port, str(webhook.ca.cert_path), seconds, seed + i, tally),
-        )
-        for i in range(clients)
-    ]
-    started = time.monotonic()
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    elapsed = time.monotonic() - started
+    elapsed = run_together(
+        client_loop,
+        [
+            (webhook.port, str(webhook.ca.cert_path), seconds, seed + i, tally)
+            for i in range(clients)
+        ],
+    )
     stop.set()
     sampler.join()
 
@@ -315,7 +306,7 @@ def soak(webhook: LocalWebhook, seconds: float, clients: int, seed: int = 1) -> 
         "over_limit": tally.over_limit,
         "abandoned": tally.abandoned,
         "memory": memory,
-        "rss_mib_samples": [round(r / 2**20, 1) for _, r in samples[:: max(1, len(samples) // 60)]],
+        "rss_mib_samples": [round(r / 2**20, 1) for r in samples[:: max(1, len(samples) // 60)]],
         "problems": problems,
         "ok": not problems,
     }

@@ -84,6 +84,17 @@ def measure(webhook: LocalWebhook, batch: int, clients: int, seconds: float) -> 
     )
 
 
+def run_together(target, args_per_thread: list[tuple]) -> float:
+    """Run ``target`` once per argument tuple, each in a thread, all at once; the seconds."""
+    threads = [threading.Thread(target=target, args=args) for args in args_per_thread]
+    started = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return time.perf_counter() - started
+
+
 def measure_port(
     port: int, cafile: str, body: bytes, batch: int, clients: int, seconds: float
 ) -> dict:
@@ -91,16 +102,9 @@ def measure_port(
     context = ssl.create_default_context(cafile=cafile)
     client_loop(port, context, body, 0.5, [])  # warm-up
     per_client: list[list[float]] = [[] for _ in range(clients)]
-    threads = [
-        threading.Thread(target=client_loop, args=(port, context, body, seconds, per_client[i]))
-        for i in range(clients)
-    ]
-    started = time.perf_counter()
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    elapsed = time.perf_counter() - started
+    elapsed = run_together(
+        client_loop, [(port, context, body, seconds, per_client[i]) for i in range(clients)]
+    )
     latencies = sorted(x for xs in per_client for x in xs)
     requests_done = len(latencies)
     return {

@@ -65,18 +65,16 @@ class Cluster:
     backend: str  # "local", "kind" or "existing"
     kubeconfig: Path
     kubectl_path: Path
+    # Where the client may write credentials it takes from the kubeconfig (removed with the
+    # run); see new_api_client.
+    credentials_dir: Path
     etcd: EtcdInspector | None = None
     etcd_unavailable: str = ""  # why ``etcd`` is None, for the error a test gets
     logs: dict[str, Path] = field(default_factory=dict)
     details: dict = field(default_factory=dict)  # backend facts: pids, ports, workspace
-    # Where the client may write credentials it takes from the kubeconfig (removed with the
-    # run); see new_api_client.
-    credentials_dir: Path | None = None
 
     @cached_property
     def api_client(self) -> client.ApiClient:
-        if self.credentials_dir is None:
-            raise HarnessError(f"cluster {self.name} has no credentials_dir for its client")
         return new_api_client(self.kubeconfig, self.credentials_dir)
 
     @property

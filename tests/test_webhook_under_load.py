@@ -10,7 +10,7 @@ import pytest
 
 from benchmarks import webhook_soak
 from crdharness import certs
-from crdharness.webhook import CONVERT_PATH, LocalWebhook
+from crdharness.webhook import LocalWebhook
 
 
 @pytest.fixture
@@ -33,11 +33,7 @@ def test_mixed_concurrent_load_loses_nothing_and_never_hangs(webhook):
 
 def test_rejecting_an_unread_body_closes_the_connection(webhook):
     context = ssl.create_default_context(cafile=str(webhook.ca.cert_path))
-    head = (
-        f"POST {CONVERT_PATH} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-        "Content-Length: 999999999\r\n\r\n"
-    ).encode()
-    answer = webhook_soak.raw_request(webhook.port, context, head, b"")
+    answer = webhook_soak.raw_request(webhook.port, context, webhook_soak.post_head(999_999_999))
     assert answer.startswith(b"HTTP/1.1 413")
     assert b"connection: close" in answer.lower()
 
