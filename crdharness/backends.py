@@ -172,6 +172,7 @@ def _start_kind(settings: Settings, report: Reporter) -> Running:
         kubeconfig=workdir / "kubeconfig",
         kubectl_path=Path(kubectl),
         etcd=kind.KindEtcd(f"{name}-control-plane"),
+        reaches_host_loopback=False,
         credentials_dir=workdir / "client-credentials",
         details={
             "kind_name": name,

@@ -4,6 +4,7 @@
 - ``binaries [--k8s-version]`` make sure the binaries exist (build them if needed); print where
 - ``up [--k8s-version]``       start a local cluster and leave it running
 - ``down [WORKSPACE ...]``     stop clusters left running by ``up`` or ``--keep-cluster``
+- ``gate GATE.yaml``           the upgrade gate on your own CRD history and webhook
 - ``image``                    build the webhook image (and, without a registry, its base)
 - ``sabotage [NAME ...]``      break the system under test on purpose; the suite must fail
 - ``coverage [-v]``            which catalogue behaviours the tests cover (exit 1 if any of
@@ -65,6 +66,12 @@ def _coverage(args) -> int:
     return 1 if result.missing or result.unknown else 0
 
 
+def _gate(args) -> int:
+    from crdharness.gate import cli as gate_cli
+
+    return gate_cli.run(args)
+
+
 def _sabotage(args) -> int:
     from crdharness import sabotage
 
@@ -93,6 +100,11 @@ def main(argv: list[str] | None = None) -> int:
     sab.add_argument("names", nargs="*", help="which sabotages (default: all)")
     sab.add_argument("--pytest-args", nargs="*", default=[], help="passed on to pytest")
     sab.set_defaults(run=_sabotage)
+    gate = commands.add_parser("gate", help="the upgrade gate on your own CRDs and webhook")
+    from crdharness.gate.cli import add_arguments
+
+    add_arguments(gate)
+    gate.set_defaults(run=_gate)
     down = commands.add_parser("down", help="stop kept clusters")
     down.add_argument("workspaces", nargs="*")
     down.set_defaults(run=_down)

@@ -71,6 +71,9 @@ class Cluster:
     etcd: EtcdInspector | None = None
     etcd_unavailable: str = ""  # why ``etcd`` is None, for the error a test gets
     logs: dict[str, Path] = field(default_factory=dict)
+    # The API server can call a webhook listening on this machine's 127.0.0.1 (not so on
+    # kind, whose API server runs in a container).
+    reaches_host_loopback: bool = True
     details: dict = field(default_factory=dict)  # backend facts: pids, ports, workspace
 
     @cached_property

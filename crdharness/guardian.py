@@ -1,7 +1,7 @@
 """A watchdog that cleans up after a test process that died without cleaning up itself.
 
 The test process starts it in a session of its own and keeps a pipe to its stdin open. It
-tells the guardian what to clean (``watch <pid> <start time>``, ``remove <path>``,
+tells the guardian what to clean (``watch <pid> <start time>``, ``group <pid> <start time>``, ``remove <path>``,
 ``container <name>``), and
 ``release`` when it has cleaned up itself. If the pipe closes without ``release`` — the test
 process was killed — the guardian stops the watched processes and removes the paths.
@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from crdharness.processes import kill_if_same
+from crdharness.processes import kill_group_if_same, kill_if_same
 
 
 class Guardian:
@@ -42,6 +42,10 @@ class Guardian:
     def watch(self, pid: int, created: float) -> None:
         self._say(f"watch {pid} {created!r}")
 
+    def watch_group(self, pid: int, created: float) -> None:
+        """Watch the whole process group that ``pid`` leads."""
+        self._say(f"group {pid} {created!r}")
+
     def remove(self, path: Path) -> None:
         self._say(f"remove {path}")
 
@@ -58,14 +62,17 @@ class Guardian:
 
 
 def main() -> None:
-    watched: list[tuple[int, float]] = []
+    watched: list[tuple[int, float, bool]] = []
     paths: list[Path] = []
     containers: list[str] = []
     for line in sys.stdin:
         command, _, argument = line.strip().partition(" ")
         if command == "watch":
             pid, created = argument.split()
-            watched.append((int(pid), float(created)))
+            watched.append((int(pid), float(created), False))
+        elif command == "group":
+            pid, created = argument.split()
+            watched.append((int(pid), float(created), True))
         elif command == "remove":
             paths.append(Path(argument))
         elif command == "container":
@@ -73,8 +80,8 @@ def main() -> None:
         elif command == "release":
             return
     # stdin closed without "release": the test process is gone. Newest first, like a teardown.
-    for pid, created in reversed(watched):
-        kill_if_same(pid, created)
+    for pid, created, group in reversed(watched):
+        (kill_group_if_same if group else kill_if_same)(pid, created)
     for name in containers:
         subprocess.run(["docker", "rm", "-f", name], capture_output=True, check=False, timeout=60)
     for path in paths:

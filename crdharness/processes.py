@@ -51,8 +51,19 @@ def kill_if_same(pid: int, created: float, grace: float = 5.0) -> None:
 class ManagedProcess:
     """One long-running child whose output goes to a log file."""
 
-    def __init__(self, name: str, args: Sequence[str], log_path: Path, env=None):
+    def __init__(
+        self,
+        name: str,
+        args: Sequence[str],
+        log_path: Path,
+        env=None,
+        cwd: Path | None = None,
+        whole_group: bool = False,
+    ):
         self.name = name
+        self.cwd = cwd
+        # Stop every process of its group, not only the one started (``go run``, ``sh -c``).
+        self.whole_group = whole_group
         self.args = [str(a) for a in args]
         self.log_path = log_path
         self.env = env
@@ -66,6 +77,7 @@ class ManagedProcess:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 env=self.env,
+                cwd=self.cwd,
                 start_new_session=True,
             )
         return self
@@ -87,7 +99,14 @@ class ManagedProcess:
 
     def stop(self, grace: float = 10.0) -> None:
         """Stop politely, then firmly; safe to call twice or on a process that already exited."""
-        if self.popen is None or self.popen.poll() is not None:
+        if self.popen is None:
+            return
+        if self.whole_group:
+            created = identity(self.popen.pid)
+            kill_group_if_same(self.popen.pid, created[1] if created else 0.0, grace)
+            self.popen.poll()
+            return
+        if self.popen.poll() is not None:
             return
         self.popen.terminate()
         try:
@@ -112,6 +131,39 @@ def port_holder(port: int) -> str | None:
                     return f"pid {conn.pid}"
             return "another process"
     return None
+
+
+def kill_group_if_same(pid: int, created: float, grace: float = 5.0) -> None:
+    """Like ``kill_if_same``, for the whole process group ``pid`` leads: a user's command
+    such as ``go run`` forks the program it builds, and that child must stop too."""
+    import os
+    import signal
+
+    try:
+        if abs(psutil.Process(pid).create_time() - created) > 0.01:
+            return
+    except psutil.Error:
+        pass  # the leader is gone; its group may not be
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, grace)):
+        try:
+            os.killpg(pid, sig)
+        except ProcessLookupError:
+            return
+        except PermissionError:
+            return
+        members = [p for p in psutil.process_iter() if _group_of(p) == pid]
+        _, alive = psutil.wait_procs(members, timeout=wait)
+        if not alive:
+            return
+
+
+def _group_of(process: psutil.Process) -> int | None:
+    import os
+
+    try:
+        return os.getpgid(process.pid)
+    except OSError:
+        return None
 
 
 def is_alive(pid: int) -> bool:

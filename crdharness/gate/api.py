@@ -1,0 +1,124 @@
+"""The gate's requests to the API server, as raw HTTP.
+
+Raw, not the generated client: the gate needs the server's own status codes, messages and
+``Warning`` headers verbatim, and must send CRDs and objects the client's models would
+refuse to build.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from crdharness import crds
+from crdharness.cluster import Cluster
+from crdharness.polling import wait_for
+
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+WARNING = re.compile(r'\d{3} [^ ]+ "((?:[^"\\]|\\.)*)"')
+
+
+@dataclass
+class Answer:
+    status: int
+    body: dict | None
+    warnings: list[str]
+    text: str
+
+    @property
+    def ok(self) -> bool:
+        return 200 <= self.status < 300
+
+    @property
+    def message(self) -> str:
+        if isinstance(self.body, dict) and self.body.get("message"):
+            return str(self.body["message"])
+        return self.text.strip()[:500]
+
+
+def _answer(response) -> Answer:
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    header = response.headers.get("Warning", "")
+    return Answer(response.status_code, body, WARNING.findall(header), response.text)
+
+
+def call(cluster: Cluster, method: str, path: str, body: dict | None = None) -> Answer:
+    return _answer(cluster.http.request(method, path, json=body))
+
+
+@dataclass(frozen=True)
+class Resource:
+    """Where one CRD's objects live, at any version."""
+
+    group: str
+    plural: str
+    kind: str
+    namespaced: bool
+
+    @classmethod
+    def of(cls, crd: dict) -> Resource:
+        spec = crd["spec"]
+        return cls(
+            spec["group"],
+            spec["names"]["plural"],
+            spec["names"]["kind"],
+            spec.get("scope", "Namespaced") == "Namespaced",
+        )
+
+    def path(self, version: str, namespace: str | None, name: str | None = None) -> str:
+        base = f"/apis/{self.group}/{version}"
+        if self.namespaced and namespace:
+            base += f"/namespaces/{namespace}"
+        base += f"/{self.plural}"
+        return f"{base}/{name}" if name else base
+
+
+def apply_crd(cluster: Cluster, manifest: dict) -> Answer:
+    """Create the CRD, or replace the one there (the way ``kubectl apply`` ends up)."""
+    name = manifest["metadata"]["name"]
+    current = call(cluster, "GET", f"{CRDS}/{name}")
+    if current.status == 404:
+        return call(cluster, "POST", CRDS, manifest)
+    body = {**manifest, "metadata": {**manifest["metadata"]}}
+    body["metadata"]["resourceVersion"] = current.body["metadata"]["resourceVersion"]
+    return call(cluster, "PUT", f"{CRDS}/{name}", body)
+
+
+def read_crd(cluster: Cluster, name: str) -> dict | None:
+    answer = call(cluster, "GET", f"{CRDS}/{name}")
+    return answer.body if answer.ok else None
+
+
+def condition(crd: dict, kind: str) -> dict:
+    for entry in (crd.get("status") or {}).get("conditions") or []:
+        if entry.get("type") == kind:
+            return entry
+    return {}
+
+
+def wait_settled(cluster: Cluster, manifest: dict, timeout: float = 60) -> None:
+    """Established, names accepted, and every served version listed and answering."""
+    name = manifest["metadata"]["name"]
+    wait_for(
+        lambda: condition(read_crd(cluster, name) or {}, "Established").get("status") == "True",
+        timeout,
+        f"CRD {name} to be Established",
+        last_seen=lambda: str(condition(read_crd(cluster, name) or {}, "Established")),
+    )
+    spec = manifest["spec"]
+    served = {v["name"] for v in spec["versions"] if v.get("served")}
+    crds.wait_discovery(cluster.api_client, spec["group"], served, timeout)
+    crds.wait_serving(cluster.api_client, spec["group"], spec["names"]["plural"], served, timeout)
+
+
+def delete_crd(cluster: Cluster, name: str) -> None:
+    crds.delete_and_wait(cluster.api_client, name)
+
+
+def ensure_namespace(cluster: Cluster, name: str) -> None:
+    answer = call(cluster, "POST", "/api/v1/namespaces", {"metadata": {"name": name}})
+    if not answer.ok and answer.status != 409:
+        raise AssertionError(f"cannot create namespace {name}: {answer.message}")

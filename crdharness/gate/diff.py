@@ -1,0 +1,90 @@
+"""What changed between two JSON objects, as paths a person can read: ``status.conditions``,
+``spec.ports[1].name``. Used to report what a round trip through another version lost."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Written by the API server on every write, or by the gate itself: never a finding.
+SERVER_METADATA = (
+    "metadata.resourceVersion",
+    "metadata.generation",
+    "metadata.managedFields",
+    "metadata.creationTimestamp",
+    "metadata.uid",
+    "metadata.selfLink",
+)
+
+
+@dataclass(frozen=True)
+class Difference:
+    path: str
+    change: str  # "lost", "added" or "changed"
+    before: object = None
+    after: object = None
+
+    def describe(self) -> str:
+        if self.change == "lost":
+            return f"{self.path}: lost (was {_short(self.before)})"
+        if self.change == "added":
+            return f"{self.path}: appeared ({_short(self.after)})"
+        return f"{self.path}: {_short(self.before)} -> {_short(self.after)}"
+
+
+def _short(value, limit: int = 60) -> str:
+    import json
+
+    text = json.dumps(value, sort_keys=True)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def join(path: str, key) -> str:
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if path else str(key)
+
+
+def differences(before, after, path: str = "") -> list[Difference]:
+    """Every path where ``after`` differs from ``before``: the deepest one that explains it."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        found = []
+        for key in before:
+            if key not in after:
+                found.append(Difference(join(path, key), "lost", before[key]))
+            else:
+                found += differences(before[key], after[key], join(path, key))
+        found += [Difference(join(path, k), "added", None, after[k]) for k in after if k not in before]
+        return found
+    if isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
+        found = []
+        for i, (b, a) in enumerate(zip(before, after)):
+            found += differences(b, a, join(path, i))
+        return found
+    if _same(before, after):
+        return []
+    return [Difference(path, "changed", before, after)]
+
+
+def _same(a, b) -> bool:
+    # JSON has one number type: 1 and 1.0 are the same value (Go may decode either).
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    return a == b
+
+
+def comparable(obj: dict, ignore_annotations: tuple[str, ...] = ()) -> dict:
+    """``obj`` without what the server changes on any write (resourceVersion, managedFields,
+    ...) and without annotations the gate set itself."""
+    import copy
+
+    result = copy.deepcopy(obj)
+    metadata = result.get("metadata") or {}
+    for path in SERVER_METADATA:
+        metadata.pop(path.split(".", 1)[1], None)
+    annotations = metadata.get("annotations") or {}
+    for key in ignore_annotations:
+        annotations.pop(key, None)
+    if "annotations" in metadata and not annotations:
+        del metadata["annotations"]
+    result.pop("apiVersion", None)  # read at the same version on both sides anyway
+    return result

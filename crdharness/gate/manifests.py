@@ -1,0 +1,186 @@
+"""The user's manifests: CRD releases, admission webhook configurations, sample objects.
+
+Files or directories of YAML or JSON, multi-document; whatever else they hold (the
+Deployments and Services of ``kustomize build`` or ``helm template``) is ignored. Then the
+one place that rewrites a manifest's ``clientConfig`` so the API server reaches the webhook
+the gate runs.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from crdharness.errors import HarnessError
+
+CRD_API = "apiextensions.k8s.io/v1"
+ADMISSION_KINDS = ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")
+SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def documents(paths: list[Path]) -> list[tuple[Path, dict]]:
+    """Every mapping document in these files (directories: their YAML/JSON files, sorted)."""
+    found = []
+    for path in paths:
+        files = sorted(p for p in path.rglob("*") if p.suffix in SUFFIXES) if path.is_dir() else [path]
+        for file in files:
+            try:
+                docs = list(yaml.safe_load_all(file.read_text()))
+            except yaml.YAMLError as exc:
+                mark = getattr(exc, "problem_mark", None)
+                where = f"{file}:{mark.line + 1}" if mark else str(file)
+                raise HarnessError(f"{where}: not valid YAML: {exc}") from None
+            for doc in docs:
+                if isinstance(doc, dict) and doc.get("kind") == "List":
+                    found += [(file, item) for item in doc.get("items") or []]
+                elif isinstance(doc, dict):
+                    found.append((file, doc))
+    return found
+
+
+@dataclass
+class Release:
+    """One entry of the history: the CRDs as that release ships them."""
+
+    index: int
+    label: str  # where it came from, for the report
+    crds: dict[str, dict] = field(default_factory=dict)  # CRD name -> manifest
+
+    def versions(self, crd: str) -> list[dict]:
+        return self.crds[crd]["spec"]["versions"] if crd in self.crds else []
+
+    def served(self, crd: str) -> list[str]:
+        return [v["name"] for v in self.versions(crd) if v.get("served")]
+
+    def names(self, crd: str) -> list[str]:
+        return [v["name"] for v in self.versions(crd)]
+
+    def storage(self, crd: str) -> str:
+        return next(v["name"] for v in self.versions(crd) if v.get("storage"))
+
+    def deprecated(self, crd: str) -> dict[str, str | None]:
+        """Deprecated served versions -> their custom warning (None: the default text)."""
+        return {
+            v["name"]: v.get("deprecationWarning")
+            for v in self.versions(crd)
+            if v.get("served") and v.get("deprecated")
+        }
+
+    def strategy(self, crd: str) -> str:
+        return (self.crds[crd]["spec"].get("conversion") or {}).get("strategy", "None")
+
+
+def load_history(history: list[list[Path]], root: Path) -> list[Release]:
+    releases = []
+    for index, paths in enumerate(history):
+        label = ", ".join(_relative(p, root) for p in paths)
+        release = Release(index, label)
+        for file, doc in documents(paths):
+            if doc.get("kind") != "CustomResourceDefinition":
+                continue
+            if doc.get("apiVersion") != CRD_API:
+                raise HarnessError(
+                    f"{file}: CRD {doc.get('metadata', {}).get('name')} is "
+                    f"{doc.get('apiVersion')}; only {CRD_API} is served by current clusters"
+                )
+            name = (doc.get("metadata") or {}).get("name")
+            if not name:
+                raise HarnessError(f"{file}: a CustomResourceDefinition without metadata.name")
+            release.crds[name] = doc
+        if not release.crds:
+            raise HarnessError(f"release {index + 1} ({label}) holds no CustomResourceDefinition")
+        releases.append(release)
+    return releases
+
+
+def admission_configurations(paths: list[Path]) -> list[dict]:
+    configurations = [doc for _, doc in documents(paths) if doc.get("kind") in ADMISSION_KINDS]
+    if paths and not configurations:
+        raise HarnessError(
+            f"admission: {', '.join(map(str, paths))} hold no "
+            "ValidatingWebhookConfiguration or MutatingWebhookConfiguration"
+        )
+    return configurations
+
+
+def samples_by_crd(paths: list[Path], releases: list[Release]) -> dict[str, list[dict]]:
+    """Sample objects, sorted by the CRD (of any release) that serves their group and kind."""
+    by_group_kind = {}
+    for release in releases:
+        for name, crd in release.crds.items():
+            spec = crd["spec"]
+            by_group_kind[(spec["group"], spec["names"]["kind"])] = name
+    samples: dict[str, list[dict]] = {}
+    for file, doc in documents(paths):
+        group = str(doc.get("apiVersion", "")).rpartition("/")[0]
+        crd = by_group_kind.get((group, doc.get("kind")))
+        if crd is None:
+            raise HarnessError(
+                f"{file}: sample {doc.get('apiVersion')} {doc.get('kind')} is not served by "
+                "any CRD of the history"
+            )
+        samples.setdefault(crd, []).append(doc)
+    return samples
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return str(path)
+
+
+# -- reaching the webhook ------------------------------------------------------------------
+
+
+def point_conversion(crd: dict, url: str, ca_bundle: str, spec) -> dict:
+    """A copy of ``crd`` whose conversion webhook is ``url`` + the path its manifest names.
+
+    ``url`` is the webhook's base (``https://127.0.0.1:PORT``). A Service's ``path`` is
+    kept; a manifest without a conversion stanza gets one when ``spec.convert`` names it
+    (the kustomize patch the user applies at deploy time).
+    """
+    pointed = copy.deepcopy(crd)
+    conversion = pointed["spec"].get("conversion")
+    if conversion is None and spec is not None and crd["metadata"]["name"] in spec.convert:
+        conversion = pointed["spec"]["conversion"] = {
+            "strategy": "Webhook",
+            "webhook": {"conversionReviewVersions": list(spec.review_versions)},
+        }
+    if not conversion or conversion.get("strategy") != "Webhook":
+        return pointed
+    webhook = conversion.setdefault("webhook", {})
+    webhook.setdefault("conversionReviewVersions", list(spec.review_versions) if spec else ["v1"])
+    webhook["clientConfig"] = client_config(webhook.get("clientConfig") or {}, url, ca_bundle, spec)
+    return pointed
+
+
+def point_admission(configuration: dict, url: str, ca_bundle: str, spec) -> dict:
+    pointed = copy.deepcopy(configuration)
+    for hook in pointed.get("webhooks") or []:
+        hook["clientConfig"] = client_config(hook.get("clientConfig") or {}, url, ca_bundle, spec)
+    return pointed
+
+
+def client_config(original: dict, url: str, ca_bundle: str, spec=None) -> dict:
+    """``{url, caBundle}`` reaching the gate's webhook at the path the original named
+    (a Service's ``path``, or a URL's path), else the configured default path."""
+    path = None
+    if "service" in original:
+        path = original["service"].get("path")
+    elif "url" in original:
+        from urllib.parse import urlsplit
+
+        path = urlsplit(original["url"]).path or None
+    path = path or (spec.path if spec is not None else "/")
+    return {"url": url.rstrip("/") + path, "caBundle": ca_bundle}
+
+
+def uses_webhook(release: Release, spec) -> bool:
+    convert = set(spec.convert) if spec is not None else set()
+    return any(
+        release.strategy(name) == "Webhook" or name in convert for name in release.crds
+    )

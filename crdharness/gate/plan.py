@@ -1,0 +1,65 @@
+"""Which checks a gate file asks for, known before any cluster starts: each becomes one pytest
+test (so ``-k``, JUnit and the terminal summary name them), and says which phase decides it."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+from crdharness.gate.config import GateConfig
+from crdharness.gate.manifests import Release, uses_webhook
+
+PHASE = {
+    "install": "history",
+    "upgrade": "history",
+    "migration": "history",
+    "deprecation": "history",
+    "round-trip": "candidate",
+    "convertibility": "candidate",
+    "schemas-vs-strategy": "candidate",
+    "webhook-conduct": "conduct",
+}
+
+
+@dataclass(frozen=True)
+class PlannedCheck:
+    check: str
+    subject: str
+
+    @property
+    def phase(self) -> str:
+        return PHASE[self.check]
+
+    @property
+    def test_id(self) -> str:
+        return f"{self.check}[{self.subject}]"
+
+
+def plan(config: GateConfig, releases: list[Release]) -> list[PlannedCheck]:
+    checks = [PlannedCheck("install", f"release {r.index + 1}") for r in releases]
+    for previous, release in itertools.pairwise(releases):
+        transition = f"release {previous.index + 1}->{release.index + 1}"
+        checks.append(PlannedCheck("upgrade", transition))
+        ever_stored = {
+            (name, r.storage(name)) for r in releases[: release.index] for name in r.crds
+        }
+        for name in release.crds:
+            if previous.crds.get(name) and release.storage(name) != previous.storage(name):
+                checks.append(PlannedCheck("migration", f"release {release.index + 1}"))
+            dropped = [v for v in previous.names(name) if v not in release.names(name)]
+            if any((name, v) in ever_stored for v in dropped):
+                checks.append(PlannedCheck("migration", transition))
+            if [v for v in previous.served(name) if v not in release.served(name)]:
+                checks.append(PlannedCheck("deprecation", transition))
+    for release in releases:
+        if any(release.deprecated(name) for name in release.crds):
+            checks.append(PlannedCheck("deprecation", f"release {release.index + 1}"))
+    candidate = releases[-1]
+    for name in candidate.crds:
+        checks.append(PlannedCheck("schemas-vs-strategy", name))
+        for a, b in itertools.permutations(candidate.served(name), 2):
+            checks.append(PlannedCheck("round-trip", f"{name} {a}->{b}"))
+            checks.append(PlannedCheck("convertibility", f"{name} {a}->{b}"))
+    if any(uses_webhook(r, config.webhook) for r in releases):
+        checks.append(PlannedCheck("webhook-conduct", "webhook"))
+    return list(dict.fromkeys(checks))  # once each, in order

@@ -1,0 +1,185 @@
+"""The gate as a pytest plugin: each planned check is one test of ``gate_checks.py``.
+
+Loaded by ``python -m crdharness gate`` together with ``crdharness.pytest_plugin`` (which
+brings the cluster, ``--cluster``, ``--keep-cluster`` and the failure bundle).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from crdharness.errors import HarnessError
+from crdharness.gate import config as gate_config
+from crdharness.gate import manifests, plan, report
+from crdharness.gate.config import GateConfig
+from crdharness.gate.manifests import Release
+
+NOT_YET = (
+    "kubernetes-upgrade (objects written under the older control plane read back under the "
+    "newer one on the same etcd) is not run: it needs the control-plane upgrade of issue 10; "
+    "each listed version was gated on its own"
+)
+
+
+@dataclass
+class GateSetup:
+    config: GateConfig
+    releases: list[Release]
+    samples: dict[str, list[dict]]
+    admission: list[dict]
+    checks: list[plan.PlannedCheck]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("crdharness-gate", "CRD upgrade gate")
+    group.addoption("--gate-config", default=None, help="the gate file (see README)")
+    group.addoption(
+        "--gate-artifacts", default="artifacts/gate", help="where the report goes"
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    path = config.getoption("--gate-config")
+    if not path:
+        return
+    try:
+        parsed = gate_config.load(path)
+        releases = manifests.load_history(parsed.crds, parsed.root)
+        setup = GateSetup(
+            parsed,
+            releases,
+            manifests.samples_by_crd(parsed.samples, releases),
+            manifests.admission_configurations(parsed.admission),
+            plan.plan(parsed, releases),
+        )
+    except HarnessError as exc:
+        raise pytest.UsageError(f"crdharness gate: {exc}") from None
+    config._gate = setup
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "gate_check" not in metafunc.fixturenames:
+        return
+    setup = getattr(metafunc.config, "_gate", None)
+    if setup is None:
+        raise pytest.UsageError("crdharness gate: --gate-config is required")
+    metafunc.parametrize(
+        "gate_check", setup.checks, ids=[f"{c.check}:{c.subject}" for c in setup.checks]
+    )
+
+
+def _report(line: str) -> None:
+    print(f"[crdharness] {line}", file=sys.__stderr__, flush=True)
+
+
+@pytest.fixture(scope="session")
+def gate_run(cluster, request: pytest.FixtureRequest, tmp_path_factory):
+    from crdharness.gate.scenario import GateRun
+
+    setup: GateSetup = request.config._gate
+    webhook = None
+    try:
+        if any(manifests.uses_webhook(r, setup.config.webhook) for r in setup.releases):
+            webhook = _start_webhook(setup, cluster, tmp_path_factory.mktemp("gate-webhook"))
+        _apply_admission(setup, cluster, webhook)
+        run = GateRun(cluster, setup.config, setup.releases, setup.samples, _report, webhook)
+        request.config._gate_run = run
+        yield run
+    except HarnessError as exc:
+        pytest.fail(f"crdharness gate: {exc}", pytrace=False)
+    finally:
+        if webhook is not None:
+            webhook.stop()
+
+
+def _start_webhook(setup: GateSetup, cluster, directory: Path):
+    from crdharness.gate.webhook import UserWebhook
+
+    spec = setup.config.webhook
+    if spec is None:
+        raise HarnessError(
+            "a release uses conversion strategy Webhook, but the gate file has no `webhook:`"
+        )
+    if not cluster.reaches_host_loopback:
+        raise HarnessError(
+            f"--cluster={cluster.backend}: the API server cannot reach a webhook on this "
+            "machine's loopback; the gate runs user webhooks on --cluster=local (or existing, "
+            "with a url: it can reach)"
+        )
+    path, desired = _probe_target(setup)
+    webhook = UserWebhook(spec, directory, cluster.kubeconfig, setup.config.root).launch()
+    try:
+        _report(f"gate: waiting for the webhook ({spec.form}) at {path}")
+        webhook.wait_ready(path, desired)
+    except BaseException:
+        webhook.stop()
+        raise
+    return webhook
+
+
+def _probe_target(setup: GateSetup) -> tuple[str, str]:
+    """The path and a desired version for a readiness review: the candidate's first webhook
+    CRD, as the API server will call it."""
+    spec = setup.config.webhook
+    for release in reversed(setup.releases):
+        for crd in release.crds.values():
+            pointed = manifests.point_conversion(crd, "https://x", "", spec)
+            hook = (pointed["spec"].get("conversion") or {}).get("webhook")
+            if hook:
+                from urllib.parse import urlsplit
+
+                path = urlsplit(hook["clientConfig"]["url"]).path
+                return path, f"{crd['spec']['group']}/{release.storage(crd['metadata']['name'])}"
+    return spec.path, "example.com/v1"
+
+
+def _apply_admission(setup: GateSetup, cluster, webhook) -> None:
+    if not setup.admission:
+        return
+    if webhook is None:
+        raise HarnessError("admission: needs a webhook: section (the process that serves it)")
+    for configuration in setup.admission:
+        pointed = manifests.point_admission(
+            configuration, webhook.proxy.url, webhook.ca.bundle_b64, setup.config.webhook
+        )
+        kind = "validating" if configuration["kind"].startswith("Validating") else "mutating"
+        answer = cluster.http.post(
+            f"/apis/admissionregistration.k8s.io/v1/{kind}webhookconfigurations", json=pointed
+        )
+        if answer.status_code >= 300:
+            raise HarnessError(
+                f"admission: the API server refused {configuration['metadata'].get('name')}: "
+                f"{answer.json().get('message', answer.text)}"
+            )
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
+    run = getattr(config, "_gate_run", None)
+    if run is None:
+        return
+    notes = []
+    if len(run.config.kubernetes) > 1:
+        notes.append(NOT_YET)
+    if run.cluster.etcd is None:
+        notes.append(
+            f"stored bytes not proven: {run.cluster.etcd_unavailable} (checks that need etcd "
+            "say 'not proven')"
+        )
+    kubernetes = str(run.cluster.details.get("kubernetes", "(existing cluster)"))
+    directory = report.write(
+        Path(config.getoption("--gate-artifacts")), list(run.results.values()), kubernetes,
+        dict(run.refused), notes,
+    )
+    terminalreporter.section("crdharness upgrade gate")
+    for line in report.table(list(run.results.values()), kubernetes):
+        terminalreporter.write_line(line)
+    if run.refused:
+        refused = ", ".join(f"{why}: {n}" for why, n in sorted(run.refused.items()))
+        terminalreporter.write_line(f"objects refused before any check (not findings): {refused}")
+    for note in notes:
+        terminalreporter.write_line(f"note: {note}")
+    terminalreporter.write_line(f"report: {directory}/report.md (and report.json, objects/)")

@@ -1,0 +1,66 @@
+"""What a gate check concludes: pass, fail or not provable here, with its evidence."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+CHECKS = (
+    "install",
+    "upgrade",
+    "round-trip",
+    "convertibility",
+    "schemas-vs-strategy",
+    "migration",
+    "deprecation",
+    "webhook-conduct",
+)
+
+
+@dataclass
+class CheckResult:
+    check: str  # one of CHECKS
+    subject: str  # what it was about: "release 2", "release 1→2", "crontabs.example.com v1→v2"
+    passed: bool | None = True  # None: cannot be proven on this cluster (say why in evidence)
+    evidence: str = ""  # one line
+    details: list[str] = field(default_factory=list)
+    objects: list[tuple[str, dict]] = field(default_factory=list)  # (title, object) to show
+    allowed: list[str] = field(default_factory=list)  # differences an `allow` entry excused
+    counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        return f"{self.check}:{self.subject}"
+
+    def fail(self, evidence: str, *details: str) -> CheckResult:
+        if self.passed is not False:  # keep the first failure as the headline
+            self.evidence = evidence
+        self.passed = False
+        self.details += list(details)
+        return self
+
+    @property
+    def status(self) -> str:
+        return {True: "pass", False: "FAIL", None: "not proven"}[self.passed]
+
+    def as_json(self) -> dict:
+        return {
+            "check": self.check,
+            "subject": self.subject,
+            "status": self.status,
+            "evidence": self.evidence,
+            "details": self.details,
+            "allowed": self.allowed,
+            "counts": self.counts,
+            "objects": [title for title, _ in self.objects],
+        }
+
+    def explain(self) -> str:
+        """The failure message a pytest report shows."""
+        lines = [f"{self.check} [{self.subject}]: {self.evidence}", *self.details[:20]]
+        if len(self.details) > 20:
+            lines.append(f"... and {len(self.details) - 20} more (see the gate report)")
+        import yaml
+
+        for title, obj in self.objects[:3]:
+            lines += [f"--- {title}", yaml.safe_dump(obj, sort_keys=False).rstrip()]
+        return "\n".join(lines)

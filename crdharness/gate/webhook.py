@@ -1,0 +1,331 @@
+"""The user's webhook, whatever form it takes, behind a recording proxy.
+
+``UserWebhook`` starts the webhook the gate file describes — a command (a controller-runtime
+manager under ``go run``, agnhost, anything), a container image, or a URL that already
+answers — with certificates the harness generates. The API server does not call it directly:
+it calls ``RecordingProxy``, an HTTPS server of the harness's own that forwards each request
+unchanged and keeps the request, the answer and the time taken. That is how the gate judges
+the conduct of a webhook it has never seen (uid, review version, metadata, latency) without
+any cooperation from it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import ssl
+import sys
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import requests
+
+from crdharness import certs, ports
+from crdharness.errors import HarnessError
+from crdharness.gate.config import WebhookSpec, fill_placeholders
+from crdharness.guardian import Guardian
+from crdharness.polling import wait_for
+from crdharness.processes import ManagedProcess, identity
+
+PROBE_HEADER = "X-Crdharness-Probe"
+
+
+@dataclass
+class Exchange:
+    """One request the API server made to the webhook, as the proxy saw it."""
+
+    path: str
+    request: dict | None
+    status: int
+    answer: dict | None
+    seconds: float
+    error: str = ""  # the proxy could not reach the webhook
+
+    @property
+    def kind(self) -> str:
+        return (self.request or {}).get("kind", "")
+
+
+class RecordingProxy:
+    """HTTPS on 127.0.0.1, forwarding every POST to ``target`` and recording the exchange."""
+
+    def __init__(self, ca: certs.CertificateAuthority, target: str, target_ca: Path, log: Path):
+        self.target = target.rstrip("/")
+        self.target_ca = target_ca
+        self.log = log
+        self.exchanges: list[Exchange] = []
+        self._lock = threading.Lock()
+        serving = ca.issue_server("gate-proxy", *certs.LOOPBACK_NAMES)
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(str(serving.cert), str(serving.key))
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self):  # noqa: N802 (http.server's naming)
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length)
+                status, headers, answer = proxy._forward(
+                    self.path, body, self.headers.get("Content-Type"), bool(self.headers.get(PROBE_HEADER))
+                )
+                self.send_response(status)
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(answer)))
+                self.end_headers()
+                self.wfile.write(answer)
+
+            def log_message(self, format, *args):  # the API server's calls are recorded, not logged
+                pass
+
+        self.server = ThreadingHTTPServer((ports.LOOPBACK, 0), Handler)
+        self.server.daemon_threads = True
+        self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+        self.port = self.server.server_address[1]
+        self._thread = threading.Thread(target=self.server.serve_forever, name="gate-proxy", daemon=True)
+        self._thread.start()
+        self._session = threading.local()
+
+    @property
+    def url(self) -> str:
+        return f"https://{ports.LOOPBACK}:{self.port}"
+
+    def _http(self) -> requests.Session:
+        session = getattr(self._session, "http", None)
+        if session is None:
+            session = self._session.http = requests.Session()
+            session.trust_env = False  # a machine-wide REQUESTS_CA_BUNDLE must not win
+        return session
+
+    def _forward(self, path: str, body: bytes, content_type: str | None, probe: bool):
+        started = time.perf_counter()
+        try:
+            response = self._http().post(
+                self.target + path,
+                data=body,
+                headers={"Content-Type": content_type or "application/json"},
+                verify=str(self.target_ca),
+                timeout=60,
+            )
+        except requests.RequestException as exc:
+            seconds = time.perf_counter() - started
+            if not probe:
+                self._record(Exchange(path, _json(body), 502, None, seconds, error=str(exc)))
+            return 502, {"Content-Type": "text/plain"}, f"gate proxy: {exc}".encode()
+        seconds = time.perf_counter() - started
+        if not probe:
+            self._record(
+                Exchange(path, _json(body), response.status_code, _json(response.content), seconds)
+            )
+        headers = {"Content-Type": response.headers.get("Content-Type", "application/json")}
+        return response.status_code, headers, response.content
+
+    def _record(self, exchange: Exchange) -> None:
+        with self._lock:
+            self.exchanges.append(exchange)
+            with self.log.open("a") as out:
+                out.write(json.dumps(exchange.__dict__) + "\n")
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _json(raw: bytes):
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return None
+
+
+class UserWebhook:
+    """The user's webhook, started (or reached) with certificates the harness made."""
+
+    def __init__(self, spec: WebhookSpec, directory: Path, kubeconfig: Path, root: Path):
+        self.spec = spec
+        self.directory = directory
+        self.kubeconfig = kubeconfig
+        self.root = root
+        self.process: ManagedProcess | None = None
+        self.container: str | None = None
+        self.guardian: Guardian | None = None
+        self.proxy: RecordingProxy | None = None
+        self.ca = certs.CertificateAuthority(directory)
+        self.log_path = directory / "webhook.log"
+
+    # -- launching -------------------------------------------------------------------------
+
+    def placeholders(self, port: int, cert_dir: str) -> dict[str, str]:
+        return {
+            "tls_cert": f"{cert_dir}/tls.crt",
+            "tls_key": f"{cert_dir}/tls.key",
+            "cert_dir": cert_dir,
+            "port": str(port),
+            "kubeconfig": str(self.kubeconfig),
+            "ca": f"{cert_dir}/ca.crt",
+            "python": sys.executable,  # the harness's interpreter, for webhooks in Python
+        }
+
+    def _cert_dir(self) -> Path:
+        """``tls.crt``/``tls.key``/``ca.crt``: the names controller-runtime's server reads."""
+        directory = self.directory / "serving-certs"
+        directory.mkdir(mode=0o700)
+        serving = self.ca.issue_server("webhook", *certs.LOOPBACK_NAMES)
+        (directory / "tls.crt").write_bytes(serving.cert.read_bytes())
+        certs.write_private(directory / "tls.key", serving.key.read_bytes())
+        (directory / "ca.crt").write_bytes(self.ca.pem)
+        return directory
+
+    def launch(self) -> UserWebhook:
+        """Start the webhook (not waiting for it) and the proxy in front of it."""
+        if self.spec.form == "command":
+            target, target_ca = self._launch_command()
+        elif self.spec.form == "image":
+            target, target_ca = self._launch_image()
+        else:
+            target, target_ca = self.spec.url, self.spec.ca
+            from urllib.parse import urlsplit
+
+            parts = urlsplit(self.spec.url)
+            target = f"{parts.scheme}://{parts.netloc}"
+            if parts.path not in ("", "/"):
+                self.spec.path = parts.path
+        self.proxy = RecordingProxy(self.ca, target, target_ca, self.directory / "exchanges.jsonl")
+        return self
+
+    def _launch_command(self) -> tuple[str, Path]:
+        cert_dir = self._cert_dir()
+        port = ports.free_port()
+        values = self.placeholders(port, str(cert_dir))
+        command = [fill_placeholders(word, values) for word in self.spec.command or []]
+        env = {**os.environ, **{k: fill_placeholders(v, values) for k, v in self.spec.env.items()}}
+        env.setdefault("KUBECONFIG", str(self.kubeconfig))
+        self.process = ManagedProcess(
+            "webhook",
+            command,
+            self.log_path,
+            env=env,
+            cwd=self.spec.workdir or self.root,
+            whole_group=True,
+        )
+        try:
+            self.process.start()
+        except OSError as exc:
+            raise HarnessError(
+                f"webhook.command: cannot start {command[0]!r}: {exc.strerror}"
+            ) from None
+        self.guardian = Guardian()
+        who = identity(self.process.pid)
+        if who:
+            self.guardian.watch_group(*who)
+        return f"https://{ports.LOOPBACK}:{port}", cert_dir / "ca.crt"
+
+    def _launch_image(self) -> tuple[str, Path]:
+        from crdharness import images
+
+        images.require_engine()
+        if not images.image_exists(self.spec.image):
+            raise HarnessError(
+                f"webhook.image: {self.spec.image} is not in the local Docker engine: build or "
+                "pull it first"
+            )
+        cert_dir = self._cert_dir()
+        if os.geteuid() == 0:  # the image's user must read its key, as from a Secret volume
+            for path in (cert_dir, *cert_dir.iterdir()):
+                os.chmod(path, 0o755 if path.is_dir() else 0o644)
+        port = ports.free_port()
+        values = self.placeholders(self.spec.port, self.spec.cert_dir)
+        name = f"crdharness-gate-webhook-{uuid.uuid4().hex[:8]}"
+        env = []
+        for key, value in self.spec.env.items():
+            env += ["-e", f"{key}={fill_placeholders(value, values)}"]
+        self.guardian = Guardian()
+        self.guardian.remove_container(name)
+        images.docker(
+            "run",
+            "-d",
+            "--name",
+            name,
+            "--label",
+            "crdharness=webhook",
+            *env,
+            "-p",
+            f"{ports.LOOPBACK}:{port}:{self.spec.port}",
+            "-v",
+            f"{cert_dir}:{self.spec.cert_dir}:ro",
+            self.spec.image,
+            *[fill_placeholders(a, values) for a in self.spec.args],
+        )
+        self.container = name
+        return f"https://{ports.LOOPBACK}:{port}", cert_dir / "ca.crt"
+
+    # -- readiness -------------------------------------------------------------------------
+
+    def running(self) -> bool:
+        if self.process is not None:
+            return self.process.running()
+        if self.container is not None:
+            from crdharness import images
+
+            state = images.docker(
+                "inspect", "--format", "{{.State.Running}}", self.container, check=False, timeout=30
+            )
+            return state.stdout.strip() == "true"
+        return True
+
+    def log_tail(self, lines: int = 10) -> str:
+        if self.process is not None:
+            return self.process.log_tail(lines)
+        if self.container is not None:
+            from crdharness import images
+
+            out = images.docker("logs", "--tail", str(lines), self.container, check=False, timeout=30)
+            return (out.stdout + out.stderr).strip()
+        return "(a webhook the harness did not start)"
+
+    def wait_ready(self, path: str, desired_api_version: str) -> None:
+        """Until the webhook answers an (empty) ConversionReview at ``path`` with its uid."""
+        assert self.proxy is not None, "launch() first"
+
+        def answers() -> bool:
+            if not self.running():
+                raise HarnessError(f"the webhook exited before it was ready: {self.log_tail(5)}")
+            uid = str(uuid.uuid4())
+            review = {
+                "apiVersion": "apiextensions.k8s.io/v1",
+                "kind": "ConversionReview",
+                "request": {"uid": uid, "desiredAPIVersion": desired_api_version, "objects": []},
+            }
+            response = requests.post(
+                self.proxy.url + path,
+                json=review,
+                headers={PROBE_HEADER: "1"},
+                verify=str(self.ca.cert_path),
+                timeout=10,
+            )
+            return response.status_code == 200 and response.json()["response"]["uid"] == uid
+
+        what = f"the webhook ({self.spec.form}) to answer a ConversionReview at {path}"
+        wait_for(answers, self.spec.ready_timeout, what, interval=0.2, fatal=(HarnessError,))
+
+    def stop(self) -> None:
+        if self.proxy is not None:
+            self.proxy.stop()
+            self.proxy = None
+        if self.process is not None:
+            self.process.stop()
+        if self.container is not None:
+            from crdharness import images
+
+            logs = images.docker("logs", self.container, check=False, timeout=60)
+            self.log_path.write_text(logs.stdout + logs.stderr)
+            images.docker("rm", "-f", self.container, check=False, timeout=60)
+            self.container = None
+        if self.guardian is not None:
+            self.guardian.release()
+            self.guardian = None
