@@ -561,13 +561,29 @@ class GateRun:
             return None
         tally["created"] += 1
         try:
-            return self._compare(resource, namespace, name, a, b, created, tally)
+            return self._compare(resource, namespace, name, a, b, created, body, tally)
         finally:
             call(self.cluster, "DELETE", resource.path(a, namespace, name))
 
-    def _compare(self, resource, namespace, name, a, b, created, tally):
+    def _compare(self, resource, namespace, name, a, b, created, body, tally):
         original = call(self.cluster, "GET", resource.path(a, namespace, name)).body or created
         shown = [(f"written at {a}", _clean(original))]
+        # What was written must read back at the same version: a version other than the
+        # storage version goes through the webhook on the way in, and can lose data there.
+        # Fields the server added (defaults) are not losses.
+        intent = {k: v for k, v in body.items() if k != LABELS}
+        kept = {k: v for k, v in original.items() if k in intent}
+        lost = [d for d in diff.differences(intent, kept) if d.change != "added"]
+        lost = [d for d in lost if not any(r.covers(d.path, a, b) for r in self.config.allow)]
+        if lost:
+            paths = ", ".join(sorted({d.path for d in lost}))
+            sent = objects.manifest(self.candidate.crds[self._crd_of(resource)], a, name, namespace, intent)
+            return RoundTripFailure(
+                "round-trip",
+                f"written at {a}, read back at {a}: changed {paths}",
+                [d.describe() for d in lost],
+                [(f"sent at {a}", sent), (f"read back at {a}", _clean(original))],
+            )
         at_b = call(self.cluster, "GET", resource.path(b, namespace, name))
         if not at_b.ok:
             return RoundTripFailure(

@@ -135,7 +135,16 @@ REWRITES: dict[str, Callable[[dict, dict], None]] = {
     "failed-with-objects": _failed_with_objects,
 }
 HTTP_FAULTS = {"http-500": 500, "http-404": 404}
-NAMES = (*REWRITES, *HTTP_FAULTS, "delay=<seconds>")
+NAMES = (*REWRITES, *HTTP_FAULTS, "delay=<seconds>", "drop-field=<path>")
+
+
+def _drop(obj: dict, path: str) -> None:
+    """Remove ``a.b.c`` from a converted object: the lossy converter of the gate's example."""
+    *parents, last = path.split(".")
+    for part in parents:
+        obj = obj.get(part) if isinstance(obj, dict) else None
+    if isinstance(obj, dict):
+        obj.pop(last, None)
 
 
 ENV_VAR = "CRDCONVERT_FAULTS"
@@ -150,6 +159,7 @@ class Faults:
     rewrites: list[str] = field(default_factory=list)
     http_status: int | None = None
     delay: float = 0.0
+    dropped: list[str] = field(default_factory=list)  # drop-field=<path>, repeatable
 
     @classmethod
     def parse(cls, specs: list[str]) -> Faults:
@@ -160,6 +170,8 @@ class Faults:
                 faults.rewrites.append(name)
             elif name in HTTP_FAULTS:
                 faults.http_status = HTTP_FAULTS[name]
+            elif name == "drop-field" and value:
+                faults.dropped.append(value)
             elif name == "delay":
                 try:
                     faults.delay = float(value)
@@ -177,7 +189,7 @@ class Faults:
 
     @property
     def active(self) -> bool:
-        return bool(self.rewrites or self.http_status or self.delay)
+        return bool(self.rewrites or self.http_status or self.delay or self.dropped)
 
     def describe(self) -> list[str]:
         names = list(self.rewrites)
@@ -185,9 +197,13 @@ class Faults:
             names.append(f"http-{self.http_status}")
         if self.delay:
             names.append(f"delay={self.delay:g}")
+        names += [f"drop-field={path}" for path in self.dropped]
         return names
 
     def apply(self, answer: dict, request: dict) -> dict:
         for name in self.rewrites:
             REWRITES[name](answer, request)
+        for path in self.dropped:
+            for obj in _objects(answer):
+                _drop(obj, path)
         return answer
