@@ -37,8 +37,32 @@ ROUND_TRIP_NS = "gate-round-trip"
 LABELS = "__labels__"  # a sample's labels travel in its body under this key
 
 
-def default_warning(group: str, version: str, kind: str) -> str:
-    return f"{group}/{version} {kind} is deprecated"
+def default_warning(group: str, version: str, kind: str, versions: list[dict]) -> str:
+    """The API server's text for a deprecated version without ``deprecationWarning``: it
+    names the highest-priority served, non-deprecated version above it, if there is one
+    (apiextensions-apiserver's defaultDeprecationWarning)."""
+    text = f"{group}/{version} {kind} is deprecated"
+    newer = [
+        v["name"]
+        for v in versions
+        if v.get("served") and not v.get("deprecated") and priority(v["name"]) > priority(version)
+    ]
+    if newer:
+        text += f"; use {group}/{max(newer, key=priority)} {kind}"
+    return text
+
+
+def priority(version: str) -> tuple:
+    """Kubernetes version priority as a sortable key: v2 > v1 > v1beta2 > v1beta1 >
+    v1alpha1 > anything else (those by name, the first alphabetically highest)."""
+    import re
+
+    match = re.fullmatch(r"v(\d+)(?:(alpha|beta)(\d+))?", version)
+    if not match:
+        return (0, 0, 0, (*(-ord(c) for c in version), 1))  # 1 ends it: "foo1" > "foo10"
+    major, stage, minor = match.groups()
+    rank = {"alpha": 1, "beta": 2, None: 3}[stage]
+    return (1, rank, int(major), int(minor or 0)) if stage else (1, 3, int(major), 0)
 
 
 @dataclass
@@ -310,7 +334,9 @@ class GateRun:
         for name, manifest in release.crds.items():
             resource = Resource.of(manifest)
             for version, custom in release.deprecated(name).items():
-                expected = custom or default_warning(resource.group, version, resource.kind)
+                expected = custom or default_warning(
+                    resource.group, version, resource.kind, release.versions(name)
+                )
                 obj_name = self._name("deprecation")
                 body = objects.manifest(manifest, version, obj_name, HISTORY_NS, {})
                 answers = {"create": call(self.cluster, "POST", resource.path(version, HISTORY_NS), body)}
