@@ -77,11 +77,26 @@ class Written:
 
 
 class RoundTripFailure(Exception):
-    """Raised inside a hypothesis run so it shrinks the object to a minimal one."""
+    """Raised inside a hypothesis run so it shrinks the object to a minimal one. One class
+    per check: hypothesis shrinks a failure only to examples failing the same way."""
 
-    def __init__(self, check: str, evidence: str, details: list[str], shown: list):
+    check = ""
+
+    def __init__(self, evidence: str, details: list[str], shown: list):
         super().__init__(evidence)
-        self.check, self.evidence, self.details, self.shown = check, evidence, details, shown
+        self.evidence, self.details, self.shown = evidence, details, shown
+
+    @property
+    def size(self) -> int:
+        return len(repr(self.shown[0][1])) if self.shown else 0
+
+
+class NotConvertible(RoundTripFailure):
+    check = "convertibility"
+
+
+class DataChanged(RoundTripFailure):
+    check = "round-trip"
 
 
 class GateRun:
@@ -382,7 +397,13 @@ class GateRun:
                 bodies += objects.first_examples(entry, self.config.upgrade_objects, self.config.seed)
                 for body in bodies:
                     obj_name = self._name(f"r{release.index + 1}-{version}")
-                    created = self._create(manifest, entry, version, obj_name, HISTORY_NS, body)
+                    try:
+                        created = self._create(manifest, entry, version, obj_name, HISTORY_NS, body)
+                    except NotConvertible as failure:
+                        self.result("install", f"release {release.index + 1}").fail(
+                            f"{name}: {failure.evidence}", *failure.details
+                        )
+                        continue
                     if created is None:
                         continue
                     record = Written(name, version, obj_name, HISTORY_NS if resource.namespaced else None)
@@ -403,6 +424,12 @@ class GateRun:
         if labels:
             obj["metadata"]["labels"] = labels
         created = call(self.cluster, "POST", resource.path(version, namespace), obj)
+        if created.status >= 500:  # the input was fine; storing it failed (conversion)
+            raise NotConvertible(
+                f"an object valid at {version} cannot be created: {created.message}",
+                [f"POST at {version}: {created.status} {created.message}"],
+                [(f"sent at {version}", obj)],
+            )
         if not created.ok:
             self._count_refusal(created)
             return None
@@ -567,7 +594,8 @@ class GateRun:
         except RoundTripFailure as failure:
             return failure  # hypothesis re-raises the minimal example's failure last
         except Flaky:
-            return last[-1] if last else None
+            # A failure that did not repeat on replay: report the smallest object seen failing.
+            return min(last, key=lambda f: f.size) if last else None
         return None
 
     def _record(self, failure: RoundTripFailure, round_trip, convertible, shrunk: bool) -> None:
@@ -581,7 +609,10 @@ class GateRun:
         resource = Resource.of(manifest)
         namespace = ROUND_TRIP_NS if resource.namespaced else None
         name = self._name(f"rt-{a}-{b}".lower())
-        created = self._create(manifest, entry, a, name, namespace, body)
+        try:
+            created = self._create(manifest, entry, a, name, namespace, body)
+        except NotConvertible as failure:
+            return failure
         if created is None:
             tally["refused"] += 1
             return None
@@ -592,7 +623,16 @@ class GateRun:
             call(self.cluster, "DELETE", resource.path(a, namespace, name))
 
     def _compare(self, resource, namespace, name, a, b, created, body, tally):
-        original = call(self.cluster, "GET", resource.path(a, namespace, name)).body or created
+        read = call(self.cluster, "GET", resource.path(a, namespace, name))
+        if not read.ok:
+            intent = {k: v for k, v in body.items() if k != LABELS}
+            sent = objects.manifest(self.candidate.crds[self._crd_of(resource)], a, name, namespace, intent)
+            return NotConvertible(
+                f"an object written at {a} cannot be read back at {a}: {read.message}",
+                [f"GET at {a}: {read.status} {read.message}"],
+                [(f"sent at {a}", sent)],
+            )
+        original = read.body
         shown = [(f"written at {a}", _clean(original))]
         # What was written must read back at the same version: a version other than the
         # storage version goes through the webhook on the way in, and can lose data there.
@@ -604,16 +644,14 @@ class GateRun:
         if lost:
             paths = ", ".join(sorted({d.path for d in lost}))
             sent = objects.manifest(self.candidate.crds[self._crd_of(resource)], a, name, namespace, intent)
-            return RoundTripFailure(
-                "round-trip",
+            return DataChanged(
                 f"written at {a}, read back at {a}: changed {paths}",
                 [d.describe() for d in lost],
                 [(f"sent at {a}", sent), (f"read back at {a}", _clean(original))],
             )
         at_b = call(self.cluster, "GET", resource.path(b, namespace, name))
         if not at_b.ok:
-            return RoundTripFailure(
-                "convertibility",
+            return NotConvertible(
                 f"an object valid at {a} cannot be read at {b}: {at_b.message}",
                 [f"GET at {b}: {at_b.status} {at_b.message}"],
                 shown,
@@ -623,16 +661,14 @@ class GateRun:
         touched.setdefault("metadata", {}).setdefault("annotations", {})[TOUCH] = b
         updated = call(self.cluster, "PUT", resource.path(b, namespace, name), touched)
         if not updated.ok:
-            return RoundTripFailure(
-                "convertibility",
+            return NotConvertible(
                 f"an object read at {b} cannot be written back at {b}: {updated.message}",
                 [f"PUT at {b}: {updated.status} {updated.message}"],
                 shown,
             )
         back = call(self.cluster, "GET", resource.path(a, namespace, name))
         if not back.ok:
-            return RoundTripFailure(
-                "convertibility",
+            return NotConvertible(
                 f"an object written at {b} cannot be read at {a}: {back.message}",
                 [f"GET at {a}: {back.status} {back.message}"],
                 shown,
@@ -654,8 +690,7 @@ class GateRun:
         found = [d for d in found if d not in excused]
         if found:
             paths = ", ".join(sorted({d.path for d in found}))
-            return RoundTripFailure(
-                "round-trip",
+            return DataChanged(
                 f"{a}->{b}->{a} changed {paths}",
                 [d.describe() for d in found],
                 shown,
@@ -741,7 +776,7 @@ def _conduct_problems(e, timeouts: dict[str, float]) -> list[str]:
         return [f"{where}: HTTP {e.status}"]
     answer = e.answer if isinstance(e.answer, dict) else None
     if answer is None or not isinstance(answer.get("response"), dict):
-        return [f"{where}: the answer is not a ConversionReview with a response"]
+        return [f"{where}: the answer is not a ConversionReview with a response: {e.answer_text!r}"]
     problems = []
     group = str(request.get("desiredAPIVersion", "")).partition("/")[0]
     if e.seconds > timeouts.get(group, 10):

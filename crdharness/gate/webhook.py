@@ -32,6 +32,19 @@ from crdharness.polling import wait_for
 from crdharness.processes import ManagedProcess, identity
 
 PROBE_HEADER = "X-Crdharness-Probe"
+# Headers about the connection, not the request: not forwarded (RFC 9110, 7.6.1).
+HOP_BY_HOP = {
+    "host",
+    "content-length",
+    "connection",
+    "keep-alive",
+    "transfer-encoding",
+    "te",
+    "trailer",
+    "upgrade",
+    "proxy-connection",
+    PROBE_HEADER.lower(),
+}
 
 
 @dataclass
@@ -44,6 +57,7 @@ class Exchange:
     answer: dict | None
     seconds: float
     error: str = ""  # the proxy could not reach the webhook
+    answer_text: str = ""  # the start of an answer that is not JSON
 
     @property
     def kind(self) -> str:
@@ -73,8 +87,11 @@ class RecordingProxy:
             def do_POST(self):  # noqa: N802 (http.server's naming)
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length)
+                headers = {
+                    k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP
+                }
                 status, headers, answer = proxy._forward(
-                    self.path, body, self.headers.get("Content-Type"), bool(self.headers.get(PROBE_HEADER))
+                    self.path, body, headers, bool(self.headers.get(PROBE_HEADER))
                 )
                 self.send_response(status)
                 for name, value in headers.items():
@@ -105,13 +122,13 @@ class RecordingProxy:
             session.trust_env = False  # a machine-wide REQUESTS_CA_BUNDLE must not win
         return session
 
-    def _forward(self, path: str, body: bytes, content_type: str | None, probe: bool):
+    def _forward(self, path: str, body: bytes, headers: dict[str, str], probe: bool):
         started = time.perf_counter()
         try:
             response = self._http().post(
                 self.target + path,
                 data=body,
-                headers={"Content-Type": content_type or "application/json"},
+                headers=headers,  # as the API server sent them (webhooks negotiate on Accept)
                 verify=str(self.target_ca),
                 timeout=60,
             )
@@ -122,8 +139,10 @@ class RecordingProxy:
             return 502, {"Content-Type": "text/plain"}, f"gate proxy: {exc}".encode()
         seconds = time.perf_counter() - started
         if not probe:
+            answer = _json(response.content)
+            text = "" if answer is not None else response.content[:200].decode(errors="replace")
             self._record(
-                Exchange(path, _json(body), response.status_code, _json(response.content), seconds)
+                Exchange(path, _json(body), response.status_code, answer, seconds, answer_text=text)
             )
         headers = {"Content-Type": response.headers.get("Content-Type", "application/json")}
         return response.status_code, headers, response.content
