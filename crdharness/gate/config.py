@@ -187,7 +187,8 @@ def load(source: Path | str) -> GateConfig:
         config.webhook = _webhook(reader, top["webhook"])
     if "admission" in top:
         config.admission = [
-            reader.path(n, f"admission[{i}]") for i, n in enumerate(_sequence(reader, top, "admission"))
+            reader.path(n, f"admission[{i}]")
+            for i, n in enumerate(_sequence(reader, top, "admission"))
         ]
     if "samples" in top:
         config.samples = [

@@ -53,11 +53,13 @@ def differences(before, after, path: str = "") -> list[Difference]:
                 found.append(Difference(join(path, key), "lost", before[key]))
             else:
                 found += differences(before[key], after[key], join(path, key))
-        found += [Difference(join(path, k), "added", None, after[k]) for k in after if k not in before]
+        found += [
+            Difference(join(path, k), "added", None, after[k]) for k in after if k not in before
+        ]
         return found
     if isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
         found = []
-        for i, (b, a) in enumerate(zip(before, after)):
+        for i, (b, a) in enumerate(zip(before, after, strict=True)):
             found += differences(b, a, join(path, i))
         return found
     if _same(before, after):

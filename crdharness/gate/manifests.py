@@ -25,7 +25,9 @@ def documents(paths: list[Path]) -> list[tuple[Path, dict]]:
     """Every mapping document in these files (directories: their YAML/JSON files, sorted)."""
     found = []
     for path in paths:
-        files = sorted(p for p in path.rglob("*") if p.suffix in SUFFIXES) if path.is_dir() else [path]
+        files = (
+            sorted(p for p in path.rglob("*") if p.suffix in SUFFIXES) if path.is_dir() else [path]
+        )
         for file in files:
             try:
                 docs = list(yaml.safe_load_all(file.read_text()))
@@ -181,6 +183,4 @@ def client_config(original: dict, url: str, ca_bundle: str, spec=None) -> dict:
 
 def uses_webhook(release: Release, spec) -> bool:
     convert = set(spec.convert) if spec is not None else set()
-    return any(
-        release.strategy(name) == "Webhook" or name in convert for name in release.crds
-    )
+    return any(release.strategy(name) == "Webhook" or name in convert for name in release.crds)

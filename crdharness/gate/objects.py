@@ -36,7 +36,12 @@ def _convert(node: dict) -> dict:
         out.pop(key, None)
     if node.get("x-kubernetes-int-or-string"):
         out.pop("type", None)
-        return {"anyOf": [{"type": "integer", "minimum": -INT32, "maximum": INT32}, {"type": "string", "maxLength": 20}]}
+        return {
+            "anyOf": [
+                {"type": "integer", "minimum": -INT32, "maximum": INT32},
+                {"type": "string", "maxLength": 20},
+            ]
+        }
     if "properties" in out:
         out["properties"] = {k: _convert(v) for k, v in out["properties"].items()}
     if isinstance(out.get("additionalProperties"), dict):
@@ -55,7 +60,10 @@ def _convert(node: dict) -> dict:
             out["additionalProperties"] = False  # unknown fields would be pruned anyway
         out.setdefault("maxProperties", max(MAX_PROPERTIES, len(out.get("required", []))))
         if not out.get("properties") and "additionalProperties" not in out:
-            out["additionalProperties"] = {"type": ["string", "integer", "boolean"], "maxLength": 20}
+            out["additionalProperties"] = {
+                "type": ["string", "integer", "boolean"],
+                "maxLength": 20,
+            }
     elif kind == "array":
         out.setdefault("maxItems", max(MAX_ITEMS, out.get("minItems", 0)))
     elif kind == "integer":
@@ -70,7 +78,15 @@ def _convert(node: dict) -> dict:
     if node.get("nullable") and kind:
         out["type"] = [kind, "null"]
     out.pop("nullable", None)
-    if "format" in out and out["format"] not in ("date-time", "date", "email", "ipv4", "ipv6", "uuid", "hostname"):
+    if "format" in out and out["format"] not in (
+        "date-time",
+        "date",
+        "email",
+        "ipv4",
+        "ipv6",
+        "uuid",
+        "hostname",
+    ):
         out.pop("format")
     return out
 

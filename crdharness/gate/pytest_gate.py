@@ -37,9 +37,7 @@ class GateSetup:
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("crdharness-gate", "CRD upgrade gate")
     group.addoption("--gate-config", default=None, help="the gate file (see README)")
-    group.addoption(
-        "--gate-artifacts", default="artifacts/gate", help="where the report goes"
-    )
+    group.addoption("--gate-artifacts", default="artifacts/gate", help="where the report goes")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -171,8 +169,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
         )
     kubernetes = str(run.cluster.details.get("kubernetes", "(existing cluster)"))
     directory = report.write(
-        Path(config.getoption("--gate-artifacts")), list(run.results.values()), kubernetes,
-        dict(run.refused), notes,
+        Path(config.getoption("--gate-artifacts")),
+        list(run.results.values()),
+        kubernetes,
+        dict(run.refused),
+        notes,
     )
     terminalreporter.section("crdharness upgrade gate")
     for line in report.table(list(run.results.values()), kubernetes):

@@ -18,10 +18,13 @@ def ordered(results: list[CheckResult]) -> list[CheckResult]:
 
 def table(results: list[CheckResult], kubernetes: str) -> list[str]:
     rows = [(r.check, r.subject, r.status, r.evidence) for r in ordered(results)]
-    width = [max([len(h)] + [len(row[i]) for row in rows]) for i, h in enumerate(("check", "subject", "result"))]
+    width = [
+        max([len(h)] + [len(row[i]) for row in rows])
+        for i, h in enumerate(("check", "subject", "result"))
+    ]
     lines = [f"Kubernetes {kubernetes}"]
     header = ("check", "subject", "result")
-    lines.append("  ".join(h.ljust(w) for h, w in zip(header, width)) + "  evidence")
+    lines.append("  ".join(h.ljust(w) for h, w in zip(header, width, strict=True)) + "  evidence")
     for check, subject, status, evidence in rows:
         cells = (check.ljust(width[0]), subject.ljust(width[1]), status.ljust(width[2]))
         lines.append("  ".join(cells) + "  " + evidence)
@@ -72,7 +75,14 @@ def write(
             if r.allowed:
                 md += ["", "Allowed differences:", *[f"- {a}" for a in r.allowed]]
             for title, obj in r.objects:
-                md += ["", f"{title}:", "", "```yaml", yaml.safe_dump(obj, sort_keys=False).rstrip(), "```"]
+                md += [
+                    "",
+                    f"{title}:",
+                    "",
+                    "```yaml",
+                    yaml.safe_dump(obj, sort_keys=False).rstrip(),
+                    "```",
+                ]
     if refused:
         md += ["", "## Objects refused before any check (not findings)", ""]
         md += [f"- {why}: {count}" for why, count in sorted(refused.items())]

@@ -179,7 +179,9 @@ class GateRun:
             removed = [v for v in stored_before.get(name, []) if v not in release.names(name)]
             dropped = self._dropped_versions(release, name)
             if dropped and not removed:
-                self.result("migration", f"release {release.index}->{release.index + 1}").evidence = (
+                self.result(
+                    "migration", f"release {release.index}->{release.index + 1}"
+                ).evidence = (
                     f"{name}: removed {', '.join(dropped)} no longer in status.storedVersions "
                     f"{stored_before.get(name)}: accepted"
                 )
@@ -265,7 +267,9 @@ class GateRun:
                             + "; ".join(d.describe() for d in found[:3]),
                             *(f"{obj.name} at {version}: {d.describe()}" for d in found),
                         )
-                        result.objects.append((f"{obj.name} at {version} before", obj.seen[version]))
+                        result.objects.append(
+                            (f"{obj.name} at {version} before", obj.seen[version])
+                        )
                         result.objects.append((f"{obj.name} at {version} after", got.body))
                 obj.seen[version] = got.body
             for version in served:
@@ -274,7 +278,7 @@ class GateRun:
                 if not listed.ok or obj.name not in names:
                     result.fail(
                         f"LIST at {version} does not return {obj.name}",
-                        f"LIST at {version}: {listed.status} {listed.message if not listed.ok else ''}",
+                        f"LIST at {version}: {listed.status} {'' if listed.ok else listed.message}",
                     )
         proven_untouched = self._check_untouched(result, written, before)
         for name in release.crds:
@@ -326,9 +330,7 @@ class GateRun:
         for name in release.crds:
             gone = [v for v in previous.served(name) if v not in release.served(name)]
             for version in gone:
-                ever = any(
-                    version in r.deprecated(name) for r in self.releases[: release.index]
-                )
+                ever = any(version in r.deprecated(name) for r in self.releases[: release.index])
                 if not ever:
                     how = "removed" if version not in release.names(name) else "no longer served"
                     text = (
@@ -340,7 +342,9 @@ class GateRun:
                     else:
                         result.details.append(f"{text} (allowed by policy)")
         if result.passed:
-            result.evidence = result.evidence or "every version unserved or removed was deprecated first"
+            result.evidence = (
+                result.evidence or "every version unserved or removed was deprecated first"
+            )
 
     def _check_warnings(self, release: Release, subject: str) -> None:
         """Deprecated versions answer get, list, create and update with a Warning header."""
@@ -354,11 +358,18 @@ class GateRun:
                 )
                 obj_name = self._name("deprecation")
                 body = objects.manifest(manifest, version, obj_name, HISTORY_NS, {})
-                answers = {"create": call(self.cluster, "POST", resource.path(version, HISTORY_NS), body)}
+                answers = {
+                    "create": call(self.cluster, "POST", resource.path(version, HISTORY_NS), body)
+                }
                 if not answers["create"].ok:
-                    result.fail(f"{name}: cannot create an empty object at {version}: {answers['create'].message}")
+                    result.fail(
+                        f"{name}: cannot create an empty object at {version}: "
+                        + answers["create"].message
+                    )
                     continue
-                answers["get"] = call(self.cluster, "GET", resource.path(version, HISTORY_NS, obj_name))
+                answers["get"] = call(
+                    self.cluster, "GET", resource.path(version, HISTORY_NS, obj_name)
+                )
                 answers["list"] = call(self.cluster, "GET", resource.path(version, HISTORY_NS))
                 updated = answers["get"].body or {}
                 updated.setdefault("metadata", {}).setdefault("labels", {})["gate"] = "updated"
@@ -394,7 +405,9 @@ class GateRun:
                     for s in self.samples.get(name, [])
                     if s["apiVersion"].endswith(f"/{version}")
                 ]
-                bodies += objects.first_examples(entry, self.config.upgrade_objects, self.config.seed)
+                bodies += objects.first_examples(
+                    entry, self.config.upgrade_objects, self.config.seed
+                )
                 for body in bodies:
                     obj_name = self._name(f"r{release.index + 1}-{version}")
                     try:
@@ -406,9 +419,13 @@ class GateRun:
                         continue
                     if created is None:
                         continue
-                    record = Written(name, version, obj_name, HISTORY_NS if resource.namespaced else None)
+                    record = Written(
+                        name, version, obj_name, HISTORY_NS if resource.namespaced else None
+                    )
                     for other in release.served(name):
-                        got = call(self.cluster, "GET", resource.path(other, record.namespace, obj_name))
+                        got = call(
+                            self.cluster, "GET", resource.path(other, record.namespace, obj_name)
+                        )
                         if got.ok:
                             record.seen[other] = got.body
                     written.append(record)
@@ -435,7 +452,12 @@ class GateRun:
             return None
         if "status" in body and (entry.get("subresources") or {}).get("status") is not None:
             with_status = {**created.body, "status": body["status"]}
-            put = call(self.cluster, "PUT", resource.path(version, namespace, name) + "/status", with_status)
+            put = call(
+                self.cluster,
+                "PUT",
+                resource.path(version, namespace, name) + "/status",
+                with_status,
+            )
             if not put.ok:
                 self._count_refusal(put, "status ")
                 call(self.cluster, "DELETE", resource.path(version, namespace, name))
@@ -472,7 +494,9 @@ class GateRun:
             keys = self.cluster.etcd.list(f"/registry/{resource.group}/{resource.plural}/")
             behind = [k.key for k in keys if k.api_version != f"{resource.group}/{storage}"]
             if behind:
-                result.fail(f"{len(behind)} etcd keys still not at {storage} after migration", *behind)
+                result.fail(
+                    f"{len(behind)} etcd keys still not at {storage} after migration", *behind
+                )
                 continue
             patched = call(
                 self.cluster,
@@ -516,7 +540,9 @@ class GateRun:
                 self._round_trips(name, a, b)
 
     def pairs(self, name: str) -> list[str]:
-        return [f"{name} {a}->{b}" for a, b in itertools.permutations(self.candidate.served(name), 2)]
+        return [
+            f"{name} {a}->{b}" for a, b in itertools.permutations(self.candidate.served(name), 2)
+        ]
 
     def _round_trips(self, name: str, a: str, b: str) -> None:
         subject = f"{name} {a}->{b}"
@@ -548,12 +574,13 @@ class GateRun:
         for result in (round_trip, convertible):
             result.counts = dict(tally)
         if round_trip.passed:
-            round_trip.evidence = (
-                f"{tally['compared']} objects equal after {a}->{b}->{a}"
-                + (f" ({len(round_trip.allowed)} allowed differences)" if round_trip.allowed else "")
+            round_trip.evidence = f"{tally['compared']} objects equal after {a}->{b}->{a}" + (
+                f" ({len(round_trip.allowed)} allowed differences)" if round_trip.allowed else ""
             )
         if convertible.passed:
-            convertible.evidence = f"{tally['created']} objects valid at {a} read and written at {b}"
+            convertible.evidence = (
+                f"{tally['created']} objects valid at {a} read and written at {b}"
+            )
         for result in (round_trip, convertible):
             if tally["created"] == 0 and result.passed:
                 result.passed = False
@@ -626,7 +653,9 @@ class GateRun:
         read = call(self.cluster, "GET", resource.path(a, namespace, name))
         if not read.ok:
             intent = {k: v for k, v in body.items() if k != LABELS}
-            sent = objects.manifest(self.candidate.crds[self._crd_of(resource)], a, name, namespace, intent)
+            sent = objects.manifest(
+                self.candidate.crds[self._crd_of(resource)], a, name, namespace, intent
+            )
             return NotConvertible(
                 f"an object written at {a} cannot be read back at {a}: {read.message}",
                 [f"GET at {a}: {read.status} {read.message}"],
@@ -643,7 +672,9 @@ class GateRun:
         lost = [d for d in lost if not any(r.covers(d.path, a, b) for r in self.config.allow)]
         if lost:
             paths = ", ".join(sorted({d.path for d in lost}))
-            sent = objects.manifest(self.candidate.crds[self._crd_of(resource)], a, name, namespace, intent)
+            sent = objects.manifest(
+                self.candidate.crds[self._crd_of(resource)], a, name, namespace, intent
+            )
             return DataChanged(
                 f"written at {a}, read back at {a}: changed {paths}",
                 [d.describe() for d in lost],
@@ -678,9 +709,7 @@ class GateRun:
         found = diff.differences(
             diff.comparable(original), diff.comparable(back.body, ignore_annotations=(TOUCH,))
         )
-        excused = [
-            d for d in found if any(rule.covers(d.path, a, b) for rule in self.config.allow)
-        ]
+        excused = [d for d in found if any(rule.covers(d.path, a, b) for rule in self.config.allow)]
         result = self.result("round-trip", f"{self._crd_of(resource)} {a}->{b}")
         for d in excused:
             reason = next(r.reason for r in self.config.allow if r.covers(d.path, a, b))
@@ -752,7 +781,9 @@ class GateRun:
         else:
             latency = "no review seen"
         if problems:
-            result.fail(f"{len(problems)} misbehaving answers of {len(exchanges)}: {problems[0]}", *problems)
+            result.fail(
+                f"{len(problems)} misbehaving answers of {len(exchanges)}: {problems[0]}", *problems
+            )
         else:
             result.evidence = f"{len(exchanges)} reviews answered correctly; {latency}"
         result.details.insert(0, f"latency per review (through the proxy): {latency}")
@@ -769,7 +800,8 @@ class GateRun:
 def _conduct_problems(e, timeouts: dict[str, float]) -> list[str]:
     request = (e.request or {}).get("request") or {}
     uid = request.get("uid")
-    where = f"review {uid} ({len(request.get('objects') or [])} objects to {request.get('desiredAPIVersion')})"
+    count = len(request.get("objects") or [])
+    where = f"review {uid} ({count} objects to {request.get('desiredAPIVersion')})"
     if e.error:
         return [f"{where}: unreachable: {e.error}"]
     if e.status != 200:
@@ -782,7 +814,10 @@ def _conduct_problems(e, timeouts: dict[str, float]) -> list[str]:
     if e.seconds > timeouts.get(group, 10):
         problems.append(f"{where}: took {e.seconds:.1f}s, over the CRD's timeout")
     if answer.get("apiVersion") != (e.request or {}).get("apiVersion"):
-        problems.append(f"{where}: answered as {answer.get('apiVersion')}, asked as {e.request.get('apiVersion')}")
+        problems.append(
+            f"{where}: answered as {answer.get('apiVersion')}, "
+            f"asked as {e.request.get('apiVersion')}"
+        )
     response = answer["response"]
     if response.get("uid") != uid:
         problems.append(f"{where}: answered uid {response.get('uid')}")
@@ -794,12 +829,16 @@ def _conduct_problems(e, timeouts: dict[str, float]) -> list[str]:
     if len(got) != len(sent):
         problems.append(f"{where}: {len(sent)} objects sent, {len(got)} returned")
         return problems
-    for before, after in zip(sent, got):
+    for before, after in zip(sent, got, strict=True):
         if after.get("apiVersion") != request.get("desiredAPIVersion"):
             problems.append(f"{where}: an object came back at {after.get('apiVersion')}")
-        for d in diff.differences(before.get("metadata") or {}, after.get("metadata") or {}, "metadata"):
+        for d in diff.differences(
+            before.get("metadata") or {}, after.get("metadata") or {}, "metadata"
+        ):
             if not d.path.startswith(("metadata.labels", "metadata.annotations")):
-                problems.append(f"{where}: changed {d.describe()} (only labels and annotations may change)")
+                problems.append(
+                    f"{where}: changed {d.describe()} (only labels and annotations may change)"
+                )
     return problems
 
 

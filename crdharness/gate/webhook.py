@@ -84,12 +84,10 @@ class RecordingProxy:
             # delayed ACK of the headers, 40 ms per review.
             disable_nagle_algorithm = True
 
-            def do_POST(self):  # noqa: N802 (http.server's naming)
+            def do_POST(self):
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length)
-                headers = {
-                    k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP
-                }
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
                 status, headers, answer = proxy._forward(
                     self.path, body, headers, bool(self.headers.get(PROBE_HEADER))
                 )
@@ -107,7 +105,9 @@ class RecordingProxy:
         self.server.daemon_threads = True
         self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
         self.port = self.server.server_address[1]
-        self._thread = threading.Thread(target=self.server.serve_forever, name="gate-proxy", daemon=True)
+        self._thread = threading.Thread(
+            target=self.server.serve_forever, name="gate-proxy", daemon=True
+        )
         self._thread.start()
         self._session = threading.local()
 
@@ -306,7 +306,9 @@ class UserWebhook:
         if self.container is not None:
             from crdharness import images
 
-            out = images.docker("logs", "--tail", str(lines), self.container, check=False, timeout=30)
+            out = images.docker(
+                "logs", "--tail", str(lines), self.container, check=False, timeout=30
+            )
             return (out.stdout + out.stderr).strip()
         return "(a webhook the harness did not start)"
 

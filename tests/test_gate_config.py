@@ -1,0 +1,114 @@
+"""The gate file parser: good files load; every bad one is refused in one line that names
+the file, the line and the key."""
+
+from pathlib import Path
+
+import pytest
+
+from crdharness.gate.config import GateConfigError, fill_placeholders, load
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    (tmp_path / "crd.yaml").write_text("kind: CustomResourceDefinition\n")
+    path = tmp_path / "gate.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_a_full_file_loads(tmp_path):
+    (tmp_path / "ca.crt").write_text("x")
+    config = load(
+        write(
+            tmp_path,
+            """
+crds: [crd.yaml, [crd.yaml, crd.yaml]]
+webhook:
+  command: go run ./cmd --cert-dir={cert_dir} --port={port}
+  env: {KUBECONFIG: "{kubeconfig}"}
+  convert: [crontabs.example.com]
+  path: /convert
+generate: 7
+seed: 3
+allow:
+- {path: spec.legacy, between: [v1, v2], reason: dropped in v2 on purpose}
+kubernetes: [1.37, "1.36"]
+policy: {require_deprecation_before_removal: false}
+""",
+        )
+    )
+    assert [len(r) for r in config.crds] == [1, 2]
+    assert config.webhook.command == [
+        "go",
+        "run",
+        "./cmd",
+        "--cert-dir={cert_dir}",
+        "--port={port}",
+    ]
+    assert config.webhook.form == "command"
+    assert config.generate == 7 and config.seed == 3
+    assert config.kubernetes == ["1.37", "1.36"]  # a YAML float is read as the version string
+    assert config.allow[0].covers("spec.legacy.inner", "v2", "v1")
+    assert not config.allow[0].covers("spec.legacyx", "v1", "v2")
+    assert not config.allow[0].covers("spec.legacy", "v1", "v3")
+    assert config.require_deprecation_before_removal is False
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("", "the gate file is empty"),
+        ("crds: [crd.yaml]\n  bad: : indent", "not valid YAML"),
+        ("generate: 3\n", "crds: missing"),
+        ("crds: []\n", "crds: must be a non-empty list"),
+        ("crds: [missing.yaml]\n", "missing.yaml does not exist"),
+        ("crds: [crd.yaml]\ncrd: [x]\n", ":2: crd: unknown key (known: admission, allow, crds"),
+        ("crds: [crd.yaml]\nwebhook:\n  comand: x\n", ":3: webhook.comand: unknown key"),
+        (
+            "crds: [crd.yaml]\nwebhook: {port: 1}\n",
+            "webhook: needs exactly one of command, image, url",
+        ),
+        (
+            "crds: [crd.yaml]\nwebhook: {command: x, url: 'https://h'}\n",
+            "exactly one of command, image, url (found command, url)",
+        ),
+        ("crds: [crd.yaml]\nwebhook: {url: 'http://h'}\n", "webhook.url: must start with https://"),
+        ("crds: [crd.yaml]\nwebhook: {url: 'https://h'}\n", "webhook.ca: missing"),
+        ("crds: [crd.yaml]\nwebhook: {command: 'run --p={prot}'}\n", "unknown placeholder {prot}"),
+        ("crds: [crd.yaml]\nwebhook: {command: 'a \"b'}\n", "webhook.command: cannot split"),
+        (
+            "crds: [crd.yaml]\nwebhook: {command: x, path: convert}\n",
+            "webhook.path: must start with /",
+        ),
+        ("crds: [crd.yaml]\ngenerate: many\n", ":2: generate: must be a int, not 'many'"),
+        ("crds: [crd.yaml]\ngenerate: -1\n", "generate: must be 0 or more"),
+        ("crds: [crd.yaml]\nallow: [{path: a, between: [v1]}]\n", "allow[0].reason: missing"),
+        (
+            "crds: [crd.yaml]\nallow: [{path: a, between: [v1, v1], reason: r}]\n",
+            "allow[0].between: must name two different versions",
+        ),
+        ("crds: [crd.yaml]\nallow: [{path: a, between: [v1, v2], reason: ' '}]\n", "must say why"),
+        ("crds: [crd.yaml]\npolicy: {strict: true}\n", "policy.strict: unknown key"),
+        ("- crd.yaml\n", "(top): must be a mapping"),
+    ],
+)
+def test_a_bad_file_is_refused_in_one_line(tmp_path, text, expected):
+    path = write(tmp_path, text)
+    with pytest.raises(GateConfigError) as raised:
+        load(path)
+    message = str(raised.value)
+    assert "\n" not in message
+    assert message.startswith(str(path))
+    assert expected in message
+
+
+def test_a_missing_file_is_one_line(tmp_path):
+    with pytest.raises(GateConfigError, match=r"cannot read the gate file"):
+        load(tmp_path / "nope.yaml")
+
+
+def test_placeholders_are_filled_and_braces_escape():
+    values = {"port": "9443", "cert_dir": "/c"}
+    assert fill_placeholders("--port={port} --dir={cert_dir}", values) == "--port=9443 --dir=/c"
+    assert fill_placeholders("${{HOME}}/x", values) == "${HOME}/x"
+    with pytest.raises(GateConfigError, match="unknown placeholder"):
+        fill_placeholders("{port!r}", values)

@@ -1,0 +1,229 @@
+"""The gate's pure parts: the clientConfig rewrite, the JSON-path diff, version priority,
+schema translation for generation, the check plan, and conduct judgement."""
+
+import copy
+
+from crdharness.gate import diff, manifests, objects, plan
+from crdharness.gate.config import GateConfig, WebhookSpec
+from crdharness.gate.manifests import Release
+from crdharness.gate.scenario import _conduct_problems, default_warning, priority
+from crdharness.gate.webhook import Exchange
+
+CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "things.example.com"},
+    "spec": {
+        "group": "example.com",
+        "names": {"plural": "things", "kind": "Thing"},
+        "versions": [
+            {"name": "v1", "served": True, "storage": True},
+            {"name": "v2", "served": True, "storage": False},
+        ],
+        "conversion": {
+            "strategy": "Webhook",
+            "webhook": {
+                "conversionReviewVersions": ["v1"],
+                "clientConfig": {
+                    "service": {"namespace": "system", "name": "hook", "path": "/convert"},
+                    "caBundle": "b2xk",
+                },
+            },
+        },
+    },
+}
+
+
+def test_the_rewrite_keeps_the_service_path_and_sets_the_ca():
+    pointed = manifests.point_conversion(CRD, "https://127.0.0.1:5000", "bmV3", WebhookSpec())
+    config = pointed["spec"]["conversion"]["webhook"]["clientConfig"]
+    assert config == {"url": "https://127.0.0.1:5000/convert", "caBundle": "bmV3"}
+    assert CRD["spec"]["conversion"]["webhook"]["clientConfig"]["service"]["name"] == "hook"
+
+
+def test_the_rewrite_keeps_a_urls_path():
+    crd = copy.deepcopy(CRD)
+    crd["spec"]["conversion"]["webhook"]["clientConfig"] = {"url": "https://hook:443/v/convert"}
+    pointed = manifests.point_conversion(crd, "https://127.0.0.1:1", "Y2E=", WebhookSpec())
+    assert pointed["spec"]["conversion"]["webhook"]["clientConfig"]["url"] == (
+        "https://127.0.0.1:1/v/convert"
+    )
+
+
+def test_a_crd_without_conversion_gets_one_only_when_declared():
+    crd = copy.deepcopy(CRD)
+    del crd["spec"]["conversion"]
+    untouched = manifests.point_conversion(crd, "https://127.0.0.1:1", "Y2E=", WebhookSpec())
+    assert "conversion" not in untouched["spec"]
+    spec = WebhookSpec(convert=["things.example.com"], path="/c", review_versions=["v1"])
+    pointed = manifests.point_conversion(crd, "https://127.0.0.1:1", "Y2E=", spec)
+    assert pointed["spec"]["conversion"] == {
+        "strategy": "Webhook",
+        "webhook": {
+            "conversionReviewVersions": ["v1"],
+            "clientConfig": {"url": "https://127.0.0.1:1/c", "caBundle": "Y2E="},
+        },
+    }
+
+
+def test_admission_configurations_are_pointed_hook_by_hook():
+    configuration = {
+        "kind": "ValidatingWebhookConfiguration",
+        "webhooks": [
+            {"name": "a", "clientConfig": {"service": {"name": "s", "path": "/validate-a"}}},
+            {"name": "b", "clientConfig": {"service": {"name": "s", "path": "/validate-b"}}},
+        ],
+    }
+    pointed = manifests.point_admission(configuration, "https://127.0.0.1:9", "Y2E=", None)
+    assert [h["clientConfig"]["url"] for h in pointed["webhooks"]] == [
+        "https://127.0.0.1:9/validate-a",
+        "https://127.0.0.1:9/validate-b",
+    ]
+
+
+def test_the_diff_names_each_path_lost_changed_or_added():
+    before = {"spec": {"a": 1, "list": [{"n": "x"}, {"n": "y"}]}, "status": {"conditions": [{}]}}
+    after = {"spec": {"a": 1.0, "list": [{"n": "x"}, {"n": "z"}], "b": True}}
+    found = {d.path: d.change for d in diff.differences(before, after)}
+    assert found == {"status": "lost", "spec.list[1].n": "changed", "spec.b": "added"}
+    assert diff.differences({"x": True}, {"x": 1}) != []  # true is not 1 in JSON
+
+
+def test_comparable_drops_what_every_write_changes():
+    obj = {
+        "apiVersion": "example.com/v1",
+        "metadata": {
+            "name": "n",
+            "resourceVersion": "9",
+            "managedFields": [],
+            "annotations": {"t": "1"},
+        },
+    }
+    assert diff.comparable(obj, ignore_annotations=("t",)) == {"metadata": {"name": "n"}}
+
+
+def test_priority_orders_versions_as_the_documentation_does():
+    declared = ["foo10", "v11beta2", "v1", "v12alpha1", "v3beta1", "foo1", "v10beta3", "v11alpha2"]
+    documented = [
+        "v1",
+        "v11beta2",
+        "v10beta3",
+        "v3beta1",
+        "v12alpha1",
+        "v11alpha2",
+        "foo1",
+        "foo10",
+    ]
+    assert sorted(declared, key=priority, reverse=True) == documented
+
+
+def test_the_default_deprecation_text_names_a_replacement_above_it():
+    versions = [
+        {"name": "v1alpha1", "served": True, "deprecated": True},
+        {"name": "v1beta1", "served": True},
+        {"name": "v1", "served": True},
+    ]
+    assert (
+        default_warning("g", "v1alpha1", "K", versions) == "g/v1alpha1 K is deprecated; use g/v1 K"
+    )
+    assert default_warning("g", "v1", "K", versions) == "g/v1 K is deprecated"
+
+
+def test_generation_schema_follows_kubernetes_rules():
+    schema = objects.json_schema(
+        {
+            "type": "object",
+            "properties": {
+                "n": {"type": "integer", "format": "int32"},
+                "ios": {"x-kubernetes-int-or-string": True},
+                "open": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                "maybe": {"type": "string", "nullable": True, "format": "byte"},
+            },
+        }
+    )
+    assert schema["additionalProperties"] is False  # unknown fields would be pruned
+    assert schema["properties"]["n"]["maximum"] == 2**31 - 1
+    assert {s["type"] for s in schema["properties"]["ios"]["anyOf"]} == {"integer", "string"}
+    assert "x-kubernetes-preserve-unknown-fields" not in schema["properties"]["open"]
+    assert schema["properties"]["maybe"]["type"] == ["string", "null"]
+    assert "format" not in schema["properties"]["maybe"]
+
+
+def test_generated_objects_repeat_for_a_seed():
+    version = {
+        "schema": {"openAPIV3Schema": {"type": "object", "properties": {"a": {"type": "string"}}}}
+    }
+    assert objects.first_examples(version, 5, 1) == objects.first_examples(version, 5, 1)
+    assert objects.first_examples(version, 5, 1) != objects.first_examples(version, 5, 2)
+
+
+def release(index: int, versions: list[dict]) -> Release:
+    crd = copy.deepcopy(CRD)
+    crd["spec"]["versions"] = versions
+    return Release(index, f"r{index}", {"things.example.com": crd})
+
+
+def test_the_plan_names_every_check_the_history_calls_for():
+    history = [
+        release(0, [{"name": "v1alpha1", "served": True, "storage": True}]),
+        release(
+            1,
+            [
+                {"name": "v1alpha1", "served": True, "storage": False, "deprecated": True},
+                {"name": "v1", "served": True, "storage": True},
+            ],
+        ),
+        release(2, [{"name": "v1", "served": True, "storage": True}]),
+    ]
+    config = GateConfig(source=None, crds=[], webhook=WebhookSpec(command=["x"]))
+    ids = [c.test_id for c in plan.plan(config, history)]
+    assert ids == [
+        "install[release 1]",
+        "install[release 2]",
+        "install[release 3]",
+        "upgrade[release 1->2]",
+        "migration[release 2]",
+        "upgrade[release 2->3]",
+        "migration[release 2->3]",
+        "deprecation[release 2->3]",
+        "deprecation[release 2]",
+        "schemas-vs-strategy[things.example.com]",
+        "webhook-conduct[webhook]",
+    ]
+
+
+def review(objects_in, answer_objects, **response):
+    request = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "ConversionReview",
+        "request": {"uid": "u1", "desiredAPIVersion": "example.com/v2", "objects": objects_in},
+    }
+    answer = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "ConversionReview",
+        "response": {
+            "uid": "u1",
+            "result": {"status": "Success"},
+            "convertedObjects": answer_objects,
+            **response,
+        },
+    }
+    return Exchange("/convert", request, 200, answer, 0.01)
+
+
+def test_conduct_accepts_a_correct_answer_and_names_each_misdeed():
+    sent = [{"apiVersion": "example.com/v1", "metadata": {"name": "a", "uid": "1"}}]
+    good = [
+        {
+            "apiVersion": "example.com/v2",
+            "metadata": {"name": "a", "uid": "1", "labels": {"x": "y"}},
+        }
+    ]
+    assert _conduct_problems(review(sent, good), {}) == []
+    renamed = [{"apiVersion": "example.com/v2", "metadata": {"name": "b", "uid": "1"}}]
+    assert "changed metadata.name" in _conduct_problems(review(sent, renamed), {})[0]
+    assert "answered uid u2" in _conduct_problems(review(sent, good, uid="u2"), {})[0]
+    assert "1 objects sent, 0 returned" in _conduct_problems(review(sent, []), {})[0]
+    slow = review(sent, good)
+    slow.seconds = 3
+    assert "over the CRD's timeout" in _conduct_problems(slow, {"example.com": 2})[0]
