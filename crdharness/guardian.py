@@ -2,8 +2,9 @@
 
 The test process starts it in a session of its own and keeps a pipe to its stdin open. It
 tells the guardian what to clean (``watch <pid> <start time>``, ``group <pid> <start time>``
-for a whole process group, ``remove <path>``, ``container <name>``), and ``release`` when it has cleaned up itself. If the pipe closes without ``release`` — the test
-process was killed — the guardian stops the watched processes and removes the paths.
+for a whole process group, ``remove <path>``, ``container <name>``), and ``release`` when it
+has cleaned up itself. If the pipe closes without ``release`` — the test process was killed —
+the guardian stops the watched processes and removes the paths.
 """
 
 from __future__ import annotations
