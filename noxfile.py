@@ -86,6 +86,18 @@ def tests(session: nox.Session) -> None:
 
 
 @nox.session
+def gate(session: nox.Session) -> None:
+    """The upgrade gate on your own CRDs and webhook:
+    `nox -s gate -- path/to/gate.yaml [--cluster=...] [-- pytest arguments]`."""
+    if not session.posargs:
+        session.error("name the gate file: nox -s gate -- path/to/gate.yaml")
+    _install(session)
+    if _backend(session) == "local":
+        _prepare_binaries(session)
+    session.run("python", "-m", "crdharness", "gate", *session.posargs)
+
+
+@nox.session
 def image(session: nox.Session) -> None:
     """Build the webhook image (and, where no registry answers, a local Debian base)."""
     _install(session)
@@ -150,6 +162,7 @@ def bench(session: nox.Session) -> None:
     session.run("python", "-m", "benchmarks.scaling")
     session.run("python", "-m", "benchmarks.scaling", "--no-watch-cache")
     session.run("python", "-m", "benchmarks.suite")
+    session.run("python", "-m", "benchmarks.gate")
     session.run("python", "-m", "benchmarks.report")
 
 

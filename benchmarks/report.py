@@ -119,6 +119,17 @@ def soak(data) -> list[str]:
     ]
 
 
+def gate(data) -> list[str]:
+    phases = sorted({k for r in data["runs"] for k in r["seconds"]})
+    rows = [[r["wall_seconds"], *(r["seconds"].get(p, "") for p in phases)] for r in data["runs"]]
+    return [
+        f"Two-version CRD with a webhook, `generate: {data['generate']}` per version: median "
+        f"**{data['wall_seconds_median']} s** wall time for `python -m crdharness gate`.",
+        "",
+        *_table(["wall s", *phases], rows),
+    ]
+
+
 SECTIONS = (
     ("Control plane", "control_plane", control_plane),
     ("Whole e2e suite", "suite", suite),
@@ -130,6 +141,7 @@ SECTIONS = (
     ("Reliability: back-to-back runs", "reliability-repeat", repeat),
     ("Reliability: interrupts", "reliability-interrupt", interrupt),
     ("Webhook soak", "webhook-soak", soak),
+    ("Upgrade gate", "gate", gate),
 )
 
 

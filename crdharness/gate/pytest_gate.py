@@ -7,6 +7,7 @@ brings the cluster, ``--cluster``, ``--keep-cluster`` and the failure bundle).
 from __future__ import annotations
 
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,10 +82,14 @@ def gate_run(cluster, request: pytest.FixtureRequest, tmp_path_factory):
     setup: GateSetup = request.config._gate
     webhook = None
     try:
+        started = time.perf_counter()
         if any(manifests.uses_webhook(r, setup.config.webhook) for r in setup.releases):
             webhook = _start_webhook(setup, cluster, tmp_path_factory.mktemp("gate-webhook"))
+        webhook_seconds = round(time.perf_counter() - started, 2)
         _apply_admission(setup, cluster, webhook)
         run = GateRun(cluster, setup.config, setup.releases, setup.samples, _report, webhook)
+        run.timings["control plane ready"] = cluster.details.get("start_to_ready_seconds")
+        run.timings["webhook ready"] = webhook_seconds
         request.config._gate_run = run
         yield run
     except HarnessError as exc:
@@ -174,6 +179,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
         kubernetes,
         dict(run.refused),
         notes,
+        run.timings,
     )
     terminalreporter.section("crdharness upgrade gate")
     for line in report.table(list(run.results.values()), kubernetes):

@@ -37,6 +37,7 @@ def write(
     kubernetes: str,
     refused: dict[str, int],
     notes: list[str],
+    timings: dict[str, float] | None = None,
 ) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     failing_dir = directory / "objects"
@@ -59,6 +60,7 @@ def write(
                 "checks": [r.as_json() for r in results],
                 "refused_objects": refused,
                 "notes": notes,
+                "seconds": timings or {},
             },
             indent=2,
         )

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import itertools
 import statistics
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -120,6 +121,7 @@ class GateRun:
         self._names = itertools.count()
         self.history_completed = False
         self.refused = Counter()  # why generated objects were refused, over the whole run
+        self.timings: dict[str, float] = {}  # seconds per phase (and set-up steps), for the report
 
     @property
     def candidate(self) -> Release:
@@ -135,7 +137,13 @@ class GateRun:
         if phase in self._phases_done:
             return
         self._phases_done.add(phase)
-        {"history": self._history, "candidate": self._candidate, "conduct": self._conduct}[phase]()
+        started = time.perf_counter()
+        try:
+            {"history": self._history, "candidate": self._candidate, "conduct": self._conduct}[
+                phase
+            ]()
+        finally:
+            self.timings[phase] = round(time.perf_counter() - started, 2)
 
     def _name(self, prefix: str) -> str:
         return f"{prefix}-{next(self._names)}"
@@ -551,6 +559,7 @@ class GateRun:
         manifest = self.candidate.crds[name]
         entry = next(v for v in self.candidate.versions(name) if v["name"] == a)
         tally = Counter()
+        started = time.perf_counter()
         self.report(f"gate: {subject}: round trips ({self.config.generate} generated objects)")
 
         def attempt(body: dict, ignore: set[str]) -> None:
@@ -573,6 +582,7 @@ class GateRun:
             ignore.add(failure.check)
         for result in (round_trip, convertible):
             result.counts = dict(tally)
+        self.timings[f"round trips {subject}"] = round(time.perf_counter() - started, 2)
         if round_trip.passed:
             round_trip.evidence = f"{tally['compared']} objects equal after {a}->{b}->{a}" + (
                 f" ({len(round_trip.allowed)} allowed differences)" if round_trip.allowed else ""

@@ -1,0 +1,84 @@
+"""How long the upgrade gate takes, and where the time goes.
+
+The issue's reference case: a two-version CRD with a conversion webhook (the documented
+CronTab and crdconvert, run as the user's ``command``) and ``generate: N`` objects per
+version (100 by default), on the local backend with cached binaries. Runs the gate as a user
+does (``python -m crdharness gate``) ``--runs`` times; writes ``artifacts/bench/gate.json``.
+
+    python -m benchmarks.gate [--runs 3] [--generate 100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "artifacts" / "bench"
+EXAMPLE = ROOT / "examples" / "gate" / "crontab-webhook"
+
+
+def one_run(generate: int, directory: Path) -> dict:
+    gate_file = directory / "gate.yaml"
+    webhook = (EXAMPLE / "gate.yaml").read_text().split("webhook:", 1)[1].split("generate:")[0]
+    gate_file.write_text(f"crds: [{EXAMPLE / 'crd.yaml'}]\nwebhook:{webhook}generate: {generate}\n")
+    artifacts = directory / "artifacts"
+    started = time.perf_counter()
+    result = subprocess.run(
+        [sys.executable, "-m", "crdharness", "gate", str(gate_file), "--artifacts", str(artifacts)],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
+    )
+    wall = time.perf_counter() - started
+    report = json.loads((artifacts / "report.json").read_text())
+    return {
+        "wall_seconds": round(wall, 1),
+        "exit": result.returncode,
+        "verdict": report["verdict"],
+        "seconds": report["seconds"],
+        "objects_compared": sum(
+            c["counts"].get("compared", 0) for c in report["checks"] if c["check"] == "round-trip"
+        ),
+        "reviews": next(
+            (
+                c["counts"].get("reviews")
+                for c in report["checks"]
+                if c["check"] == "webhook-conduct"
+            ),
+            None,
+        ),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--generate", type=int, default=100)
+    args = parser.parse_args()
+    runs = []
+    for i in range(args.runs):
+        with tempfile.TemporaryDirectory(prefix="bench-gate-") as directory:
+            runs.append(one_run(args.generate, Path(directory)))
+        print(f"run {i + 1}: {runs[-1]['wall_seconds']} s, {runs[-1]['verdict']}", flush=True)
+    data = {
+        "generate": args.generate,
+        "runs": runs,
+        "wall_seconds_median": statistics.median(r["wall_seconds"] for r in runs),
+    }
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / "gate.json").write_text(json.dumps(data, indent=2))
+    print(json.dumps(data, indent=2))
+    if any(r["exit"] != 0 for r in runs):
+        raise SystemExit("the reference gate did not pass: see the runs above")
+
+
+if __name__ == "__main__":
+    main()
