@@ -129,24 +129,66 @@ def test_the_default_deprecation_text_names_a_replacement_above_it():
     assert default_warning("g", "v1", "K", versions) == "g/v1 K is deprecated"
 
 
-def test_generation_schema_follows_kubernetes_rules():
-    schema = objects.json_schema(
-        {
-            "type": "object",
-            "properties": {
-                "n": {"type": "integer", "format": "int32"},
-                "ios": {"x-kubernetes-int-or-string": True},
-                "open": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
-                "maybe": {"type": "string", "nullable": True, "format": "byte"},
+def test_generated_values_follow_the_structural_schema():
+    import re
+
+    schema = {
+        "type": "object",
+        "required": ["n", "code", "items", "kind"],
+        "properties": {
+            "n": {"type": "integer", "format": "int32", "minimum": 3},
+            "ios": {"x-kubernetes-int-or-string": True},
+            "maybe": {"type": "string", "nullable": True},
+            "kind": {"type": "string", "enum": ["A", "B"]},
+            "code": {"type": "string", "pattern": "^[a-z]{2}-[0-9]+$"},
+            "items": {
+                "type": "array",
+                "minItems": 1,
+                "x-kubernetes-list-type": "map",
+                "x-kubernetes-list-map-keys": ["name"],
+                "items": {
+                    "type": "object",
+                    "required": ["name"],
+                    "properties": {"name": {"type": "string", "maxLength": 3}},
+                },
             },
+        },
+    }
+    version = {
+        "schema": {
+            "openAPIV3Schema": {
+                "type": "object",
+                "properties": {"spec": schema},
+                "required": ["spec"],
+            }
         }
+    }
+    for body in objects.first_examples(version, 60, 0):
+        spec = body["spec"]
+        assert 3 <= spec["n"] < 2**31
+        assert spec["kind"] in ("A", "B")
+        assert re.fullmatch("[a-z]{2}-[0-9]+", spec["code"])
+        names = [i["name"] for i in spec["items"]]
+        assert names and len(names) == len(set(names)) and all(len(n) <= 3 for n in names)
+        assert isinstance(spec.get("ios", 0), (int, str))
+        assert spec.get("maybe", "") is None or isinstance(spec.get("maybe", ""), str)
+        assert set(spec) <= set(schema["properties"])  # nothing the server would prune
+
+
+def test_deep_optional_fields_stop_at_a_depth():
+    node = {"type": "object", "properties": {"leaf": {"type": "string"}}}
+    for _ in range(8):
+        node = {"type": "object", "properties": {"next": node}}
+    version = {"schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": node}}}}
+
+    def depth(value) -> int:
+        return (
+            1 + max((depth(v) for v in value.values()), default=0) if isinstance(value, dict) else 0
+        )
+
+    assert (
+        max(depth(b) for b in objects.first_examples(version, 40, 0)) <= objects.OPTIONAL_DEPTH + 1
     )
-    assert schema["additionalProperties"] is False  # unknown fields would be pruned
-    assert schema["properties"]["n"]["maximum"] == 2**31 - 1
-    assert {s["type"] for s in schema["properties"]["ios"]["anyOf"]} == {"integer", "string"}
-    assert "x-kubernetes-preserve-unknown-fields" not in schema["properties"]["open"]
-    assert schema["properties"]["maybe"]["type"] == ["string", "null"]
-    assert "format" not in schema["properties"]["maybe"]
 
 
 def test_generated_objects_repeat_for_a_seed():

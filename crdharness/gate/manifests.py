@@ -116,9 +116,12 @@ def samples_by_crd(paths: list[Path], releases: list[Release]) -> dict[str, list
             spec = crd["spec"]
             by_group_kind[(spec["group"], spec["names"]["kind"])] = name
     samples: dict[str, list[dict]] = {}
+    named = {path for path in paths if not path.is_dir()}
     for file, doc in documents(paths):
         group = str(doc.get("apiVersion", "")).rpartition("/")[0]
         crd = by_group_kind.get((group, doc.get("kind")))
+        if crd is None and file not in named:
+            continue  # a directory also holds other things (kustomization.yaml, ...)
         if crd is None:
             raise HarnessError(
                 f"{file}: sample {doc.get('apiVersion')} {doc.get('kind')} is not served by "

@@ -1,117 +1,141 @@
 """Objects to write: the user's samples, and objects generated from a version's
-``openAPIV3Schema`` with hypothesis-jsonschema (seeded, so a run can be repeated, and shrunk
-to a minimal object when one fails a check).
+``openAPIV3Schema`` (seeded, so a run can be repeated, and shrunk to a minimal object when
+one fails a check).
 
-Kubernetes schemas are OpenAPI v3 with extensions; ``json_schema`` turns one into the JSON
-Schema the generator understands. What the generator cannot know (CEL rules, formats the API
-server checks differently) produces objects the API server refuses: the gate counts those as
-refused input, never as findings.
+Generation uses hypothesis's own strategies, built straight from the structural schema.
+Written here rather than taken from hypothesis-jsonschema: that library rebuilds its
+strategy for a sub-schema on every draw, which never finishes on real CRDs (a CronJob embeds
+a whole PodTemplateSpec), and it no longer works with current hypothesis. Structural schemas
+are a small subset of JSON Schema (a type on every node, properties, items,
+additionalProperties, enum, bounds, pattern, a few extensions), so the mapping is short.
+What a schema says only in CEL rules, ``allOf``/``anyOf``/``not`` or formats the API server
+checks differently produces objects the API server refuses: the gate counts those as refused
+input, never as findings.
 """
 
 from __future__ import annotations
 
 import copy
+import re
 
 from hypothesis import strategies as st
 
 INT64 = 2**53  # JSON numbers beyond this lose precision in some clients; stay inside
 INT32 = 2**31
 # Keep generated objects small: big ones test the generator, not the conversion.
-MAX_ITEMS = 4
-MAX_PROPERTIES = 4
+EXTRA_ITEMS = 3  # items beyond minItems
+EXTRA_LENGTH = 20  # characters beyond minLength
+OPTIONAL_DEPTH = 4  # below this depth only required fields are generated
 TOP_LEVEL = ("apiVersion", "kind", "metadata")
+KEYS = st.text("abcdefghijklmnopqrstuvwxyz0123456789-", min_size=1, max_size=8)
 
 
-def json_schema(schema: dict) -> dict:
-    """A JSON Schema for values valid under Kubernetes structural ``schema``."""
-    schema = copy.deepcopy(schema or {})
-    return _convert(schema)
+def strategy(schema: dict, depth: int = 0) -> st.SearchStrategy:
+    """Values valid (as far as the structure says) under structural ``schema``."""
+    values = _values(schema or {}, depth)
+    if schema.get("nullable"):
+        values = st.none() | values
+    return values
 
 
-def _convert(node: dict) -> dict:
-    if not isinstance(node, dict):
-        return node
-    out = {k: v for k, v in node.items() if not k.startswith("x-kubernetes-")}
-    for key in ("description", "example", "externalDocs", "default"):
-        out.pop(key, None)
-    if node.get("x-kubernetes-int-or-string"):
-        out.pop("type", None)
-        return {
-            "anyOf": [
-                {"type": "integer", "minimum": -INT32, "maximum": INT32},
-                {"type": "string", "maxLength": 20},
-            ]
-        }
-    if "properties" in out:
-        out["properties"] = {k: _convert(v) for k, v in out["properties"].items()}
-    if isinstance(out.get("additionalProperties"), dict):
-        out["additionalProperties"] = _convert(out["additionalProperties"])
-    if "items" in out:
-        out["items"] = _convert(out["items"])
-    for key in ("allOf", "anyOf", "oneOf"):
-        if key in out:
-            out[key] = [_convert(s) for s in out[key]]
-    if "not" in out:
-        out["not"] = _convert(out["not"])
-    kind = out.get("type")
+def _values(schema: dict, depth: int) -> st.SearchStrategy:
+    if "enum" in schema:
+        return st.sampled_from(schema["enum"])
+    if schema.get("x-kubernetes-int-or-string"):
+        return st.integers(-INT32, INT32 - 1) | _strings(schema)
+    kind = schema.get("type")
     if kind == "object":
-        preserve = node.get("x-kubernetes-preserve-unknown-fields")
-        if "properties" in out and "additionalProperties" not in out and not preserve:
-            out["additionalProperties"] = False  # unknown fields would be pruned anyway
-        out.setdefault("maxProperties", max(MAX_PROPERTIES, len(out.get("required", []))))
-        if not out.get("properties") and "additionalProperties" not in out:
-            out["additionalProperties"] = {
-                "type": ["string", "integer", "boolean"],
-                "maxLength": 20,
-            }
-    elif kind == "array":
-        out.setdefault("maxItems", max(MAX_ITEMS, out.get("minItems", 0)))
-    elif kind == "integer":
-        bound = INT32 if node.get("format") == "int32" else INT64
-        out.setdefault("minimum", -bound)
-        out.setdefault("maximum", bound - 1)
-    elif kind == "number":
-        out.setdefault("minimum", -1e15)
-        out.setdefault("maximum", 1e15)
-    elif kind == "string":
-        out.setdefault("maxLength", 40)
-    if node.get("nullable") and kind:
-        out["type"] = [kind, "null"]
-    out.pop("nullable", None)
-    if "format" in out and out["format"] not in (
-        "date-time",
-        "date",
-        "email",
-        "ipv4",
-        "ipv6",
-        "uuid",
-        "hostname",
-    ):
-        out.pop("format")
-    return out
+        return _objects(schema, depth)
+    if kind == "array":
+        items = strategy(schema.get("items") or {}, depth + 1)
+        low = schema.get("minItems", 0)
+        high = min(schema.get("maxItems", low + EXTRA_ITEMS), low + EXTRA_ITEMS)
+        unique = schema.get("x-kubernetes-list-type") == "set"
+        keys = schema.get("x-kubernetes-list-map-keys")
+        if keys:  # a map list: its keys identify each item
+            return st.lists(
+                items,
+                min_size=low,
+                max_size=high,
+                unique_by=lambda i: tuple(str(i.get(k)) for k in keys),
+            )
+        return st.lists(items, min_size=low, max_size=high, unique=unique)
+    if kind == "string":
+        return _strings(schema)
+    if kind == "integer":
+        bound = INT32 if schema.get("format") == "int32" else INT64
+        low, high = _bounds(schema, -bound, bound - 1, step=1)
+        return st.integers(low, high)
+    if kind == "number":
+        low, high = _bounds(schema, -1e15, 1e15, step=0)
+        return st.floats(low, high, allow_nan=False, allow_infinity=False)
+    if kind == "boolean":
+        return st.booleans()
+    # No type: only x-kubernetes-preserve-unknown-fields or x-kubernetes-embedded-resource.
+    return st.dictionaries(KEYS, st.text(max_size=8) | st.integers(-100, 100), max_size=2)
+
+
+def _objects(schema: dict, depth: int) -> st.SearchStrategy:
+    properties = schema.get("properties") or {}
+    if properties:
+        required = set(schema.get("required") or [])
+        must = {k: strategy(v, depth + 1) for k, v in properties.items() if k in required}
+        may = (
+            {k: strategy(v, depth + 1) for k, v in properties.items() if k not in required}
+            if depth < OPTIONAL_DEPTH
+            else {}
+        )
+        return st.fixed_dictionaries(must, optional=may)
+    extra = schema.get("additionalProperties")
+    if isinstance(extra, dict):
+        return st.dictionaries(KEYS, strategy(extra, depth + 1), max_size=3)
+    if schema.get("x-kubernetes-preserve-unknown-fields"):
+        return _values({}, depth)
+    return st.just({})  # no fields declared: the API server would prune any we made up
+
+
+def _strings(schema: dict) -> st.SearchStrategy:
+    low = schema.get("minLength", 0)
+    high = min(schema.get("maxLength", low + EXTRA_LENGTH), low + EXTRA_LENGTH)
+    pattern = schema.get("pattern")
+    if pattern:
+        try:
+            re.compile(pattern)
+        except re.error:  # a Go-only regular expression: any text (the server may refuse)
+            return st.text(min_size=low, max_size=high)
+        return st.from_regex(pattern, fullmatch=True).filter(
+            lambda t: low <= len(t) <= max(high, low + 200)
+        )
+    if schema.get("format") == "date-time":
+        return st.datetimes(timezones=st.just(__import__("datetime").timezone.utc)).map(
+            lambda d: d.replace(microsecond=0).isoformat().replace("+00:00", "Z")
+        )
+    return st.text(min_size=low, max_size=high)
+
+
+def _bounds(schema: dict, low, high, step):
+    if "minimum" in schema:
+        low = schema["minimum"] + (step if schema.get("exclusiveMinimum") else 0)
+    if "maximum" in schema:
+        high = schema["maximum"] - (step if schema.get("exclusiveMaximum") else 0)
+    return low, high
 
 
 def body_schema(version: dict) -> dict:
     """The generable part of an object at ``version``: every top-level field but
     apiVersion, kind and metadata (``spec``, ``status``, or the fields themselves)."""
     root = (version.get("schema") or {}).get("openAPIV3Schema") or {"type": "object"}
-    root = json_schema(root)
     properties = {k: v for k, v in (root.get("properties") or {}).items() if k not in TOP_LEVEL}
     required = [k for k in root.get("required", []) if k not in TOP_LEVEL]
-    return {
-        "type": "object",
-        "properties": properties,
-        "required": required,
-        "additionalProperties": False,
-    }
+    return {"type": "object", "properties": properties, "required": required}
 
 
 def bodies(version: dict) -> st.SearchStrategy[dict]:
-    """A hypothesis strategy of object bodies valid (as far as JSON Schema can say) at
-    ``version``."""
-    from hypothesis_jsonschema import from_schema
-
-    return from_schema(body_schema(version))
+    """Object bodies valid (as far as the schema's structure says) at ``version``."""
+    schema = body_schema(version)
+    if not schema["properties"]:
+        return st.just({})
+    return _objects(schema, 0)
 
 
 def manifest(crd: dict, version: str, name: str, namespace: str | None, body: dict) -> dict:

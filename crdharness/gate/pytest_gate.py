@@ -180,6 +180,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
         dict(run.refused),
         notes,
         run.timings,
+        run.refused_examples,
     )
     terminalreporter.section("crdharness upgrade gate")
     for line in report.table(list(run.results.values()), kubernetes):

@@ -38,6 +38,7 @@ def write(
     refused: dict[str, int],
     notes: list[str],
     timings: dict[str, float] | None = None,
+    refused_examples: dict[str, str] | None = None,
 ) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     failing_dir = directory / "objects"
@@ -59,6 +60,7 @@ def write(
                 "kubernetes": kubernetes,
                 "checks": [r.as_json() for r in results],
                 "refused_objects": refused,
+                "refused_examples": refused_examples or {},
                 "notes": notes,
                 "seconds": timings or {},
             },
@@ -87,7 +89,10 @@ def write(
                 ]
     if refused:
         md += ["", "## Objects refused before any check (not findings)", ""]
-        md += [f"- {why}: {count}" for why, count in sorted(refused.items())]
+        for why, count in sorted(refused.items()):
+            md.append(f"- {why}: {count}")
+            if why in (refused_examples or {}):
+                md.append(f"  - for example: {refused_examples[why]}")
     if notes:
         md += ["", "## Notes", "", *[f"- {n}" for n in notes]]
     (directory / "report.md").write_text("\n".join(md) + "\n")
