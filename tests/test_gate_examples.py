@@ -135,3 +135,14 @@ def test_removing_a_version_still_stored_shows_the_servers_422(tmp_path):
     )
     assert any("must remain in spec.versions" in line for line in migration["details"])
     assert "install[release 3]" in failed(report)
+
+
+@pytest.mark.container
+def test_the_reference_webhook_from_its_image_passes(tmp_path):
+    from crdharness import images
+
+    code, report, output = gate(tmp_path, "crontab-image/gate.yaml")
+    assert code == 0, output[-3000:]
+    assert checks(report)["webhook-conduct[webhook]"]["counts"]["reviews"] > 0
+    left = images.docker("ps", "-aq", "--filter", "label=crdharness=webhook").stdout.split()
+    assert left == [], "the gate's webhook container outlived the run"
