@@ -86,6 +86,27 @@ def test_strategy_none_with_a_renamed_field_fails_the_schema_check(tmp_path):
     )
 
 
+def test_status_written_through_the_subresource_survives_a_faithful_webhook(tmp_path):
+    code, report, output = gate(tmp_path, "backup-webhook/gate.yaml")
+    assert code == 0, output[-3000:]
+    assert (
+        checks(report)["round-trip[backups.gate.example.com v1->v1alpha1]"]["counts"]["compared"]
+        > 0
+    )
+
+
+def test_a_webhook_that_drops_status_conditions_fails_and_names_them(tmp_path):
+    code, report, _ = gate(tmp_path, "backup-webhook/gate-drops-conditions.yaml")
+    assert code != 0
+    assert failed(report) == {
+        "round-trip[backups.gate.example.com v1->v1alpha1]",
+        "round-trip[backups.gate.example.com v1alpha1->v1]",
+    }
+    # v1 is stored: a spec update at v1alpha1 loses the conditions written at v1.
+    spec_update = checks(report)["round-trip[backups.gate.example.com v1->v1alpha1]"]
+    assert "v1->v1alpha1->v1 changed status.conditions" in spec_update["evidence"]
+
+
 @pytest.fixture(scope="module")
 def agnhost_binary() -> Path:
     # Built from the same Kubernetes module as kube-apiserver (seconds with a warm module cache).

@@ -33,6 +33,13 @@ def parse_args(argv=None) -> argparse.Namespace:
         help=f"misbehave on purpose, for tests (repeatable): {', '.join(NAMES)}",
     )
     parser.add_argument(
+        "--identity",
+        action="append",
+        default=[],
+        metavar="KIND",
+        help="also convert KIND (in any group) by changing only apiVersion (repeatable)",
+    )
+    parser.add_argument(
         "--fault-control",
         action="store_true",
         help="allow changing fault modes at run time (PUT a JSON list to /control/faults)",
@@ -62,6 +69,8 @@ async def serve(args: argparse.Namespace) -> None:
     registry = crontab.register(Registry())
     # The simplest converter of all, for CRDs whose versions share one schema (kind Passthrough).
     registry.add_identity(ANY_GROUP, "Passthrough")
+    for kind in args.identity:
+        registry.add_identity(ANY_GROUP, kind)
     app = ConversionApp(
         registry,
         path=args.path,
