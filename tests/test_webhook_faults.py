@@ -174,3 +174,28 @@ def test_mutate_kind_and_invalid_label():
 def test_http_404():
     status, _, _ = answer_with("http-404")
     assert status == 404
+
+
+def test_drop_field_removes_a_path_from_every_converted_object():
+    _, payload, record = answer_with("drop-field=port", "drop-field=metadata.labels.keep")
+    converted = objects(payload)
+    assert all("port" not in o and o["host"] for o in converted)
+    assert record["faults"] == ["drop-field=port", "drop-field=metadata.labels.keep"]
+
+
+def test_drop_field_needs_a_path():
+    with pytest.raises(faults.UnknownFault):
+        faults.Faults.parse(["drop-field="])
+
+
+def test_identity_kinds_convert_by_apiversion_only():
+    from crdconvert.__main__ import parse_args
+
+    args = parse_args(["--tls-cert", "c", "--tls-key", "k", "--identity", "Backup"])
+    assert args.identity == ["Backup"]
+    registry = crontab.register(Registry())
+    registry.add_identity("*", "Backup")
+    backup = {"apiVersion": "g.example.com/v1alpha1", "kind": "Backup", "metadata": {"name": "b"}}
+    backup["status"] = {"conditions": [{"type": "Ready"}]}
+    converted = registry.convert(backup, "g.example.com/v1")
+    assert converted == {**backup, "apiVersion": "g.example.com/v1"}
