@@ -108,7 +108,12 @@ def main(argv: list[str] | None = None) -> int:
     down = commands.add_parser("down", help="stop kept clusters")
     down.add_argument("workspaces", nargs="*")
     down.set_defaults(run=_down)
-    args = parser.parse_args(argv)
+    # Everything after `--` is for pytest (`gate`); argparse loses it under subcommands.
+    argv = list(sys.argv[1:] if argv is None else argv)
+    passed_on = argv[argv.index("--") + 1 :] if "--" in argv else []
+    args = parser.parse_args(argv[: argv.index("--")] if "--" in argv else argv)
+    if hasattr(args, "pytest_args"):
+        args.pytest_args = [*args.pytest_args, *passed_on]
     try:
         status = args.run(args)
     except HarnessError as exc:

@@ -112,3 +112,35 @@ def test_placeholders_are_filled_and_braces_escape():
     assert fill_placeholders("${{HOME}}/x", values) == "${HOME}/x"
     with pytest.raises(GateConfigError, match="unknown placeholder"):
         fill_placeholders("{port!r}", values)
+
+
+def test_the_command_runs_pytest_once_per_kubernetes_version(tmp_path, monkeypatch):
+    from crdharness import cli
+    from crdharness.gate import cli as gate_cli
+
+    path = write(tmp_path, "crds: [crd.yaml]\nkubernetes: ['1.36', '1.37']\n")
+    runs = []
+    monkeypatch.setattr(gate_cli.pytest, "main", lambda argv: runs.append(argv) or 0)
+    assert (
+        cli.main(["gate", str(path), "--artifacts", str(tmp_path / "out"), "--", "-k", "install"])
+        == 0
+    )
+    assert [[a for a in argv if a.startswith("--k8s-version")] for argv in runs] == [
+        ["--k8s-version=1.36"],
+        ["--k8s-version=1.37"],
+    ]
+    assert f"--gate-artifacts={tmp_path / 'out' / 'k8s-1.36'}" in runs[0]
+    assert runs[1][-2:] == ["-k", "install"]
+
+
+def test_the_command_answers_a_bad_file_in_one_line(tmp_path, capsys):
+    from crdharness import cli
+
+    path = write(tmp_path, "crds: [crd.yaml]\nwebhook: {comand: x}\n")
+    assert cli.main(["gate", str(path)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert (
+        err
+        == f"crdharness: error: {path}:2: webhook.comand: unknown key (known: "
+        + err.split("(known: ")[1]
+    )
