@@ -144,3 +144,11 @@ def test_the_command_answers_a_bad_file_in_one_line(tmp_path, capsys):
         == f"crdharness: error: {path}:2: webhook.comand: unknown key (known: "
         + err.split("(known: ")[1]
     )
+
+
+def test_the_command_refuses_xdist_workers_in_one_line(tmp_path, capsys):
+    from crdharness import cli
+
+    path = write(tmp_path, "crds: [crd.yaml]\n")
+    assert cli.main(["gate", str(path), "--", "-n", "2"]) == 1
+    assert "drop -n" in capsys.readouterr().err

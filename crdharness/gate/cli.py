@@ -28,6 +28,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     config = gate_config.load(args.gate_file)  # a bad file fails here, in one line
+    if any(a == "-n" or a.startswith(("-n", "--numprocesses")) for a in args.pytest_args):
+        # The checks share one scenario on one cluster (history, then candidate): split
+        # over workers, each would replay it all and none would hold the whole report.
+        raise HarnessError("the gate runs its checks in order on one cluster: drop -n")
     versions = [args.k8s_version] if args.k8s_version else (config.kubernetes or [None])
     status = 0
     for version in versions:
