@@ -107,6 +107,14 @@ def test_a_webhook_that_drops_status_conditions_fails_and_names_them(tmp_path):
     assert "v1->v1alpha1->v1 changed status.conditions" in spec_update["evidence"]
 
 
+def test_objects_refused_by_the_users_admission_webhook_are_counted_not_findings(tmp_path):
+    code, report, output = gate(tmp_path, "admission/gate.yaml")
+    assert code == 0, output[-3000:]
+    refused = report["refused_objects"].get("refused by an admission webhook", 0)
+    assert refused > 0
+    assert "spec.size" in report["refused_examples"]["refused by an admission webhook"]
+
+
 @pytest.fixture(scope="module")
 def agnhost_binary() -> Path:
     # Built from the same Kubernetes module as kube-apiserver (seconds with a warm module cache).

@@ -83,7 +83,8 @@ def gate_run(cluster, request: pytest.FixtureRequest, tmp_path_factory):
     webhook = None
     try:
         started = time.perf_counter()
-        if any(manifests.uses_webhook(r, setup.config.webhook) for r in setup.releases):
+        converts = any(manifests.uses_webhook(r, setup.config.webhook) for r in setup.releases)
+        if converts or setup.admission:
             webhook = _start_webhook(setup, cluster, tmp_path_factory.mktemp("gate-webhook"))
         webhook_seconds = round(time.perf_counter() - started, 2)
         _apply_admission(setup, cluster, webhook)
@@ -105,7 +106,8 @@ def _start_webhook(setup: GateSetup, cluster, directory: Path):
     spec = setup.config.webhook
     if spec is None:
         raise HarnessError(
-            "a release uses conversion strategy Webhook, but the gate file has no `webhook:`"
+            "a release uses conversion strategy Webhook (or `admission:` is given), but the "
+            "gate file has no `webhook:` saying how to run it"
         )
     if not cluster.reaches_host_loopback:
         raise HarnessError(
@@ -116,7 +118,7 @@ def _start_webhook(setup: GateSetup, cluster, directory: Path):
     path, desired = _probe_target(setup)
     webhook = UserWebhook(spec, directory, cluster.kubeconfig, setup.config.root).launch()
     try:
-        _report(f"gate: waiting for the webhook ({spec.form}) at {path}")
+        _report(f"gate: waiting for the webhook ({spec.form}) at {path or '/'}")
         webhook.wait_ready(path, desired)
     except BaseException:
         webhook.stop()
@@ -124,9 +126,9 @@ def _start_webhook(setup: GateSetup, cluster, directory: Path):
     return webhook
 
 
-def _probe_target(setup: GateSetup) -> tuple[str, str]:
+def _probe_target(setup: GateSetup) -> tuple[str | None, str | None]:
     """The path and a desired version for a readiness review: the candidate's first webhook
-    CRD, as the API server will call it."""
+    CRD, as the API server will call it. (None, None) for a webhook serving only admission."""
     spec = setup.config.webhook
     for release in reversed(setup.releases):
         for crd in release.crds.values():
@@ -137,7 +139,7 @@ def _probe_target(setup: GateSetup) -> tuple[str, str]:
 
                 path = urlsplit(hook["clientConfig"]["url"]).path
                 return path, f"{crd['spec']['group']}/{release.storage(crd['metadata']['name'])}"
-    return spec.path, "example.com/v1"
+    return None, None
 
 
 def _apply_admission(setup: GateSetup, cluster, webhook) -> None:

@@ -312,13 +312,23 @@ class UserWebhook:
             return (out.stdout + out.stderr).strip()
         return "(a webhook the harness did not start)"
 
-    def wait_ready(self, path: str, desired_api_version: str) -> None:
-        """Until the webhook answers an (empty) ConversionReview at ``path`` with its uid."""
+    def wait_ready(self, path: str | None, desired_api_version: str | None = None) -> None:
+        """Until the webhook answers an (empty) ConversionReview at ``path`` with its uid;
+        with no ``path`` (it serves only admission), until it answers HTTPS at all."""
         assert self.proxy is not None, "launch() first"
 
         def answers() -> bool:
             if not self.running():
                 raise HarnessError(f"the webhook exited before it was ready: {self.log_tail(5)}")
+            if path is None:  # any answer from the webhook; 502 is the proxy's "unreachable"
+                response = requests.post(
+                    self.proxy.url + "/",
+                    data=b"{}",
+                    headers={PROBE_HEADER: "1", "Content-Type": "application/json"},
+                    verify=str(self.ca.cert_path),
+                    timeout=10,
+                )
+                return response.status_code != 502
             uid = str(uuid.uuid4())
             review = {
                 "apiVersion": "apiextensions.k8s.io/v1",
@@ -334,7 +344,9 @@ class UserWebhook:
             )
             return response.status_code == 200 and response.json()["response"]["uid"] == uid
 
-        what = f"the webhook ({self.spec.form}) to answer a ConversionReview at {path}"
+        what = f"the webhook ({self.spec.form}) to answer " + (
+            f"a ConversionReview at {path}" if path else "HTTPS"
+        )
         wait_for(answers, self.spec.ready_timeout, what, interval=0.2, fatal=(HarnessError,))
 
     def stop(self) -> None:
