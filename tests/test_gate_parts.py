@@ -35,7 +35,9 @@ CRD = {
 
 
 def test_the_rewrite_keeps_the_service_path_and_sets_the_ca():
-    pointed = manifests.point_conversion(CRD, "https://127.0.0.1:5000", "bmV3", WebhookSpec())
+    pointed = manifests.point_conversion(
+        CRD, manifests.url_reach("https://127.0.0.1:5000", "bmV3"), WebhookSpec()
+    )
     config = pointed["spec"]["conversion"]["webhook"]["clientConfig"]
     assert config == {"url": "https://127.0.0.1:5000/convert", "caBundle": "bmV3"}
     assert CRD["spec"]["conversion"]["webhook"]["clientConfig"]["service"]["name"] == "hook"
@@ -44,7 +46,9 @@ def test_the_rewrite_keeps_the_service_path_and_sets_the_ca():
 def test_the_rewrite_keeps_a_urls_path():
     crd = copy.deepcopy(CRD)
     crd["spec"]["conversion"]["webhook"]["clientConfig"] = {"url": "https://hook:443/v/convert"}
-    pointed = manifests.point_conversion(crd, "https://127.0.0.1:1", "Y2E=", WebhookSpec())
+    pointed = manifests.point_conversion(
+        crd, manifests.url_reach("https://127.0.0.1:1", "Y2E="), WebhookSpec()
+    )
     assert pointed["spec"]["conversion"]["webhook"]["clientConfig"]["url"] == (
         "https://127.0.0.1:1/v/convert"
     )
@@ -53,10 +57,14 @@ def test_the_rewrite_keeps_a_urls_path():
 def test_a_crd_without_conversion_gets_one_only_when_declared():
     crd = copy.deepcopy(CRD)
     del crd["spec"]["conversion"]
-    untouched = manifests.point_conversion(crd, "https://127.0.0.1:1", "Y2E=", WebhookSpec())
+    untouched = manifests.point_conversion(
+        crd, manifests.url_reach("https://127.0.0.1:1", "Y2E="), WebhookSpec()
+    )
     assert "conversion" not in untouched["spec"]
     spec = WebhookSpec(convert=["things.example.com"], path="/c", review_versions=["v1"])
-    pointed = manifests.point_conversion(crd, "https://127.0.0.1:1", "Y2E=", spec)
+    pointed = manifests.point_conversion(
+        crd, manifests.url_reach("https://127.0.0.1:1", "Y2E="), spec
+    )
     assert pointed["spec"]["conversion"] == {
         "strategy": "Webhook",
         "webhook": {
@@ -74,7 +82,9 @@ def test_admission_configurations_are_pointed_hook_by_hook():
             {"name": "b", "clientConfig": {"service": {"name": "s", "path": "/validate-b"}}},
         ],
     }
-    pointed = manifests.point_admission(configuration, "https://127.0.0.1:9", "Y2E=", None)
+    pointed = manifests.point_admission(
+        configuration, manifests.url_reach("https://127.0.0.1:9", "Y2E="), None
+    )
     assert [h["clientConfig"]["url"] for h in pointed["webhooks"]] == [
         "https://127.0.0.1:9/validate-a",
         "https://127.0.0.1:9/validate-b",
@@ -269,3 +279,79 @@ def test_conduct_accepts_a_correct_answer_and_names_each_misdeed():
     slow = review(sent, good)
     slow.seconds = 3
     assert "over the CRD's timeout" in _conduct_problems(slow, {"example.com": 2})[0]
+
+
+def test_on_kind_the_users_image_runs_behind_a_service(tmp_path):
+    import base64
+
+    from crdharness import certs
+    from crdharness.gate import kind_webhook
+
+    spec = WebhookSpec(
+        image="example.com/conv:1",
+        port=9443,
+        cert_dir="/certs",
+        args=["--cert-dir={cert_dir}", "--port={port}"],
+        env={"TLS": "{tls_cert}"},
+    )
+    ca = certs.CertificateAuthority(tmp_path)
+    serving = ca.issue_server("s", kind_webhook.SERVICE_HOST)
+    docs = {d["kind"]: d for d in kind_webhook.manifests(spec, serving, ca.pem)}
+    pod = docs["Deployment"]["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    assert container["image"] == "example.com/conv:1"
+    assert container["args"] == ["--cert-dir=/certs", "--port=9443"]
+    assert container["env"] == [{"name": "TLS", "value": "/certs/tls.crt"}]
+    assert container["volumeMounts"][0]["mountPath"] == "/certs"
+    assert pod["volumes"][0]["secret"]["secretName"] == docs["Secret"]["metadata"]["name"]
+    assert base64.b64decode(docs["Secret"]["data"]["tls.key"]) == serving.key.read_bytes()
+    assert docs["Service"]["spec"]["ports"][0] == {
+        "name": "webhook",
+        "port": 443,
+        "targetPort": "webhook",
+    }
+    pointed = manifests.point_conversion(CRD, kind_webhook.service_reach(ca.bundle_b64), spec)
+    assert pointed["spec"]["conversion"]["webhook"]["clientConfig"] == {
+        "service": {
+            "namespace": "crdharness-gate",
+            "name": "gate-webhook",
+            "path": "/convert",
+            "port": 443,
+        },
+        "caBundle": ca.bundle_b64,
+    }
+
+
+def test_on_kind_what_the_gate_runs_is_load_apply_and_rollout(tmp_path):
+    import yaml
+
+    from crdharness.gate.kind_webhook import KindUserWebhook
+
+    class Cluster:
+        calls: list = []  # noqa: RUF012 (a recorder)
+
+        def kubectl(self, *args, input=None, check=True):
+            self.calls.append((args, yaml.safe_load_all(input) if input else None))
+            return type("Done", (), {"returncode": 0, "stdout": "", "stderr": ""})()
+
+    loaded = []
+    cluster = Cluster()
+    spec = WebhookSpec(image="example.com/conv:1", ready_timeout=60)
+    hook = KindUserWebhook(spec, tmp_path, cluster, lambda image, d: loaded.append(image))
+    hook.launch().wait_ready("/convert")
+    hook.stop()
+    assert loaded == ["example.com/conv:1"]
+    verbs = [args[0] for args, _ in cluster.calls]
+    assert verbs == ["apply", "rollout", "delete"]
+    assert cluster.calls[1][0][:3] == ("rollout", "status", "deployment/gate-webhook")
+    assert "--timeout=60s" in cluster.calls[1][0]
+
+
+def test_on_kind_a_command_webhook_is_refused_in_one_line(tmp_path):
+    import pytest
+
+    from crdharness.errors import HarnessError
+    from crdharness.gate.kind_webhook import KindUserWebhook
+
+    with pytest.raises(HarnessError, match="give `image:`"):
+        KindUserWebhook(WebhookSpec(command=["x"]), tmp_path, None, None)

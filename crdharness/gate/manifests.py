@@ -9,6 +9,7 @@ the gate runs.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from crdharness.errors import HarnessError
 CRD_API = "apiextensions.k8s.io/v1"
 ADMISSION_KINDS = ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")
 SUFFIXES = (".yaml", ".yml", ".json")
+Reach = Callable[[str], dict]  # webhook path -> clientConfig
 
 
 def documents(paths: list[Path]) -> list[tuple[Path, dict]]:
@@ -141,13 +143,11 @@ def _relative(path: Path, root: Path) -> str:
 # -- reaching the webhook ------------------------------------------------------------------
 
 
-def point_conversion(crd: dict, url: str, ca_bundle: str, spec) -> dict:
-    """A copy of ``crd`` whose conversion webhook is ``url`` + the path its manifest names.
-
-    ``url`` is the webhook's base (``https://127.0.0.1:PORT``). A Service's ``path`` is
-    kept; a manifest without a conversion stanza gets one when ``spec.convert`` names it
-    (the kustomize patch the user applies at deploy time).
-    """
+def point_conversion(crd: dict, reach: Reach, spec) -> dict:
+    """A copy of ``crd`` whose conversion webhook is the gate's, at the path its manifest
+    names. ``reach(path)`` is the clientConfig (a URL or a Service, with the caBundle). A
+    manifest without a conversion stanza gets one when ``spec.convert`` names it (the
+    kustomize patch the user applies at deploy time)."""
     pointed = copy.deepcopy(crd)
     conversion = pointed["spec"].get("conversion")
     if conversion is None and spec is not None and crd["metadata"]["name"] in spec.convert:
@@ -159,20 +159,24 @@ def point_conversion(crd: dict, url: str, ca_bundle: str, spec) -> dict:
         return pointed
     webhook = conversion.setdefault("webhook", {})
     webhook.setdefault("conversionReviewVersions", list(spec.review_versions) if spec else ["v1"])
-    webhook["clientConfig"] = client_config(webhook.get("clientConfig") or {}, url, ca_bundle, spec)
+    webhook["clientConfig"] = client_config(webhook.get("clientConfig") or {}, reach, spec)
     return pointed
 
 
-def point_admission(configuration: dict, url: str, ca_bundle: str, spec) -> dict:
+def point_admission(configuration: dict, reach: Reach, spec) -> dict:
     pointed = copy.deepcopy(configuration)
     for hook in pointed.get("webhooks") or []:
-        hook["clientConfig"] = client_config(hook.get("clientConfig") or {}, url, ca_bundle, spec)
+        hook["clientConfig"] = client_config(hook.get("clientConfig") or {}, reach, spec)
     return pointed
 
 
-def client_config(original: dict, url: str, ca_bundle: str, spec=None) -> dict:
-    """``{url, caBundle}`` reaching the gate's webhook at the path the original named
-    (a Service's ``path``, or a URL's path), else the configured default path."""
+def client_config(original: dict, reach: Reach, spec=None) -> dict:
+    """The clientConfig reaching the gate's webhook at the path the original named (a
+    Service's ``path``, or a URL's path), else the configured default path."""
+    return reach(webhook_path(original, spec))
+
+
+def webhook_path(original: dict, spec=None) -> str:
     path = None
     if "service" in original:
         path = original["service"].get("path")
@@ -180,8 +184,12 @@ def client_config(original: dict, url: str, ca_bundle: str, spec=None) -> dict:
         from urllib.parse import urlsplit
 
         path = urlsplit(original["url"]).path or None
-    path = path or (spec.path if spec is not None else "/")
-    return {"url": url.rstrip("/") + path, "caBundle": ca_bundle}
+    return path or (spec.path if spec is not None else "/")
+
+
+def url_reach(base_url: str, ca_bundle: str) -> Reach:
+    """Reach a webhook by URL (the local backend: the recording proxy on 127.0.0.1)."""
+    return lambda path: {"url": base_url.rstrip("/") + path, "caBundle": ca_bundle}
 
 
 def uses_webhook(release: Release, spec) -> bool:

@@ -109,14 +109,20 @@ def _start_webhook(setup: GateSetup, cluster, directory: Path):
             "a release uses conversion strategy Webhook (or `admission:` is given), but the "
             "gate file has no `webhook:` saying how to run it"
         )
-    if not cluster.reaches_host_loopback:
-        raise HarnessError(
-            f"--cluster={cluster.backend}: the API server cannot reach a webhook on this "
-            "machine's loopback; the gate runs user webhooks on --cluster=local (or existing, "
-            "with a url: it can reach)"
-        )
     path, desired = _probe_target(setup)
-    webhook = UserWebhook(spec, directory, cluster.kubeconfig, setup.config.root).launch()
+    if cluster.reaches_host_loopback:
+        webhook = UserWebhook(spec, directory, cluster.kubeconfig, setup.config.root)
+    else:  # kind: the API server runs in a container; the image goes behind a Service
+        from crdharness import kind
+        from crdharness.gate.kind_webhook import KindUserWebhook
+
+        def load(image: str, where: Path) -> str:
+            return kind.load_image(
+                cluster.details["kind"], cluster.details["kind_name"], image, where
+            )
+
+        webhook = KindUserWebhook(spec, directory, cluster, load)
+    webhook.launch()
     try:
         _report(f"gate: waiting for the webhook ({spec.form}) at {path or '/'}")
         webhook.wait_ready(path, desired)
@@ -132,12 +138,10 @@ def _probe_target(setup: GateSetup) -> tuple[str | None, str | None]:
     spec = setup.config.webhook
     for release in reversed(setup.releases):
         for crd in release.crds.values():
-            pointed = manifests.point_conversion(crd, "https://x", "", spec)
+            pointed = manifests.point_conversion(crd, lambda path: {"path": path}, spec)
             hook = (pointed["spec"].get("conversion") or {}).get("webhook")
             if hook:
-                from urllib.parse import urlsplit
-
-                path = urlsplit(hook["clientConfig"]["url"]).path
+                path = hook["clientConfig"]["path"]
                 return path, f"{crd['spec']['group']}/{release.storage(crd['metadata']['name'])}"
     return None, None
 
@@ -148,9 +152,7 @@ def _apply_admission(setup: GateSetup, cluster, webhook) -> None:
     if webhook is None:
         raise HarnessError("admission: needs a webhook: section (the process that serves it)")
     for configuration in setup.admission:
-        pointed = manifests.point_admission(
-            configuration, webhook.proxy.url, webhook.ca.bundle_b64, setup.config.webhook
-        )
+        pointed = manifests.point_admission(configuration, webhook.reach, setup.config.webhook)
         kind = "validating" if configuration["kind"].startswith("Validating") else "mutating"
         answer = cluster.http.post(
             f"/apis/admissionregistration.k8s.io/v1/{kind}webhookconfigurations", json=pointed

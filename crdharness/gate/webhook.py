@@ -27,6 +27,7 @@ import requests
 from crdharness import certs, ports
 from crdharness.errors import HarnessError
 from crdharness.gate.config import WebhookSpec, fill_placeholders
+from crdharness.gate.manifests import url_reach
 from crdharness.guardian import Guardian
 from crdharness.polling import wait_for
 from crdharness.processes import ManagedProcess, identity
@@ -179,6 +180,11 @@ class UserWebhook:
         self.proxy: RecordingProxy | None = None
         self.ca = certs.CertificateAuthority(directory)
         self.log_path = directory / "webhook.log"
+
+    def reach(self, path: str) -> dict:
+        """The clientConfig by which the API server reaches this webhook at ``path``."""
+        assert self.proxy is not None, "launch() first"
+        return url_reach(self.proxy.url, self.ca.bundle_b64)(path)
 
     # -- launching -------------------------------------------------------------------------
 
