@@ -4,9 +4,10 @@ schema translation for generation, the check plan, and conduct judgement."""
 import copy
 
 from crdharness.gate import diff, manifests, objects, plan
+from crdharness.gate.conduct import conduct_problems
 from crdharness.gate.config import GateConfig, WebhookSpec
+from crdharness.gate.deprecation import default_warning, priority
 from crdharness.gate.manifests import Release
-from crdharness.gate.scenario import _conduct_problems, default_warning, priority
 from crdharness.gate.webhook import Exchange
 
 CRD = {
@@ -271,14 +272,14 @@ def test_conduct_accepts_a_correct_answer_and_names_each_misdeed():
             "metadata": {"name": "a", "uid": "1", "labels": {"x": "y"}},
         }
     ]
-    assert _conduct_problems(review(sent, good), {}) == []
+    assert conduct_problems(review(sent, good), {}) == []
     renamed = [{"apiVersion": "example.com/v2", "metadata": {"name": "b", "uid": "1"}}]
-    assert "changed metadata.name" in _conduct_problems(review(sent, renamed), {})[0]
-    assert "answered uid u2" in _conduct_problems(review(sent, good, uid="u2"), {})[0]
-    assert "1 objects sent, 0 returned" in _conduct_problems(review(sent, []), {})[0]
+    assert "changed metadata.name" in conduct_problems(review(sent, renamed), {})[0]
+    assert "answered uid u2" in conduct_problems(review(sent, good, uid="u2"), {})[0]
+    assert "1 objects sent, 0 returned" in conduct_problems(review(sent, []), {})[0]
     slow = review(sent, good)
     slow.seconds = 3
-    assert "over the CRD's timeout" in _conduct_problems(slow, {"example.com": 2})[0]
+    assert "over the CRD's timeout" in conduct_problems(slow, {"example.com": 2})[0]
 
 
 def test_on_kind_the_users_image_runs_behind_a_service(tmp_path):

@@ -27,6 +27,7 @@ EXTRA_ITEMS = 3  # items beyond minItems
 EXTRA_LENGTH = 20  # characters beyond minLength
 OPTIONAL_DEPTH = 4  # below this depth only required fields are generated
 TOP_LEVEL = ("apiVersion", "kind", "metadata")
+LABELS = "__labels__"  # a sample's labels travel in its body under this key
 KEYS = st.text("abcdefghijklmnopqrstuvwxyz0123456789-", min_size=1, max_size=8)
 
 
@@ -156,7 +157,7 @@ def sample_body(sample: dict) -> dict:
     labels = (sample.get("metadata") or {}).get("labels")
     body = {k: copy.deepcopy(v) for k, v in sample.items() if k not in TOP_LEVEL}
     if labels:
-        body["__labels__"] = dict(labels)
+        body[LABELS] = dict(labels)
     return body
 
 

@@ -77,7 +77,7 @@ def _report(line: str) -> None:
 
 @pytest.fixture(scope="session")
 def gate_run(cluster, request: pytest.FixtureRequest, tmp_path_factory):
-    from crdharness.gate.scenario import GateRun
+    from crdharness.gate.run import GateRun
 
     setup: GateSetup = request.config._gate
     webhook = None

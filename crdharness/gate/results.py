@@ -64,3 +64,26 @@ class CheckResult:
         for title, obj in self.objects[:3]:
             lines += [f"--- {title}", yaml.safe_dump(obj, sort_keys=False).rstrip()]
         return "\n".join(lines)
+
+
+class RoundTripFailure(Exception):
+    """Raised inside a hypothesis run so it shrinks the object to a minimal one. One class
+    per check: hypothesis shrinks a failure only to examples failing the same way."""
+
+    check = ""
+
+    def __init__(self, evidence: str, details: list[str], shown: list):
+        super().__init__(evidence)
+        self.evidence, self.details, self.shown = evidence, details, shown
+
+    @property
+    def size(self) -> int:
+        return len(repr(self.shown[0][1])) if self.shown else 0
+
+
+class NotConvertible(RoundTripFailure):
+    check = "convertibility"
+
+
+class DataChanged(RoundTripFailure):
+    check = "round-trip"

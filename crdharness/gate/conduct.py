@@ -1,0 +1,101 @@
+"""Check *webhook-conduct*: judge each ConversionReview answer the recording proxy kept
+(on time, the right uid and review version, every object back at the desired version, no
+metadata changed but labels and annotations) and report the webhook's latency.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from crdharness.gate import diff
+
+
+class ConductCheck:
+    """``GateRun``'s conduct phase."""
+
+    def _conduct(self) -> None:
+        result = self.result("webhook-conduct", "webhook")
+        if self.webhook is None:
+            result.evidence = "no conversion webhook in this history"
+            return
+        if self.webhook.proxy is None:
+            result.passed = None
+            result.evidence = (
+                "not proven: the API server calls the webhook through its Service here, "
+                "without the gate's recording proxy (run the gate on --cluster=local for this)"
+            )
+            return
+        exchanges = [e for e in self.webhook.proxy.exchanges if e.kind == "ConversionReview"]
+        timeouts = self._timeouts()
+        problems = []
+        for e in exchanges:
+            problems += conduct_problems(e, timeouts)
+        latencies = sorted(e.seconds for e in exchanges)
+        result.counts = {"reviews": len(exchanges)}
+        if latencies:
+            p50 = statistics.median(latencies) * 1000
+            p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1000
+            result.counts |= {"p50_ms": round(p50, 2), "p99_ms": round(p99, 2)}
+            latency = f"p50 {p50:.1f} ms, p99 {p99:.1f} ms"
+        else:
+            latency = "no review seen"
+        if problems:
+            result.fail(
+                f"{len(problems)} misbehaving answers of {len(exchanges)}: {problems[0]}", *problems
+            )
+        else:
+            result.evidence = f"{len(exchanges)} reviews answered correctly; {latency}"
+        result.details.insert(0, f"latency per review (through the proxy): {latency}")
+
+    def _timeouts(self) -> dict[str, float]:
+        out = {}
+        for release in self.releases:
+            for manifest in release.crds.values():
+                hook = (manifest["spec"].get("conversion") or {}).get("webhook") or {}
+                out[manifest["spec"]["group"]] = float(hook.get("timeoutSeconds", 10))
+        return out
+
+
+def conduct_problems(e, timeouts: dict[str, float]) -> list[str]:
+    request = (e.request or {}).get("request") or {}
+    uid = request.get("uid")
+    count = len(request.get("objects") or [])
+    where = f"review {uid} ({count} objects to {request.get('desiredAPIVersion')})"
+    if e.error:
+        return [f"{where}: unreachable: {e.error}"]
+    if e.status != 200:
+        return [f"{where}: HTTP {e.status}"]
+    answer = e.answer if isinstance(e.answer, dict) else None
+    if answer is None or not isinstance(answer.get("response"), dict):
+        return [f"{where}: the answer is not a ConversionReview with a response: {e.answer_text!r}"]
+    problems = []
+    group = str(request.get("desiredAPIVersion", "")).partition("/")[0]
+    if e.seconds > timeouts.get(group, 10):
+        problems.append(f"{where}: took {e.seconds:.1f}s, over the CRD's timeout")
+    if answer.get("apiVersion") != (e.request or {}).get("apiVersion"):
+        problems.append(
+            f"{where}: answered as {answer.get('apiVersion')}, "
+            f"asked as {e.request.get('apiVersion')}"
+        )
+    response = answer["response"]
+    if response.get("uid") != uid:
+        problems.append(f"{where}: answered uid {response.get('uid')}")
+    status = (response.get("result") or {}).get("status")
+    if status != "Success":
+        return problems  # a refusal is judged by convertibility, not here
+    sent = request.get("objects") or []
+    got = response.get("convertedObjects") or []
+    if len(got) != len(sent):
+        problems.append(f"{where}: {len(sent)} objects sent, {len(got)} returned")
+        return problems
+    for before, after in zip(sent, got, strict=True):
+        if after.get("apiVersion") != request.get("desiredAPIVersion"):
+            problems.append(f"{where}: an object came back at {after.get('apiVersion')}")
+        for d in diff.differences(
+            before.get("metadata") or {}, after.get("metadata") or {}, "metadata"
+        ):
+            if not d.path.startswith(("metadata.labels", "metadata.annotations")):
+                problems.append(
+                    f"{where}: changed {d.describe()} (only labels and annotations may change)"
+                )
+    return problems

@@ -1,0 +1,110 @@
+"""Check *deprecation*: deprecated versions answer with the ``Warning`` header the API
+server promises, and no version is unserved or removed without having been deprecated first.
+"""
+
+from __future__ import annotations
+
+from crdharness.gate import objects
+from crdharness.gate.api import Resource, call
+from crdharness.gate.history import HISTORY_NS
+from crdharness.gate.manifests import Release
+
+
+def default_warning(group: str, version: str, kind: str, versions: list[dict]) -> str:
+    """The API server's text for a deprecated version without ``deprecationWarning``: it
+    names the highest-priority served, non-deprecated version above it, if there is one
+    (apiextensions-apiserver's defaultDeprecationWarning)."""
+    text = f"{group}/{version} {kind} is deprecated"
+    newer = [
+        v["name"]
+        for v in versions
+        if v.get("served") and not v.get("deprecated") and priority(v["name"]) > priority(version)
+    ]
+    if newer:
+        text += f"; use {group}/{max(newer, key=priority)} {kind}"
+    return text
+
+
+def priority(version: str) -> tuple:
+    """Kubernetes version priority as a sortable key: v2 > v1 > v1beta2 > v1beta1 >
+    v1alpha1 > anything else (those by name, the first alphabetically highest)."""
+    import re
+
+    match = re.fullmatch(r"v(\d+)(?:(alpha|beta)(\d+))?", version)
+    if not match:
+        return (0, 0, 0, (*(-ord(c) for c in version), 1))  # 1 ends it: "foo1" > "foo10"
+    major, stage, minor = match.groups()
+    rank = {"alpha": 1, "beta": 2, None: 3}[stage]
+    return (1, rank, int(major), int(minor or 0)) if stage else (1, 3, int(major), 0)
+
+
+class DeprecationChecks:
+    """``GateRun``'s deprecation checks, run during the history phase."""
+
+    def _check_removal_policy(self, release: Release) -> None:
+        previous = self.releases[release.index - 1]
+        subject = f"release {release.index}->{release.index + 1}"
+        result = self.result("deprecation", subject)
+        for name in release.crds:
+            gone = [v for v in previous.served(name) if v not in release.served(name)]
+            for version in gone:
+                ever = any(version in r.deprecated(name) for r in self.releases[: release.index])
+                if not ever:
+                    how = "removed" if version not in release.names(name) else "no longer served"
+                    text = (
+                        f"{name}: {version} is {how} in release {release.index + 1} but was "
+                        "never deprecated in an earlier release"
+                    )
+                    if self.config.require_deprecation_before_removal:
+                        result.fail(text)
+                    else:
+                        result.details.append(f"{text} (allowed by policy)")
+        if result.passed:
+            result.evidence = (
+                result.evidence or "every version unserved or removed was deprecated first"
+            )
+
+    def _check_warnings(self, release: Release, subject: str) -> None:
+        """Deprecated versions answer get, list, create and update with a Warning header."""
+        result = self.result("deprecation", subject)
+        checked = []
+        for name, manifest in release.crds.items():
+            resource = Resource.of(manifest)
+            for version, custom in release.deprecated(name).items():
+                expected = custom or default_warning(
+                    resource.group, version, resource.kind, release.versions(name)
+                )
+                obj_name = self._name("deprecation")
+                body = objects.manifest(manifest, version, obj_name, HISTORY_NS, {})
+                answers = {
+                    "create": call(self.cluster, "POST", resource.path(version, HISTORY_NS), body)
+                }
+                if not answers["create"].ok:
+                    result.fail(
+                        f"{name}: cannot create an empty object at {version}: "
+                        + answers["create"].message
+                    )
+                    continue
+                answers["get"] = call(
+                    self.cluster, "GET", resource.path(version, HISTORY_NS, obj_name)
+                )
+                answers["list"] = call(self.cluster, "GET", resource.path(version, HISTORY_NS))
+                updated = answers["get"].body or {}
+                updated.setdefault("metadata", {}).setdefault("labels", {})["gate"] = "updated"
+                answers["update"] = call(
+                    self.cluster, "PUT", resource.path(version, HISTORY_NS, obj_name), updated
+                )
+                call(self.cluster, "DELETE", resource.path(version, HISTORY_NS, obj_name))
+                for verb, answer in answers.items():
+                    if expected not in answer.warnings:
+                        result.fail(
+                            f"{name}: {verb} at deprecated {version} did not warn {expected!r}",
+                            f"{verb} at {version}: {answer.status}, warnings {answer.warnings}",
+                        )
+                checked.append(f"{version} ({'custom' if custom else 'default'} text)")
+        if result.passed:
+            result.evidence = (
+                f"Warning header on get, list, create and update at {', '.join(checked)}"
+                if checked
+                else "no deprecated served version"
+            )
