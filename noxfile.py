@@ -48,9 +48,12 @@ def _install(session: nox.Session) -> None:
     session.install("-e", ".[test]")
 
 
-def _prepare_binaries(session: nox.Session) -> None:
-    # Builds (minutes, the first time) print their progress here, before pytest starts.
-    session.run("python", "-m", "crdharness", "binaries", *_k8s_version(session))
+def _prepare_binaries(session: nox.Session, for_e2e: bool = True) -> None:
+    # Builds (minutes, the first time) print their progress here, before pytest starts. The
+    # e2e suite also needs kube-controller-manager and the neighbouring minor's kube-apiserver
+    # (for the upgrade and rollback scenarios).
+    extra = ["--controller-manager", "--upgrade-pair"] if for_e2e else []
+    session.run("python", "-m", "crdharness", "binaries", *_k8s_version(session), *extra)
 
 
 def _pytest(session: nox.Session, name: str, *paths: str) -> None:
@@ -93,7 +96,7 @@ def gate(session: nox.Session) -> None:
         session.error("name the gate file: nox -s gate -- path/to/gate.yaml")
     _install(session)
     if _backend(session) == "local":
-        _prepare_binaries(session)
+        _prepare_binaries(session, for_e2e=False)
     session.run("python", "-m", "crdharness", "gate", *session.posargs)
 
 

@@ -37,6 +37,7 @@ def reported_version(binary: Path) -> str | None:
     """The version a binary says it is, or None when it does not run properly."""
     args = {
         "kube-apiserver": ["--version"],
+        "kube-controller-manager": ["--version"],
         "kubectl": ["version", "--client", "-o", "json"],
         "etcd": ["--version"],
     }[binary.name]
@@ -190,6 +191,29 @@ def resolve(
         if cached is not None:
             return cached
     return build(release, report)
+
+
+def controller_manager(release: Release, report: Reporter = to_stderr) -> Path:
+    """kube-controller-manager for ``release``: its own cache entry, built only when a cluster
+    asks for controllers (envtest archives do not carry it)."""
+    name = f"kube-controller-manager-{release.git_version}"
+
+    def ok(directory: Path) -> bool:
+        return reported_version(directory / "kube-controller-manager") == release.kubernetes
+
+    _build_entry(
+        name,
+        ok,
+        lambda out, log: gobuild.build_kubernetes(
+            release,
+            out,
+            report,
+            log,
+            packages={"kube-controller-manager": gobuild.CONTROLLER_MANAGER_PACKAGE},
+        ),
+        report,
+    )
+    return cache.entry_dir(name) / "kube-controller-manager"
 
 
 def agnhost(release: Release, report: Reporter = to_stderr) -> Path:

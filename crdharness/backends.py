@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from crdharness import assets, versions
+from crdharness import assets, upgrade, versions
 from crdharness.cluster import Cluster
 from crdharness.controlplane import ControlPlane, ControlPlaneOptions
 from crdharness.errors import HarnessError
@@ -51,20 +51,8 @@ def start(settings: Settings, report: Reporter) -> Running:
 
 
 def _start_local(settings: Settings, report: Reporter) -> Running:
-    release = versions.resolve(settings.k8s_version)
-    binaries = assets.resolve(release, settings.assets_dir, report)
-    plane = ControlPlane(
-        binaries,
-        release,
-        ControlPlaneOptions(
-            watch_cache=settings.watch_cache,
-            apiserver_port=settings.apiserver_port,
-            etcd_port=settings.etcd_port,
-            extra_apiserver_flags=list(settings.extra_apiserver_flags),
-        ),
-        report,
-    ).start()
-    cluster = local_cluster(plane)
+    plane = start_control_plane(settings, versions.resolve(settings.k8s_version), report)
+    cluster = local_cluster(plane, settings.assets_dir)
 
     def stop() -> None:
         cluster.close()
@@ -77,9 +65,34 @@ def _start_local(settings: Settings, report: Reporter) -> Running:
     return Running(cluster, stop, keep)
 
 
-def local_cluster(plane: ControlPlane) -> Cluster:
+def start_control_plane(
+    settings: Settings, release: versions.Release, report: Reporter
+) -> ControlPlane:
+    """A local control plane of ``release``, started and ready."""
+    binaries = assets.resolve(release, settings.assets_dir, report)
+    return ControlPlane(
+        binaries,
+        release,
+        ControlPlaneOptions(
+            watch_cache=settings.watch_cache,
+            apiserver_port=settings.apiserver_port,
+            etcd_port=settings.etcd_port,
+            extra_apiserver_flags=list(settings.extra_apiserver_flags),
+        ),
+        report,
+    ).start()
+
+
+def local_cluster(plane: ControlPlane, assets_dir: str | None = None) -> Cluster:
     """The Cluster of a running local control plane."""
-    return Cluster(
+
+    def start_controllers() -> None:
+        plane.start_controller_manager(assets.controller_manager(plane.release, plane.report))
+
+    def switch_kubernetes(release: versions.Release) -> float:
+        return upgrade.switch(plane, cluster, release, assets_dir)
+
+    cluster = Cluster(
         name="crdharness-local",
         backend="local",
         kubeconfig=plane.kubeconfig,
@@ -87,6 +100,8 @@ def local_cluster(plane: ControlPlane) -> Cluster:
         etcd=EtcdInspector(plane.etcd_url),
         logs=plane.logs,
         credentials_dir=plane.credentials_dir,
+        start_controllers=start_controllers,
+        switch_kubernetes=switch_kubernetes,
         details={
             "kubernetes": plane.release.kubernetes,
             "workspace": plane.path,
@@ -96,6 +111,7 @@ def local_cluster(plane: ControlPlane) -> Cluster:
             "start_to_ready_seconds": plane.start_to_ready_seconds,
         },
     )
+    return cluster
 
 
 def _connect_existing(settings: Settings, report: Reporter) -> Running:

@@ -3,7 +3,7 @@
 Layout (one directory per component and version, like envtest's asset directories)::
 
     ~/.cache/crdharness/
-        kubernetes-v1.37.1/{kube-apiserver,kubectl}
+        kubernetes-v1.37.2/{kube-apiserver,kubectl}
         etcd-v3.6.16/etcd
         locks/<entry>.lock
 

@@ -29,16 +29,31 @@ def _versions(args) -> None:
 
 
 def _binaries(args) -> None:
-    found = assets.resolve(versions.resolve(args.k8s_version), args.assets_dir, to_stderr)
+    release = versions.resolve(args.k8s_version)
+    found = assets.resolve(release, args.assets_dir, to_stderr)
     print(f"source: {found.source}")
     for path in (found.kube_apiserver, found.kubectl, found.etcd):
         print(path)
+    if args.controller_manager:
+        print(assets.controller_manager(release, to_stderr))
+    if args.upgrade_pair:
+        from crdharness.upgrade import upgrade_pair
+
+        for other in upgrade_pair(release):
+            if other != release:
+                print(assets.resolve(other, args.assets_dir, to_stderr).kube_apiserver)
 
 
 def _up(args) -> None:
     running = backends.start(
         backends.Settings(k8s_version=args.k8s_version, assets_dir=args.assets_dir), to_stderr
     )
+    if args.controller_manager:
+        try:
+            running.cluster.start_controllers()
+        except BaseException:
+            running.stop()
+            raise
     print(running.keep())
 
 
@@ -91,6 +106,16 @@ def main(argv: list[str] | None = None) -> int:
         sub = commands.add_parser(name, help=text)
         sub.add_argument("--k8s-version", default=None)
         sub.add_argument("--assets-dir", default=None)
+        sub.add_argument(
+            "--controller-manager",
+            action="store_true",
+            help="also kube-controller-manager (namespace, garbage collector, storage migrator)",
+        )
+        sub.add_argument(
+            "--upgrade-pair",
+            action="store_true",
+            help="also the adjacent minor the upgrade tests switch to (binaries only)",
+        )
         sub.set_defaults(run=run)
     commands.add_parser("image", help="build the webhook image").set_defaults(run=_image)
     cov = commands.add_parser("coverage", help="catalogue behaviours covered by the tests")

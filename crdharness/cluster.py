@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -13,6 +14,7 @@ from kubernetes import client, config
 
 from crdharness.errors import HarnessError
 from crdharness.etcd import EtcdInspector, StoredObject
+from crdharness.versions import Release
 
 
 def new_api_client(kubeconfig: Path, credentials_dir: Path) -> client.ApiClient:
@@ -75,6 +77,13 @@ class Cluster:
     # kind, whose API server runs in a container).
     reaches_host_loopback: bool = True
     details: dict = field(default_factory=dict)  # backend facts: pids, ports, workspace
+    # Starts the controllers the local backend does not run by default (namespace, garbage
+    # collector, storage version migrator); None where the cluster runs its own (kind, existing).
+    start_controllers: Callable[[], None] | None = None
+    # Replaces kube-apiserver with another release's on the same etcd data (an upgrade or a
+    # rollback) and returns the seconds it was away; None where the harness does not run the
+    # control plane (kind, existing).
+    switch_kubernetes: Callable[[Release], float] | None = None
 
     @cached_property
     def api_client(self) -> client.ApiClient:
@@ -114,6 +123,10 @@ class Cluster:
                 f"kubectl {' '.join(args)} exited {result.returncode}: {result.stderr.strip()}"
             )
         return result
+
+    def server_version(self) -> str:
+        """What the API server says it is: ``/version``'s gitVersion, e.g. "v1.37.2"."""
+        return self.http.get("/version").json()["gitVersion"]
 
     def stored(
         self, group: str, plural: str, name: str, namespace: str | None = None

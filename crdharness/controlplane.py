@@ -6,6 +6,7 @@ created, becomes Established and serves a LIST — the harness's whole reason to
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -14,7 +15,7 @@ from pathlib import Path
 import requests
 from kubernetes import client
 
-from crdharness import cache, certs, crds, kubeconfig, ports
+from crdharness import cache, certs, controller_manager, crds, kubeconfig, ports
 from crdharness.assets import Assets
 from crdharness.errors import HarnessError
 from crdharness.guardian import Guardian
@@ -77,6 +78,7 @@ class ControlPlane:
         self.guardian: Guardian | None = None
         self.etcd: ManagedProcess | None = None
         self.apiserver: ManagedProcess | None = None
+        self.controller_manager: ManagedProcess | None = None
         self.server_url = ""
         self.etcd_url = ""
         self.kubeconfig: Path | None = None
@@ -109,8 +111,9 @@ class ControlPlane:
         return self
 
     def stop(self) -> None:
-        """Stop kube-apiserver, then etcd, then remove the workspace. Idempotent."""
-        for process in (self.apiserver, self.etcd):
+        """Stop the controller manager, kube-apiserver, then etcd, then remove the workspace.
+        Idempotent."""
+        for process in (self.controller_manager, self.apiserver, self.etcd):
             if process is not None:
                 process.stop()
         if self.workspace is not None:
@@ -147,7 +150,8 @@ class ControlPlane:
 
     @property
     def logs(self) -> dict[str, Path]:
-        return {p.name: p.log_path for p in (self.etcd, self.apiserver) if p is not None}
+        processes = (self.etcd, self.apiserver, self.controller_manager)
+        return {p.name: p.log_path for p in processes if p is not None}
 
     def _keep_logs(self) -> Path:
         """Copy the logs out of the workspace (which is about to go) after a failed start."""
@@ -236,6 +240,8 @@ class ControlPlane:
             "--enable-aggregator-routing=true",
             f"--watch-cache={'true' if self.options.watch_cache else 'false'}",
             "--profiling=false",
+            # Served even where it is beta, so the controller manager can be added later.
+            *self.release.storage_migration_apiserver_flags,
             *self.options.extra_apiserver_flags,
         ]
 
@@ -250,12 +256,70 @@ class ControlPlane:
         )
 
     def _start_apiserver(self) -> None:
+        log = self.path / "kube-apiserver.log"
+        with log.open("a") as out:  # one log across upgrades; say which binary wrote what
+            out.write(f"--- crdharness: kube-apiserver {self.release.git_version} ---\n")
         self.apiserver = self._launch(
             ManagedProcess(
                 "kube-apiserver", self.apiserver_args(), self.path / "kube-apiserver.log"
             )
         )
         self._await(self.apiserver, self._readyz_ok, "kube-apiserver /readyz to answer ok")
+
+    # -- changes to a running control plane ----------------------------------------------
+
+    def replace_apiserver(
+        self, assets: Assets, release: Release, controller_manager_binary: Path | None = None
+    ) -> float:
+        """Upgrade (or roll back) kube-apiserver to ``release`` on the same etcd data, with the
+        same certificates and port; return the seconds until it was ready again.
+
+        A running controller manager is stopped first (it must never be newer than the API
+        server) and started again from ``controller_manager_binary``, of the new release.
+        """
+        had_controllers = self.controller_manager is not None
+        if had_controllers and controller_manager_binary is None:
+            raise HarnessError(
+                "the control plane runs kube-controller-manager: pass the new release's "
+                "controller manager binary to replace_apiserver"
+            )
+        began = time.monotonic()
+        for process in (self.controller_manager, self.apiserver):
+            if process is not None:
+                process.stop()
+        self.controller_manager = None
+        self.assets, self.release = assets, release
+        self._start_apiserver()
+        self._wait_ready()
+        if had_controllers:
+            self.start_controller_manager(controller_manager_binary)
+        took = time.monotonic() - began
+        self.report(f"kube-apiserver is now {release.git_version} (ready in {took:.1f}s)")
+        return took
+
+    def start_controller_manager(self, binary: Path) -> None:
+        """Start kube-controller-manager (namespace, garbage collector, storage version
+        migrator) against this control plane, and wait for its /healthz. Idempotent."""
+        if self.controller_manager is not None and self.controller_manager.running():
+            return
+        assert self.ca is not None
+        port = ports.free_port()
+        serving = self.ca.issue_server("kube-controller-manager", *certs.LOOPBACK_NAMES)
+        credentials = controller_manager.write_credentials(self.ca, self.server_url, self.path)
+        self.controller_manager = self._launch(
+            ManagedProcess(
+                "kube-controller-manager",
+                controller_manager.args(binary, self.release, credentials, serving, port),
+                self.path / "kube-controller-manager.log",
+                env={**os.environ, **self.release.controller_manager_env},
+            )
+        )
+        url = f"https://{ports.LOOPBACK}:{port}/healthz"
+        self._await(
+            self.controller_manager,
+            lambda: requests.get(url, verify=str(self.ca.cert_path), timeout=5).text == "ok",
+            "kube-controller-manager /healthz to answer ok",
+        )
 
     def _readyz_ok(self) -> bool:
         assert self.admin is not None

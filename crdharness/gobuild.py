@@ -24,8 +24,10 @@ from crdharness.versions import Release
 KUBERNETES_COMMANDS = ("kube-apiserver", "kubectl")
 # Everything the wrapper may build; agnhost carries the Go reference conversion webhook.
 AGNHOST_PACKAGE = "k8s.io/kubernetes/test/images/agnhost"
+CONTROLLER_MANAGER_PACKAGE = "k8s.io/kubernetes/cmd/kube-controller-manager"
 KUBERNETES_PACKAGES = (
     *(f"k8s.io/kubernetes/cmd/{c}" for c in KUBERNETES_COMMANDS),
+    CONTROLLER_MANAGER_PACKAGE,
     AGNHOST_PACKAGE,
 )
 _STAGING_REPLACE = re.compile(r"^\s*(k8s\.io/[\w.-]+)\s+=>\s+\./staging/src/", re.MULTILINE)

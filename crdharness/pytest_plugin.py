@@ -200,6 +200,51 @@ def own_control_plane(request: pytest.FixtureRequest):
         running.stop()
 
 
+@pytest.fixture(scope="session")
+def controllers(cluster, request: pytest.FixtureRequest):
+    """The session's cluster with controllers running (namespace, garbage collector, storage
+    version migrator). The local backend starts kube-controller-manager on first use (built
+    once per version); kind and existing clusters run their own."""
+    if cluster.start_controllers is not None:
+        capture = request.config.pluginmanager.getplugin("capturemanager")
+        with capture.global_and_fixture_disabled():
+            try:
+                cluster.start_controllers()
+            except HarnessError as exc:
+                pytest.fail(f"crdharness: {exc}", pytrace=False)
+    return cluster
+
+
+@pytest.fixture
+def upgrade_pair(request: pytest.FixtureRequest):
+    """(older, newer): the adjacent supported minors that include the session's version."""
+    from crdharness import upgrade, versions
+
+    return upgrade.upgrade_pair(versions.resolve(request.config.getoption("--k8s-version")))
+
+
+@pytest.fixture
+def upgradable_cluster(upgrade_pair, request: pytest.FixtureRequest):
+    """A control plane of the test's own, started at the older release of ``upgrade_pair``;
+    ``.switch_kubernetes(release)`` upgrades or rolls back its kube-apiserver on the same
+    etcd. Local backend only."""
+    from crdharness import assets
+
+    settings = _settings(request.config, apiserver_port=None, etcd_port=None)
+    capture = request.config.pluginmanager.getplugin("capturemanager")
+    with capture.global_and_fixture_disabled():
+        try:
+            # Both releases' binaries now, so a build shows its progress before the test.
+            assets.resolve(upgrade_pair[1], settings.assets_dir, _report)
+            plane = backends.start_control_plane(settings, upgrade_pair[0], _report)
+        except HarnessError as exc:
+            pytest.fail(f"crdharness: {exc}", pytrace=False)
+    cluster = backends.local_cluster(plane, settings.assets_dir)
+    yield cluster
+    cluster.close()
+    plane.stop()
+
+
 def _namespace(on, request: pytest.FixtureRequest):
     stem = "".join(c if c.isalnum() else "-" for c in request.node.name.lower())[:40].strip("-")
     name = f"{stem}-{uuid.uuid4().hex[:6]}"
@@ -223,7 +268,12 @@ def exact_namespace(exact_cluster, request: pytest.FixtureRequest):
     yield from _namespace(exact_cluster, request)
 
 
-LOCAL_ONLY_FIXTURES = ("exact_cluster", "isolated_webhook", "own_control_plane")
+LOCAL_ONLY_FIXTURES = (
+    "exact_cluster",
+    "isolated_webhook",
+    "own_control_plane",
+    "upgradable_cluster",
+)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

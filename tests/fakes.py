@@ -13,7 +13,7 @@ SCRIPTS = {
 
 def write_binaries(
     directory: Path,
-    k8s: str = "1.37.1",
+    k8s: str = "1.37.2",
     etcd: str = "3.6.16",
     only: tuple[str, ...] = tuple(SCRIPTS),
 ) -> Path:

@@ -14,17 +14,17 @@ def quiet(line):
     pass
 
 
-def fill_cache(k8s="1.37.1", etcd="3.6.16"):
+def fill_cache(k8s="1.37.2", etcd="3.6.16"):
     write_binaries(
-        cache.entry_dir("kubernetes-v1.37.1"), k8s=k8s, only=("kube-apiserver", "kubectl")
+        cache.entry_dir("kubernetes-v1.37.2"), k8s=k8s, only=("kube-apiserver", "kubectl")
     )
     write_binaries(cache.entry_dir("etcd-v3.6.16"), etcd=etcd, only=("etcd",))
 
 
 def test_reported_versions_are_read_from_each_binary(tmp_path):
     write_binaries(tmp_path)
-    assert assets.reported_version(tmp_path / "kube-apiserver") == "1.37.1"
-    assert assets.reported_version(tmp_path / "kubectl") == "1.37.1"
+    assert assets.reported_version(tmp_path / "kube-apiserver") == "1.37.2"
+    assert assets.reported_version(tmp_path / "kubectl") == "1.37.2"
     assert assets.reported_version(tmp_path / "etcd") == "3.6.16"
 
 
@@ -46,7 +46,7 @@ def test_explicit_directory_in_envtest_layout_wins(isolated_cache, tmp_path, mon
 
 def test_explicit_directory_of_another_version_is_refused(isolated_cache, tmp_path):
     explicit = write_binaries(tmp_path / "assets", k8s="1.36.4")
-    with pytest.raises(HarnessError, match=r"is Kubernetes 1\.36\.4, not 1\.37\.1"):
+    with pytest.raises(HarnessError, match=r"is Kubernetes 1\.36\.4, not 1\.37\.2"):
         assets.resolve(RELEASE, explicit, report=quiet)
 
 
@@ -65,7 +65,7 @@ def test_verified_cache_is_used_without_building(isolated_cache, monkeypatch):
 @pytest.mark.parametrize("damage", ["wrong-version", "not-executable", "garbage"])
 def test_a_bad_cached_binary_is_rebuilt(isolated_cache, monkeypatch, damage):
     fill_cache()
-    apiserver = cache.entry_dir("kubernetes-v1.37.1") / "kube-apiserver"
+    apiserver = cache.entry_dir("kubernetes-v1.37.2") / "kube-apiserver"
     if damage == "wrong-version":
         write_binaries(apiserver.parent, k8s="1.37.0", only=("kube-apiserver",))
     elif damage == "not-executable":
@@ -82,9 +82,9 @@ def test_a_bad_cached_binary_is_rebuilt(isolated_cache, monkeypatch, damage):
     monkeypatch.setattr(assets.gobuild, "build_etcd", lambda *a: pytest.fail("etcd was fine"))
     lines = []
     found = assets.resolve(RELEASE, report=lines.append, download=False)
-    assert builds == ["1.37.1"]
+    assert builds == ["1.37.2"]
     assert found.source == "cache"
-    assert assets.reported_version(found.kube_apiserver) == "1.37.1"
+    assert assets.reported_version(found.kube_apiserver) == "1.37.2"
     assert any("rebuilding" in line for line in lines)
 
 
@@ -96,7 +96,7 @@ def test_an_interrupted_build_leaves_nothing_in_the_cache(isolated_cache, monkey
     monkeypatch.setattr(assets.gobuild, "build_kubernetes", half_build)
     with pytest.raises(KeyboardInterrupt):
         assets.resolve(RELEASE, report=quiet, download=False)
-    assert not cache.entry_dir("kubernetes-v1.37.1").exists()
+    assert not cache.entry_dir("kubernetes-v1.37.2").exists()
     leftovers = [p.name for p in isolated_cache.iterdir() if p.name not in ("locks", "logs")]
     assert leftovers == []
 
@@ -109,7 +109,7 @@ def test_a_build_that_reports_the_wrong_version_is_not_installed(isolated_cache,
     )
     with pytest.raises(HarnessError, match="does not report its expected version"):
         assets.resolve(RELEASE, report=quiet, download=False)
-    assert not cache.entry_dir("kubernetes-v1.37.1").exists()
+    assert not cache.entry_dir("kubernetes-v1.37.2").exists()
 
 
 def test_two_runs_at_once_build_only_once(isolated_cache, monkeypatch):

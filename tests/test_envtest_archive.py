@@ -19,7 +19,7 @@ def make_archive() -> bytes:
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
         for name, body in SCRIPTS.items():
-            data = ("#!/bin/sh\n" + body.format(k8s="1.37.1", etcd="3.5.21") + "\n").encode()
+            data = ("#!/bin/sh\n" + body.format(k8s="1.37.2", etcd="3.5.21") + "\n").encode()
             info = tarfile.TarInfo(f"controller-tools/envtest/{name}")
             info.size, info.mode = len(data), 0o755
             tar.addfile(info, io.BytesIO(data))
@@ -75,7 +75,7 @@ def release_server():
 def test_matching_checksum_unpacks_the_three_binaries(release_server, tmp_path):
     envtest_archive.fetch(RELEASE, tmp_path, lambda line: None, release_server["index"])
     assert sorted(p.name for p in tmp_path.iterdir()) == ["etcd", "kube-apiserver", "kubectl"]
-    assert assets.reported_version(tmp_path / "kube-apiserver") == "1.37.1"
+    assert assets.reported_version(tmp_path / "kube-apiserver") == "1.37.2"
 
 
 def test_checksum_mismatch_is_refused_and_nothing_is_kept(release_server, tmp_path):
@@ -95,7 +95,7 @@ def test_resolve_installs_a_verified_archive(release_server, isolated_cache, mon
     monkeypatch.setattr(assets, "build", lambda *a: pytest.fail("must not build"))
     found = assets.resolve(RELEASE, report=lambda line: None)
     assert found.source == "envtest"
-    assert found.etcd == cache.entry_dir("envtest-v1.37.1") / "etcd"
+    assert found.etcd == cache.entry_dir("envtest-v1.37.2") / "etcd"
 
 
 def test_resolve_falls_back_to_a_build_on_checksum_mismatch(
@@ -109,4 +109,4 @@ def test_resolve_falls_back_to_a_build_on_checksum_mismatch(
     assert assets.resolve(RELEASE, report=lines.append) == "built"
     assert built == [RELEASE]
     assert any("SHA-512" in line and "building" in line for line in lines)
-    assert not cache.entry_dir("envtest-v1.37.1").exists()
+    assert not cache.entry_dir("envtest-v1.37.2").exists()

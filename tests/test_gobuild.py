@@ -27,9 +27,9 @@ UPSTREAM_GO_MOD = textwrap.dedent("""\
 def test_wrapper_replaces_every_staging_module_with_its_release_tag():
     release = versions.resolve("1.37")
     go_mod, tools_go = gobuild.kubernetes_wrapper(release, UPSTREAM_GO_MOD)
-    assert "require k8s.io/kubernetes v1.37.1" in go_mod
+    assert "require k8s.io/kubernetes v1.37.2" in go_mod
     for module in ("k8s.io/api", "k8s.io/client-go", "k8s.io/cri-api"):
-        assert f"\t{module} => {module} v0.37.1" in go_mod
+        assert f"\t{module} => {module} v0.37.2" in go_mod
     assert "github.com/other/thing" not in go_mod
     assert "go 1.26.0" in go_mod
     assert '_ "k8s.io/kubernetes/cmd/kube-apiserver"' in tools_go
@@ -69,7 +69,7 @@ def test_too_old_go_is_refused_before_building(tmp_path):
     fake_go.write_text("#!/bin/sh\necho go1.21.4\n")
     fake_go.chmod(0o755)
     with pytest.raises(HarnessError, match=r"needs Go 1\.26\.0 or newer but `go` is go1\.21\.4"):
-        gobuild.GoToolchain(str(fake_go)).require("1.26.0", "Kubernetes v1.37.1")
+        gobuild.GoToolchain(str(fake_go)).require("1.26.0", "Kubernetes v1.37.2")
 
 
 def test_go_never_downloads_another_toolchain(tmp_path):

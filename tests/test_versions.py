@@ -24,7 +24,7 @@ def test_explicit_name_wins_over_the_environment(monkeypatch):
     assert versions.resolve("1.37").minor == "1.37"
 
 
-@pytest.mark.parametrize("bad", ["1.12", "1.36.99", "latest", "2.0"])
+@pytest.mark.parametrize("bad", ["1.12", "1.33", "1.36.99", "latest", "2.0"])
 def test_unknown_version_fails_at_once_with_the_supported_list(bad):
     with pytest.raises(HarnessError) as info:
         versions.resolve(bad)
@@ -35,10 +35,54 @@ def test_unknown_version_fails_at_once_with_the_supported_list(bad):
         assert release.minor in message
 
 
-def test_at_least_two_minor_versions_are_supported():
-    assert len({r.minor for r in versions.SUPPORTED}) >= 2
+def test_three_consecutive_minor_versions_or_more_are_supported():
+    minors = sorted(r.minor_number for r in versions.SUPPORTED)
+    assert len(minors) >= 3
+    assert minors == list(range(minors[0], minors[0] + len(minors)))
 
 
 def test_staging_modules_share_the_release_minor_and_patch():
-    assert versions.resolve("1.37").staging_version == "v0.37.1"
-    assert versions.resolve("1.37").git_version == "v1.37.1"
+    assert versions.resolve("1.37").staging_version == "v0.37.2"
+    assert versions.resolve("1.37").git_version == "v1.37.2"
+
+
+@pytest.mark.parametrize(
+    ("minor", "api", "apiserver_flags", "env"),
+    [
+        ("1.37", "v1", [], {}),
+        (
+            "1.36",
+            "v1beta1",
+            [
+                "--feature-gates=StorageVersionMigrator=true",
+                "--runtime-config=storagemigration.k8s.io/v1beta1=true",
+            ],
+            {},
+        ),
+        (
+            "1.34",
+            "v1alpha1",
+            [
+                "--feature-gates=StorageVersionMigrator=true",
+                "--runtime-config=storagemigration.k8s.io/v1alpha1=true",
+            ],
+            {"KUBE_FEATURE_InformerResourceVersion": "true"},
+        ),
+    ],
+)
+def test_the_builtin_storage_migration_is_switched_on_where_it_is_not_ga(
+    minor, api, apiserver_flags, env
+):
+    release = versions.resolve(minor)
+    assert release.storage_migration_api == api
+    assert release.storage_migration_apiserver_flags == apiserver_flags
+    assert release.controller_manager_env == env
+
+
+def test_upgrade_pairs_cover_every_adjacent_pair_over_the_matrix():
+    from crdharness.upgrade import upgrade_pair
+
+    pairs = {tuple(r.minor for r in upgrade_pair(release)) for release in versions.SUPPORTED}
+    assert pairs == {("1.34", "1.35"), ("1.35", "1.36"), ("1.36", "1.37")}
+    assert [r.minor for r in upgrade_pair(versions.resolve("1.37"))] == ["1.36", "1.37"]
+    assert [r.minor for r in upgrade_pair(versions.resolve("1.34"))] == ["1.34", "1.35"]

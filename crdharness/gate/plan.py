@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
+from crdharness import versions
 from crdharness.gate.config import GateConfig
 from crdharness.gate.manifests import Release, uses_webhook
 
@@ -18,6 +19,7 @@ PHASE = {
     "convertibility": "candidate",
     "schemas-vs-strategy": "candidate",
     "webhook-conduct": "conduct",
+    "kubernetes-upgrade": "kubernetes",
 }
 
 
@@ -35,7 +37,20 @@ class PlannedCheck:
         return f"{self.check}[{self.subject}]"
 
 
-def plan(config: GateConfig, releases: list[Release]) -> list[PlannedCheck]:
+def kubernetes_path(listed: list[str], running: str | None) -> list[versions.Release]:
+    """The Kubernetes releases to upgrade through, oldest first, when this run is on the
+    oldest of two or more listed versions (the runs on the others gate them on their own)."""
+    releases = sorted({versions.resolve(v) for v in listed}, key=lambda r: r.minor_number)
+    if len(releases) < 2 or versions.resolve(running) != releases[0]:
+        return []
+    return releases
+
+
+def plan(
+    config: GateConfig,
+    releases: list[Release],
+    upgrade_through: list[versions.Release] = (),
+) -> list[PlannedCheck]:
     checks = [PlannedCheck("install", f"release {r.index + 1}") for r in releases]
     for previous, release in itertools.pairwise(releases):
         transition = f"release {previous.index + 1}->{release.index + 1}"
@@ -62,4 +77,6 @@ def plan(config: GateConfig, releases: list[Release]) -> list[PlannedCheck]:
             checks.append(PlannedCheck("convertibility", f"{name} {a}->{b}"))
     if any(uses_webhook(r, config.webhook) for r in releases):
         checks.append(PlannedCheck("webhook-conduct", "webhook"))
+    for older, newer in itertools.pairwise(upgrade_through):
+        checks.append(PlannedCheck("kubernetes-upgrade", f"{older.minor}->{newer.minor}"))
     return list(dict.fromkeys(checks))  # once each, in order

@@ -13,6 +13,7 @@ CHECKS = (
     "migration",
     "deprecation",
     "webhook-conduct",
+    "kubernetes-upgrade",
 )
 
 

@@ -18,13 +18,17 @@ from crdharness.gate.conduct import ConductCheck
 from crdharness.gate.config import GateConfig
 from crdharness.gate.deprecation import DeprecationChecks
 from crdharness.gate.history import HistoryPhase
+from crdharness.gate.kubernetes_upgrade import KubernetesUpgradeCheck
 from crdharness.gate.manifests import Release
 from crdharness.gate.results import CheckResult, NotConvertible
 from crdharness.gate.roundtrip import CandidatePhase
 from crdharness.progress import Reporter
+from crdharness.versions import Release as KubernetesRelease
 
 
-class GateRun(HistoryPhase, DeprecationChecks, CandidatePhase, ConductCheck):
+class GateRun(
+    HistoryPhase, DeprecationChecks, CandidatePhase, ConductCheck, KubernetesUpgradeCheck
+):
     def __init__(
         self,
         cluster: Cluster,
@@ -33,6 +37,7 @@ class GateRun(HistoryPhase, DeprecationChecks, CandidatePhase, ConductCheck):
         samples: dict[str, list[dict]],
         report: Reporter,
         webhook=None,
+        kubernetes_path: list[KubernetesRelease] | None = None,
     ):
         self.cluster = cluster
         self.config = config
@@ -40,6 +45,7 @@ class GateRun(HistoryPhase, DeprecationChecks, CandidatePhase, ConductCheck):
         self.samples = samples
         self.report = report
         self.webhook = webhook
+        self.kubernetes_path = kubernetes_path or []  # oldest (running) first; see plan
         self.results: dict[str, CheckResult] = {}
         self._phases_done: set[str] = set()
         self._names = itertools.count()
@@ -64,9 +70,13 @@ class GateRun(HistoryPhase, DeprecationChecks, CandidatePhase, ConductCheck):
         self._phases_done.add(phase)
         started = time.perf_counter()
         try:
-            {"history": self._history, "candidate": self._candidate, "conduct": self._conduct}[
-                phase
-            ]()
+            phases = {
+                "history": self._history,
+                "candidate": self._candidate,
+                "conduct": self._conduct,
+                "kubernetes": self._kubernetes,
+            }
+            phases[phase]()
         finally:
             self.timings[phase] = round(time.perf_counter() - started, 2)
 

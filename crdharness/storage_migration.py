@@ -1,0 +1,84 @@
+"""The documentation's "Option 1": Kubernetes' own storage version migration.
+
+A ``StorageVersionMigration`` object (API group ``storagemigration.k8s.io``) asks
+kube-controller-manager's storage version migrator to rewrite every object of one resource at
+the current storage version. Its API moved from v1alpha1 (spec.resource is a
+group/version/resource) to v1beta1 and v1 (a group/resource); from 1.37 the controller also
+trims the CRD's ``status.storedVersions`` when it succeeds. Compare ``crdharness.migrate``,
+which does Option 2 without any controller.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from crdharness.cluster import Cluster
+from crdharness.polling import wait_for
+from crdharness.versions import Release
+
+GROUP = "storagemigration.k8s.io"
+
+
+def manifest(release: Release, name: str, group: str, resource: str, version: str) -> dict:
+    target = {"group": group, "resource": resource}
+    if release.storage_migration_api == "v1alpha1":
+        target["version"] = version
+    return {
+        "apiVersion": f"{GROUP}/{release.storage_migration_api}",
+        "kind": "StorageVersionMigration",
+        "metadata": {"name": name},
+        "spec": {"resource": target},
+    }
+
+
+def updates_stored_versions(release: Release) -> bool:
+    """Whether a successful migration trims ``status.storedVersions`` by itself (GA, 1.37+)."""
+    return release.storage_migration_api == "v1"
+
+
+def condition(migration: dict, kind: str) -> dict | None:
+    for found in (migration.get("status") or {}).get("conditions") or []:
+        if found.get("type") == kind and found.get("status") == "True":
+            return found
+    return None
+
+
+def migrate(
+    cluster: Cluster,
+    release: Release,
+    group: str,
+    resource: str,
+    storage_version: str,
+    timeout: float = 300.0,
+) -> dict:
+    """Create a migration for ``resource.group``, wait until it Succeeded (or fail with its
+    Failed condition), and return the final object."""
+    path = f"/apis/{GROUP}/{release.storage_migration_api}/storageversionmigrations"
+    name = f"migrate-{resource}-{uuid.uuid4().hex[:6]}"
+    created = cluster.http.post(
+        path, json=manifest(release, name, group, resource, storage_version)
+    )
+    if created.status_code != 201:
+        raise AssertionError(
+            f"creating StorageVersionMigration {name} answered {created.status_code}: "
+            f"{created.text[:300]}"
+        )
+
+    def finished() -> dict | None:
+        current = cluster.http.get(f"{path}/{name}").json()
+        failed = condition(current, "Failed")
+        if failed:
+            raise AssertionError(f"StorageVersionMigration {name} failed: {failed}")
+        return current if condition(current, "Succeeded") else None
+
+    def last_seen() -> str:
+        return str(cluster.http.get(f"{path}/{name}").json().get("status"))
+
+    return wait_for(
+        finished,
+        timeout,
+        f"StorageVersionMigration {name} to succeed",
+        interval=0.2,
+        last_seen=last_seen,
+        fatal=(AssertionError,),
+    )

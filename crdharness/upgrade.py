@@ -1,0 +1,40 @@
+"""Upgrade and roll back a local control plane's kube-apiserver in place, on the same etcd.
+
+This is what a cluster operator does one minor at a time: the custom resources already in
+etcd stay where they are, and the new API server must read them. The same mechanism serves
+the e2e upgrade scenarios and the upgrade gate's "across Kubernetes versions" check.
+"""
+
+from __future__ import annotations
+
+from crdharness import assets, versions
+from crdharness.cluster import Cluster
+from crdharness.controlplane import ControlPlane
+from crdharness.errors import HarnessError
+from crdharness.versions import Release
+
+
+def upgrade_pair(release: Release) -> tuple[Release, Release]:
+    """The adjacent pair of supported minors (older, newer) that contains ``release``: its
+    predecessor and it, or, for the oldest supported minor, it and its successor. Over the
+    whole version matrix this covers every adjacent pair."""
+    ordered = sorted(versions.SUPPORTED, key=lambda r: r.minor_number)
+    if len(ordered) < 2:
+        raise HarnessError("an upgrade needs two supported Kubernetes minors")
+    at = ordered.index(release)
+    return (ordered[at - 1], release) if at > 0 else (release, ordered[1])
+
+
+def switch(plane: ControlPlane, cluster: Cluster, release: Release, assets_dir=None) -> float:
+    """Stop ``plane``'s kube-apiserver and start ``release``'s on the same etcd data; return
+    the seconds the API was unavailable. ``cluster`` follows: its kubectl (kubectl's own skew
+    policy is one minor), its recorded version and pids."""
+    binaries = assets.resolve(release, assets_dir, plane.report)
+    controller_manager = None
+    if plane.controller_manager is not None:
+        controller_manager = assets.controller_manager(release, plane.report)
+    took = plane.replace_apiserver(binaries, release, controller_manager)
+    cluster.kubectl_path = binaries.kubectl
+    cluster.details["kubernetes"] = release.kubernetes
+    cluster.details["pids"]["kube-apiserver"] = plane.apiserver.pid
+    return took
