@@ -166,6 +166,7 @@ def bench(session: nox.Session) -> None:
     session.run("python", "-m", "benchmarks.scaling", "--no-watch-cache")
     session.run("python", "-m", "benchmarks.suite")
     session.run("python", "-m", "benchmarks.gate")
+    session.run("python", "-m", "benchmarks.migration")
     session.run("python", "-m", "benchmarks.report")
 
 

@@ -130,6 +130,18 @@ def gate(data) -> list[str]:
     ]
 
 
+def migration(data) -> list[str]:
+    rows = [
+        [r["method"], r["writers"], r["seconds"], r["objects_per_second"]] for r in data["runs"]
+    ]
+    return [
+        f"{data['objects']} objects, Kubernetes {data['kubernetes']}; kube-controller-manager "
+        f"started in {data['controller_manager_start_s']} s.",
+        "",
+        *_table(["method", "writers", "seconds", "objects/s"], rows),
+    ]
+
+
 SECTIONS = (
     ("Control plane", "control_plane", control_plane),
     ("Whole e2e suite", "suite", suite),
@@ -142,6 +154,7 @@ SECTIONS = (
     ("Reliability: interrupts", "reliability-interrupt", interrupt),
     ("Webhook soak", "webhook-soak", soak),
     ("Upgrade gate", "gate", gate),
+    ("Storage migration: Kubernetes' own vs crdharness.migrate", "migration", migration),
 )
 
 

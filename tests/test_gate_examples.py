@@ -16,7 +16,11 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "gate"
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
-def gate(tmp_path: Path, example: str, env: dict | None = None) -> tuple[int, dict, str]:
+def gate(
+    tmp_path: Path, example: str, env: dict | None = None, report_in: str = ""
+) -> tuple[int, dict, str]:
+    """Run the gate on an example; return its exit code, its report (the one in
+    ``report_in``, a sub-directory, for a gate over several Kubernetes versions) and output."""
     artifacts = tmp_path / "gate"
     result = subprocess.run(
         [
@@ -35,7 +39,7 @@ def gate(tmp_path: Path, example: str, env: dict | None = None) -> tuple[int, di
         cwd=tmp_path,
         check=False,
     )
-    report_file = artifacts / "report.json"
+    report_file = artifacts / report_in / "report.json"
     assert report_file.exists(), (
         f"no report; the gate said:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
     )
@@ -58,6 +62,20 @@ def test_the_documented_crontab_with_the_reference_webhook_passes(tmp_path):
     assert found["round-trip[crontabs.gate.example.com v1beta1->v1]"]["counts"]["compared"] > 0
     assert found["webhook-conduct[webhook]"]["counts"]["reviews"] > 0
     assert "crdharness upgrade gate" in output  # the terminal summary
+
+
+def test_objects_written_under_the_older_kubernetes_read_the_same_under_the_newer(tmp_path):
+    code, report, output = gate(
+        tmp_path, "crontab-webhook/gate-across-kubernetes.yaml", report_in="k8s-1.36"
+    )
+    assert code == 0, output[-3000:]
+    upgrade = checks(report)["kubernetes-upgrade[1.36->1.37]"]
+    assert upgrade["status"] == "pass", upgrade
+    assert upgrade["counts"]["objects"] > 30 and upgrade["counts"]["reads"] > 60
+    assert "v1.37.2 exactly as under v1.36.4; stored bytes untouched" in upgrade["evidence"]
+    newer = json.loads((tmp_path / "gate" / "k8s-1.37" / "report.json").read_text())
+    assert newer["verdict"] == "PASS"
+    assert not [c for c in newer["checks"] if c["check"] == "kubernetes-upgrade"]
 
 
 def test_a_lossy_converter_fails_and_names_the_path(tmp_path):

@@ -2,12 +2,16 @@
 schema translation for generation, the check plan, and conduct judgement."""
 
 import copy
+from types import SimpleNamespace
 
+from crdharness import versions
 from crdharness.gate import diff, manifests, objects, plan
 from crdharness.gate.conduct import conduct_problems
 from crdharness.gate.config import GateConfig, WebhookSpec
 from crdharness.gate.deprecation import default_warning, priority
+from crdharness.gate.kubernetes_upgrade import KubernetesUpgradeCheck
 from crdharness.gate.manifests import Release
+from crdharness.gate.results import CheckResult
 from crdharness.gate.webhook import Exchange
 
 CRD = {
@@ -243,6 +247,62 @@ def test_the_plan_names_every_check_the_history_calls_for():
         "schemas-vs-strategy[things.example.com]",
         "webhook-conduct[webhook]",
     ]
+
+
+def test_the_kubernetes_upgrade_is_planned_only_in_the_run_on_the_oldest_listed_version():
+    history = [release(0, [{"name": "v1", "served": True, "storage": True}])]
+    config = GateConfig(source=None, crds=[], webhook=None)
+    path = plan.kubernetes_path(["1.37", "1.35", "1.36"], "1.35")
+    assert [r.minor for r in path] == ["1.35", "1.36", "1.37"]
+    ids = [c.test_id for c in plan.plan(config, history, path)]
+    assert ids[-2:] == ["kubernetes-upgrade[1.35->1.36]", "kubernetes-upgrade[1.36->1.37]"]
+    assert plan.kubernetes_path(["1.36", "1.37"], "1.37") == []
+    assert plan.kubernetes_path(["1.37"], "1.37") == []
+
+
+class UpgradeComparison(KubernetesUpgradeCheck):
+    """The kubernetes-upgrade judgement on reads made up here (no cluster)."""
+
+    def __init__(self, revisions_after: dict[str, int]):
+        self.cluster = SimpleNamespace(etcd=object())
+        self.revisions_after = revisions_after
+
+    def _stored_revisions(self) -> dict[str, int]:
+        return self.revisions_after
+
+    def judge(self, before, after, revisions_before) -> CheckResult:
+        result = CheckResult("kubernetes-upgrade", "1.36->1.37")
+        older, newer = versions.resolve("1.36"), versions.resolve("1.37")
+        self._compare(result, before, after, revisions_before, older, newer)
+        return result
+
+
+def read(name, rv="5", **spec):
+    return {"metadata": {"name": name, "namespace": "ns", "resourceVersion": rv}, "spec": spec}
+
+
+def test_the_kubernetes_upgrade_check_fails_on_a_changed_field_or_a_rewrite():
+    key = ("things.example.com", "v2", "ns", "a")
+    same = UpgradeComparison({"k/a": 7}).judge(
+        {key: read("a", x=1)}, {key: read("a", x=1)}, {"k/a": 7}
+    )
+    assert same.passed and "stored bytes untouched" in same.evidence
+    changed = UpgradeComparison({"k/a": 7}).judge(
+        {key: read("a", x=1)}, {key: read("a", x=2)}, {"k/a": 7}
+    )
+    assert changed.passed is False
+    assert "things.example.com ns/a at v2: spec.x: 1 -> 2" in changed.details
+    missing = UpgradeComparison({}).judge({key: read("a", x=1)}, {}, {"k/a": 7})
+    assert missing.passed is False and "not under v1.37.2" in missing.evidence
+    rewritten = UpgradeComparison({"k/a": 9}).judge(
+        {key: read("a", x=1)}, {key: read("a", x=1)}, {"k/a": 7}
+    )
+    assert rewritten.passed is False and "rewritten" in rewritten.evidence
+    # Written meanwhile by someone else (a new resourceVersion): counted, not judged.
+    moved = UpgradeComparison({"k/a": 9}).judge(
+        {key: read("a", x=1)}, {key: read("a", rv="6", x=2)}, {"k/a": 7}
+    )
+    assert moved.passed and moved.counts["written_meanwhile"] == 1
 
 
 def review(objects_in, answer_objects, **response):
