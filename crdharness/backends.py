@@ -172,7 +172,7 @@ def _start_kind(settings: Settings, report: Reporter) -> Running:
     name = kind.cluster_name()
     workdir = Path(tempfile.mkdtemp(prefix=f"{name}-"))
     config = workdir / "kind.yaml"
-    config.write_text(yaml.safe_dump(kind.cluster_config()))
+    config.write_text(yaml.safe_dump(kind.cluster_config(release)))
     cluster_handle = KindCluster(
         name,
         kubeconfig=workdir / "kubeconfig",

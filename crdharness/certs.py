@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,9 +66,11 @@ class CertificateAuthority:
     def issue_client(self, name: str, user: str, groups: tuple[str, ...] = ()) -> KeyPair:
         # Kubernetes reads the user from CN and the groups from O (trustme takes one O). The
         # user also goes into the SAN: trustme marks SAN critical, and Go rejects a critical,
-        # empty SAN as an "unhandled critical extension".
+        # empty SAN as an "unhandled critical extension". A SAN must be a DNS name, so
+        # "system:kube-controller-manager" goes in as "system-kube-controller-manager".
+        san = re.sub(r"[^a-z0-9.-]", "-", user.lower())
         return self.issue(
-            name, user, common_name=user, organization_name=groups[0] if groups else None
+            name, san, common_name=user, organization_name=groups[0] if groups else None
         )
 
 

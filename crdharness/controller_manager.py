@@ -25,7 +25,7 @@ CONTROLLERS = (
 
 def write_credentials(ca: certs.CertificateAuthority, server_url: str, directory: Path) -> Path:
     """A kubeconfig for the controller manager's own identity."""
-    identity = ca.issue_client("kube-controller-manager", USER)
+    identity = ca.issue_client("controller-manager-client", USER)
     return kubeconfig.write(
         directory / "controller-manager.kubeconfig",
         "crdharness-local",

@@ -303,8 +303,9 @@ class ControlPlane:
         if self.controller_manager is not None and self.controller_manager.running():
             return
         assert self.ca is not None
+        began = time.monotonic()
         port = ports.free_port()
-        serving = self.ca.issue_server("kube-controller-manager", *certs.LOOPBACK_NAMES)
+        serving = self.ca.issue_server("controller-manager-serving", *certs.LOOPBACK_NAMES)
         credentials = controller_manager.write_credentials(self.ca, self.server_url, self.path)
         self.controller_manager = self._launch(
             ManagedProcess(
@@ -320,6 +321,8 @@ class ControlPlane:
             lambda: requests.get(url, verify=str(self.ca.cert_path), timeout=5).text == "ok",
             "kube-controller-manager /healthz to answer ok",
         )
+        took = time.monotonic() - began
+        self.report(f"kube-controller-manager {self.release.git_version} ready in {took:.1f}s")
 
     def _readyz_ok(self) -> bool:
         assert self.admin is not None

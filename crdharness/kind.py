@@ -42,13 +42,23 @@ def cluster_name() -> str:
     return f"crdharness-{uuid.uuid4().hex[:8]}"
 
 
-def cluster_config() -> dict:
-    """One control-plane node; its workloads (the webhook) run on it."""
-    return {
+def cluster_config(release: Release) -> dict:
+    """One control-plane node; its workloads (the webhook) run on it. Kubernetes' own storage
+    version migration is turned on where it is not on by default, as on the local backend."""
+    config = {
         "kind": "Cluster",
         "apiVersion": "kind.x-k8s.io/v1alpha4",
         "nodes": [{"role": "control-plane"}],
     }
+    if release.storage_migration_api != "v1":
+        config["featureGates"] = {"StorageVersionMigrator": True}
+        api = f"storagemigration.k8s.io/{release.storage_migration_api}"
+        config["runtimeConfig"] = {api: "true"}
+    if release.controller_manager_env:  # client-go gates, read from kube-controller-manager's env
+        envs = [{"name": k, "value": v} for k, v in release.controller_manager_env.items()]
+        patch = {"kind": "ClusterConfiguration", "controllerManager": {"extraEnvs": envs}}
+        config["kubeadmConfigPatches"] = [yaml.safe_dump(patch)]
+    return config
 
 
 def create_command(kind: str, name: str, release: Release, config: Path, kubeconfig: Path):

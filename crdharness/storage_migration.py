@@ -3,7 +3,7 @@
 A ``StorageVersionMigration`` object (API group ``storagemigration.k8s.io``) asks
 kube-controller-manager's storage version migrator to rewrite every object of one resource at
 the current storage version. Its API moved from v1alpha1 (spec.resource is a
-group/version/resource) to v1beta1 and v1 (a group/resource); from 1.37 the controller also
+group/version/resource) to v1beta1 and v1 (a group/resource); from 1.36 the controller also
 trims the CRD's ``status.storedVersions`` when it succeeds. Compare ``crdharness.migrate``,
 which does Option 2 without any controller.
 """
@@ -32,8 +32,9 @@ def manifest(release: Release, name: str, group: str, resource: str, version: st
 
 
 def updates_stored_versions(release: Release) -> bool:
-    """Whether a successful migration trims ``status.storedVersions`` by itself (GA, 1.37+)."""
-    return release.storage_migration_api == "v1"
+    """Whether a successful migration trims a CRD's ``status.storedVersions`` by itself: from
+    1.36, whose migrator first ships the custom-resource controller that does it."""
+    return release.minor_number >= 36
 
 
 def condition(migration: dict, kind: str) -> dict | None:

@@ -64,10 +64,10 @@ def test_builtin_storage_version_migration_rewrites_every_object(
         assert item.mod_revision > revisions[item.key]
         assert item.json["host"] in names
     if storage_migration.updates_stored_versions(release):
-        # Kubernetes >= 1.37: the migrator trims storedVersions itself.
+        # Kubernetes >= 1.36: the migrator trims storedVersions itself.
         assert crd.stored_versions() == ["v1"], done["status"]
     else:
-        # Before 1.37 the documented last step stays manual (as in MG-05).
+        # Before 1.36 the documented last step stays manual (as in MG-05).
         assert crd.stored_versions() == ["v1beta1", "v1"]
         crd.patch_stored_versions(["v1"])
         assert crd.stored_versions() == ["v1"]

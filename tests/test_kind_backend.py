@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from cryptography import x509
 
 from crdharness import certs, kind, versions
@@ -47,10 +48,26 @@ def test_create_command(tmp_path):
         f"--kubeconfig={tmp_path / 'kubeconfig'}",
         "--wait=120s",
     ]
-    assert kind.cluster_config() == {
+    assert kind.cluster_config(versions.resolve("1.37")) == {
         "kind": "Cluster",
         "apiVersion": "kind.x-k8s.io/v1alpha4",
         "nodes": [{"role": "control-plane"}],
+    }
+
+
+def test_kind_turns_on_the_storage_migration_where_it_is_beta_or_alpha():
+    beta = kind.cluster_config(versions.resolve("1.36"))
+    assert beta["featureGates"] == {"StorageVersionMigrator": True}
+    assert beta["runtimeConfig"] == {"storagemigration.k8s.io/v1beta1": "true"}
+    assert "kubeadmConfigPatches" not in beta
+    alpha = kind.cluster_config(versions.resolve("1.34"))
+    assert alpha["runtimeConfig"] == {"storagemigration.k8s.io/v1alpha1": "true"}
+    patch = yaml.safe_load(alpha["kubeadmConfigPatches"][0])
+    assert patch == {
+        "kind": "ClusterConfiguration",
+        "controllerManager": {
+            "extraEnvs": [{"name": "KUBE_FEATURE_InformerResourceVersion", "value": "true"}]
+        },
     }
 
 
