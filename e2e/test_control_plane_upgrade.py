@@ -74,11 +74,12 @@ def test_objects_written_before_an_upgrade_read_the_same_after_it(
         assert crd.read()["status"]["storedVersions"] == ["v1beta1"]
 
         transcript.step("Write one object under the new version")
-        crd.replace_object("v1", namespace, after[("v1", names[0])])
+        crd.patch_object("v1", namespace, names[0], {"port": "11"})
+        transcript.action(f"PATCH {names[0]} via v1 (port 11)")
         written, untouched = stored_bytes(crd, namespace, names).values()
         transcript.observe(f"etcd {names[0]} mod_revision", written.mod_revision)
         assert written.mod_revision > etcd_before[names[0]].mod_revision
-        assert written.json["hostPort"] == "alpha:1"
+        assert written.json["hostPort"] == "alpha:11"
         assert untouched == etcd_before[names[1]]
 
 
@@ -163,8 +164,9 @@ def test_documented_series_of_events_with_an_upgrade_in_the_middle(
         snapshot(transcript, crd, namespace, ["first"])
         assert crd.stored_versions() == ["v1beta1", "v1"]
 
-        step("Upgrade", f"(not in the documentation) kube-apiserver {newer.git_version}")
+        transcript.step("Upgrade", "(not in the documentation) kube-apiserver replaced in place")
         cluster.switch_kubernetes(newer)
+        transcript.action(f"stopped {older.git_version}, started {newer.git_version}, same etcd")
         transcript.observe("Kubernetes", cluster.server_version())
         assert cluster.server_version() == newer.git_version
         snapshot(transcript, crd, namespace, ["first"])

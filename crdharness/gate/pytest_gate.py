@@ -185,6 +185,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
             "say 'not proven')"
         )
     kubernetes = str(run.cluster.details.get("kubernetes", "(existing cluster)"))
+    if run.kubernetes_path and "kubernetes-upgrade" in {r.check for r in run.results.values()}:
+        later = ", ".join(r.kubernetes for r in run.kubernetes_path[1:])
+        kubernetes = f"{run.kubernetes_path[0].kubernetes}, then upgraded in place to {later}"
     directory = report.write(
         Path(config.getoption("--gate-artifacts")),
         list(run.results.values()),
