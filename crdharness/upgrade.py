@@ -7,10 +7,13 @@ the e2e upgrade scenarios and the upgrade gate's "across Kubernetes versions" ch
 
 from __future__ import annotations
 
+import time
+
 from crdharness import assets, versions
 from crdharness.cluster import Cluster
 from crdharness.controlplane import ControlPlane
 from crdharness.errors import HarnessError
+from crdharness.polling import wait_for
 from crdharness.versions import Release
 
 
@@ -33,8 +36,30 @@ def switch(plane: ControlPlane, cluster: Cluster, release: Release, assets_dir=N
     controller_manager = None
     if plane.controller_manager is not None:
         controller_manager = assets.controller_manager(release, plane.report)
-    took = plane.replace_apiserver(binaries, release, controller_manager)
+    began = time.monotonic()
+    plane.replace_apiserver(binaries, release, controller_manager)
     cluster.kubectl_path = binaries.kubectl
     cluster.details["kubernetes"] = release.kubernetes
     cluster.details["pids"]["kube-apiserver"] = plane.apiserver.pid
-    return took
+    wait_custom_resources_served(cluster, plane.options.ready_timeout)
+    return time.monotonic() - began
+
+
+def wait_custom_resources_served(cluster: Cluster, timeout: float) -> None:
+    """Wait until every served version of every CRD answers LIST with something other than
+    429: a restarted API server is ready before each resource's storage and watch cache are
+    (``429 storage is (re)initializing``), which clients would see as a brief outage."""
+    crds = cluster.http.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions").json()
+    paths = [
+        f"/apis/{crd['spec']['group']}/{v['name']}/{crd['spec']['names']['plural']}"
+        for crd in crds.get("items", [])
+        for v in crd["spec"]["versions"]
+        if v.get("served")
+    ]
+    for path in paths:
+        wait_for(
+            lambda path=path: cluster.http.get(path).status_code != 429,
+            timeout,
+            f"{path} to be served again after the kube-apiserver restart (it answered 429)",
+            interval=0.1,
+        )

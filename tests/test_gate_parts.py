@@ -267,13 +267,13 @@ class UpgradeComparison(KubernetesUpgradeCheck):
         self.cluster = SimpleNamespace(etcd=object())
         self.revisions_after = revisions_after
 
-    def _stored_revisions(self) -> dict[str, int]:
+    def _stored_object_revisions(self) -> dict[str, int]:
         return self.revisions_after
 
     def judge(self, before, after, revisions_before) -> CheckResult:
         result = CheckResult("kubernetes-upgrade", "1.36->1.37")
         older, newer = versions.resolve("1.36"), versions.resolve("1.37")
-        self._compare(result, before, after, revisions_before, older, newer)
+        self._judge_upgrade(result, before, after, revisions_before, older, newer)
         return result
 
 

@@ -198,8 +198,11 @@ class HistoryPhase:
                 untouched += 1
         return untouched
 
-    def _write_objects(self, release: Release) -> list[Written]:
-        """Objects at every served version (samples, then generated), read back at each."""
+    def _write_objects(
+        self, release: Release, count: int | None = None, prefix: str = "r"
+    ) -> list[Written]:
+        """Objects at every served version (samples, then ``count`` generated, by default
+        ``upgrade_objects``), read back at each."""
         written = []
         for name, manifest in release.crds.items():
             resource = Resource.of(manifest)
@@ -213,10 +216,10 @@ class HistoryPhase:
                     if s["apiVersion"].endswith(f"/{version}")
                 ]
                 bodies += objects.first_examples(
-                    entry, self.config.upgrade_objects, self.config.seed
+                    entry, self.config.upgrade_objects if count is None else count, self.config.seed
                 )
                 for body in bodies:
-                    obj_name = self._name(f"r{release.index + 1}-{version}")
+                    obj_name = self._name(f"{prefix}{release.index + 1}-{version}")
                     try:
                         created = self._create(manifest, entry, version, obj_name, HISTORY_NS, body)
                     except NotConvertible as failure:

@@ -35,8 +35,10 @@ class KubernetesUpgradeCheck:
                     "cannot replace kube-apiserver (run the gate on --cluster=local for this)"
                 )
             return
-        before, failed_before = self._read_everything()
-        stored_before = self._stored_revisions()
+        # Beside what the other phases left: `generate` fresh objects per served version.
+        self._write_objects(self.candidate, count=self.config.generate, prefix="k8s")
+        before, failed_before = self._read_all_objects()
+        stored_before = self._stored_object_revisions()
         for older, newer in pairs:
             result = self.result("kubernetes-upgrade", f"{older.minor}->{newer.minor}")
             new = newer.git_version
@@ -45,18 +47,20 @@ class KubernetesUpgradeCheck:
             if running != newer.git_version:
                 result.fail(f"after the upgrade the API server says {running}, not {new}")
                 return
-            after, failed_after = self._read_everything()
+            after, failed_after = self._read_all_objects()
             for (crd, version), message in failed_after.items():
                 if (crd, version) in failed_before:
                     result.details.append(f"{crd} at {version}: LIST fails under both: {message}")
                 else:
                     result.fail(f"{crd}: LIST at {version} fails under {new}: {message}")
-            self._compare(result, before, after, stored_before, older, newer)
+            self._judge_upgrade(result, before, after, stored_before, older, newer)
             result.counts["api_unavailable_seconds"] = round(away, 1)
 
-    def _compare(self, result, before: Reads, after: Reads, stored_before, older, newer) -> None:
+    def _judge_upgrade(
+        self, result, before: Reads, after: Reads, stored_before, older, newer
+    ) -> None:
         rewritten = [
-            k for k, rev in self._stored_revisions().items() if stored_before.get(k) != rev
+            k for k, rev in self._stored_object_revisions().items() if stored_before.get(k) != rev
         ]
         written_meanwhile = 0
         for key, obj in before.items():
@@ -98,7 +102,7 @@ class KubernetesUpgradeCheck:
                 f"{newer.git_version} exactly as under {older.git_version}; {etcd}"
             )
 
-    def _read_everything(self) -> tuple[Reads, ListErrors]:
+    def _read_all_objects(self) -> tuple[Reads, ListErrors]:
         """Every object of the candidate's CRDs, LISTed at each served version (a LIST fails
         whole when one object cannot be converted: such lists are returned as errors)."""
         seen: Reads = {}
@@ -115,7 +119,7 @@ class KubernetesUpgradeCheck:
                     seen[(name, version, meta.get("namespace", ""), meta["name"])] = item
         return seen, failed
 
-    def _stored_revisions(self) -> dict[str, int]:
+    def _stored_object_revisions(self) -> dict[str, int]:
         if self.cluster.etcd is None:
             return {}
         revisions = {}
