@@ -23,6 +23,13 @@ CONTROLLERS = (
 )
 
 
+def all_started(healthz) -> bool:
+    """``/healthz?verbose`` lists a check per controller once it runs: "[+]<name> ok"."""
+    return healthz.status_code == 200 and all(
+        f"[+]{name} ok" in healthz.text for name in CONTROLLERS
+    )
+
+
 def write_credentials(ca: certs.CertificateAuthority, server_url: str, directory: Path) -> Path:
     """A kubeconfig for the controller manager's own identity."""
     identity = ca.issue_client("controller-manager-client", USER)

@@ -315,11 +315,13 @@ class ControlPlane:
                 env={**os.environ, **self.release.controller_manager_env},
             )
         )
-        url = f"https://{ports.LOOPBACK}:{port}/healthz"
+        url = f"https://{ports.LOOPBACK}:{port}/healthz?verbose"
         self._await(
             self.controller_manager,
-            lambda: requests.get(url, verify=str(self.ca.cert_path), timeout=5).text == "ok",
-            "kube-controller-manager /healthz to answer ok",
+            lambda: controller_manager.all_started(
+                requests.get(url, verify=str(self.ca.cert_path), timeout=5)
+            ),
+            "kube-controller-manager /healthz to report each of its controllers ok",
         )
         took = time.monotonic() - began
         self.report(f"kube-controller-manager {self.release.git_version} ready in {took:.1f}s")

@@ -38,3 +38,13 @@ def test_its_client_certificate_names_the_user_the_bootstrap_policy_binds(tmp_pa
     cert = x509.load_pem_x509_certificate((tmp_path / "controller-manager-client.crt").read_bytes())
     common_name = cert.subject.get_attributes_for_oid(x509.NameOID.COMMON_NAME)[0].value
     assert common_name == "system:kube-controller-manager"
+
+
+def test_ready_means_every_controller_reports_its_own_health_check():
+    from types import SimpleNamespace
+
+    listed = "".join(f"[+]{name} ok\n" for name in controller_manager.CONTROLLERS)
+    assert controller_manager.all_started(SimpleNamespace(status_code=200, text=listed))
+    partial = listed.replace("[+]namespace-controller ok\n", "")
+    assert not controller_manager.all_started(SimpleNamespace(status_code=200, text=partial))
+    assert not controller_manager.all_started(SimpleNamespace(status_code=500, text=listed))
