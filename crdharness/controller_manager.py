@@ -65,5 +65,5 @@ def args(
         "--use-service-account-credentials=true",
         "--leader-elect=false",
         "--profiling=false",
-        *release.storage_migration_gates,
+        *release.storage_migration_controller_manager_flags,
     ]

@@ -6,7 +6,6 @@ created, becomes Established and serves a LIST — the harness's whole reason to
 
 from __future__ import annotations
 
-import os
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -312,7 +311,6 @@ class ControlPlane:
                 "kube-controller-manager",
                 controller_manager.args(binary, self.release, credentials, serving, port),
                 self.path / "kube-controller-manager.log",
-                env={**os.environ, **self.release.controller_manager_env},
             )
         )
         url = f"https://{ports.LOOPBACK}:{port}/healthz?verbose"

@@ -51,13 +51,9 @@ def cluster_config(release: Release) -> dict:
         "nodes": [{"role": "control-plane"}],
     }
     if release.storage_migration_api != "v1":
-        config["featureGates"] = {"StorageVersionMigrator": True}
+        config["featureGates"] = release.storage_migration_feature_gates
         api = f"storagemigration.k8s.io/{release.storage_migration_api}"
         config["runtimeConfig"] = {api: "true"}
-    if release.controller_manager_env:  # client-go gates, read from kube-controller-manager's env
-        envs = [{"name": k, "value": v} for k, v in release.controller_manager_env.items()]
-        patch = {"kind": "ClusterConfiguration", "controllerManager": {"extraEnvs": envs}}
-        config["kubeadmConfigPatches"] = [yaml.safe_dump(patch)]
     return config
 
 

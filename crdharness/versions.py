@@ -41,27 +41,30 @@ class Release:
         return f"v{self.kubernetes}"
 
     @property
-    def storage_migration_gates(self) -> list[str]:
-        """Flags of both kube-apiserver and kube-controller-manager that turn the built-in
-        storage version migration on where it is not on by default."""
+    def storage_migration_feature_gates(self) -> dict[str, bool]:
+        """Feature gates that turn the built-in storage version migration on where it is not
+        on by default. Before 1.35 the migrator also needs client-go's informer resource
+        version (alpha there; kube components take client-go gates in --feature-gates)."""
         if self.storage_migration_api == "v1":
+            return {}
+        gates = {"StorageVersionMigrator": True}
+        if self.storage_migration_api == "v1alpha1":
+            gates["InformerResourceVersion"] = True
+        return gates
+
+    @property
+    def storage_migration_controller_manager_flags(self) -> list[str]:
+        gates = self.storage_migration_feature_gates
+        if not gates:
             return []
-        return ["--feature-gates=StorageVersionMigrator=true"]
+        return ["--feature-gates=" + ",".join(f"{k}={str(v).lower()}" for k, v in gates.items())]
 
     @property
     def storage_migration_apiserver_flags(self) -> list[str]:
         if self.storage_migration_api == "v1":
             return []
         api = f"storagemigration.k8s.io/{self.storage_migration_api}"
-        return [*self.storage_migration_gates, f"--runtime-config={api}=true"]
-
-    @property
-    def controller_manager_env(self) -> dict[str, str]:
-        """client-go feature gates (read from the environment) the migrator needs: the
-        informer's resource version is alpha in client-go before 1.35."""
-        if self.storage_migration_api == "v1alpha1":
-            return {"KUBE_FEATURE_InformerResourceVersion": "true"}
-        return {}
+        return ["--feature-gates=StorageVersionMigrator=true", f"--runtime-config={api}=true"]
 
     @property
     def staging_version(self) -> str:

@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 from cryptography import x509
 
 from crdharness import certs, kind, versions
@@ -59,15 +58,11 @@ def test_kind_turns_on_the_storage_migration_where_it_is_beta_or_alpha():
     beta = kind.cluster_config(versions.resolve("1.36"))
     assert beta["featureGates"] == {"StorageVersionMigrator": True}
     assert beta["runtimeConfig"] == {"storagemigration.k8s.io/v1beta1": "true"}
-    assert "kubeadmConfigPatches" not in beta
     alpha = kind.cluster_config(versions.resolve("1.34"))
     assert alpha["runtimeConfig"] == {"storagemigration.k8s.io/v1alpha1": "true"}
-    patch = yaml.safe_load(alpha["kubeadmConfigPatches"][0])
-    assert patch == {
-        "kind": "ClusterConfiguration",
-        "controllerManager": {
-            "extraEnvs": [{"name": "KUBE_FEATURE_InformerResourceVersion", "value": "true"}]
-        },
+    assert alpha["featureGates"] == {
+        "StorageVersionMigrator": True,
+        "InformerResourceVersion": True,
     }
 
 

@@ -47,9 +47,9 @@ def test_staging_modules_share_the_release_minor_and_patch():
 
 
 @pytest.mark.parametrize(
-    ("minor", "api", "apiserver_flags", "env"),
+    ("minor", "api", "apiserver_flags", "controller_manager_flags"),
     [
-        ("1.37", "v1", [], {}),
+        ("1.37", "v1", [], []),
         (
             "1.36",
             "v1beta1",
@@ -57,7 +57,7 @@ def test_staging_modules_share_the_release_minor_and_patch():
                 "--feature-gates=StorageVersionMigrator=true",
                 "--runtime-config=storagemigration.k8s.io/v1beta1=true",
             ],
-            {},
+            ["--feature-gates=StorageVersionMigrator=true"],
         ),
         (
             "1.34",
@@ -66,17 +66,17 @@ def test_staging_modules_share_the_release_minor_and_patch():
                 "--feature-gates=StorageVersionMigrator=true",
                 "--runtime-config=storagemigration.k8s.io/v1alpha1=true",
             ],
-            {"KUBE_FEATURE_InformerResourceVersion": "true"},
+            ["--feature-gates=StorageVersionMigrator=true,InformerResourceVersion=true"],
         ),
     ],
 )
 def test_the_builtin_storage_migration_is_switched_on_where_it_is_not_ga(
-    minor, api, apiserver_flags, env
+    minor, api, apiserver_flags, controller_manager_flags
 ):
     release = versions.resolve(minor)
     assert release.storage_migration_api == api
     assert release.storage_migration_apiserver_flags == apiserver_flags
-    assert release.controller_manager_env == env
+    assert release.storage_migration_controller_manager_flags == controller_manager_flags
 
 
 def test_upgrade_pairs_cover_every_adjacent_pair_over_the_matrix():
