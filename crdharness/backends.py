@@ -88,6 +88,9 @@ def local_cluster(plane: ControlPlane, assets_dir: str | None = None) -> Cluster
 
     def start_controllers() -> None:
         plane.start_controller_manager(assets.controller_manager(plane.release, plane.report))
+        cluster.details["pids"]["kube-controller-manager"] = plane.controller_manager.pid
+        if plane.controller_manager_port not in cluster.details["ports"]:
+            cluster.details["ports"].append(plane.controller_manager_port)
 
     def switch_kubernetes(release: versions.Release) -> float:
         return upgrade.switch(plane, cluster, release, assets_dir)

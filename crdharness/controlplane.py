@@ -78,6 +78,7 @@ class ControlPlane:
         self.etcd: ManagedProcess | None = None
         self.apiserver: ManagedProcess | None = None
         self.controller_manager: ManagedProcess | None = None
+        self.controller_manager_port: int | None = None
         self.server_url = ""
         self.etcd_url = ""
         self.kubeconfig: Path | None = None
@@ -303,7 +304,7 @@ class ControlPlane:
             return
         assert self.ca is not None
         began = time.monotonic()
-        port = ports.free_port()
+        port = self.controller_manager_port = ports.free_port()
         serving = self.ca.issue_server("controller-manager-serving", *certs.LOOPBACK_NAMES)
         credentials = controller_manager.write_credentials(self.ca, self.server_url, self.path)
         self.controller_manager = self._launch(

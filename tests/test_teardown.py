@@ -30,7 +30,8 @@ INNER_TEST = textwrap.dedent("""\
     from pathlib import Path
     from crdharness.polling import wait_for
 
-    def test_inner(cluster):
+    def test_inner(controllers):  # the session's cluster with kube-controller-manager too
+        cluster = controllers
         d = cluster.details
         info = {"workspace": str(d["workspace"]), "pids": list(d["pids"].values()),
                 "guardian": d["guardian_pid"], "ports": d["ports"],
