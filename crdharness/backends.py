@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from crdharness import assets, upgrade, versions
+from crdharness import assets, sharing, upgrade, versions
 from crdharness.cluster import Cluster
 from crdharness.controlplane import ControlPlane, ControlPlaneOptions
 from crdharness.errors import HarnessError
@@ -29,6 +29,13 @@ class Settings:
     apiserver_port: int | None = None
     etcd_port: int | None = None
     extra_apiserver_flags: list[str] = field(default_factory=list)  # local backend only
+    # Local backend: keep the control plane for the next run and reuse a matching kept one.
+    reuse: bool = False
+    # Local backend under xdist: share the control plane called ``shared_key`` with the
+    # run's other workers through ``shared_dir``; ``owner`` (the run's controller) ends it.
+    shared_dir: Path | None = None
+    shared_key: str = "session"
+    owner: tuple[int, float] | None = None
 
 
 @dataclass
@@ -51,7 +58,27 @@ def start(settings: Settings, report: Reporter) -> Running:
 
 
 def _start_local(settings: Settings, report: Reporter) -> Running:
-    plane = start_control_plane(settings, versions.resolve(settings.k8s_version), report)
+    release = versions.resolve(settings.k8s_version)
+    if settings.reuse or settings.shared_dir is not None:
+        binaries = assets.resolve(release, settings.assets_dir, report)
+        if settings.reuse:
+            plane = sharing.reuse_or_start(binaries, release, _options(settings), report)
+        else:
+            assert settings.owner is not None, "a shared control plane needs its owner"
+            plane = sharing.attach_or_start(
+                settings.shared_dir,
+                settings.shared_key,
+                binaries,
+                release,
+                _options(settings),
+                settings.owner,
+                report,
+            )
+        cluster = local_cluster(plane, settings.assets_dir)
+        # Not this process's to stop: the next run reuses it, or the run's controller stops it.
+        return Running(cluster, stop=cluster.close, keep=lambda: _kept(cluster, plane))
+
+    plane = start_control_plane(settings, release, report)
     cluster = local_cluster(plane, settings.assets_dir)
 
     def stop() -> None:
@@ -65,22 +92,29 @@ def _start_local(settings: Settings, report: Reporter) -> Running:
     return Running(cluster, stop, keep)
 
 
+def _kept(cluster: Cluster, plane: ControlPlane) -> str:
+    cluster.close()
+    return (
+        f"KUBECONFIG={plane.kubeconfig} kubectl get crd   "
+        f"(stop it with: python -m crdharness down {plane.path})"
+    )
+
+
+def _options(settings: Settings) -> ControlPlaneOptions:
+    return ControlPlaneOptions(
+        watch_cache=settings.watch_cache,
+        apiserver_port=settings.apiserver_port,
+        etcd_port=settings.etcd_port,
+        extra_apiserver_flags=list(settings.extra_apiserver_flags),
+    )
+
+
 def start_control_plane(
     settings: Settings, release: versions.Release, report: Reporter
 ) -> ControlPlane:
     """A local control plane of ``release``, started and ready."""
     binaries = assets.resolve(release, settings.assets_dir, report)
-    return ControlPlane(
-        binaries,
-        release,
-        ControlPlaneOptions(
-            watch_cache=settings.watch_cache,
-            apiserver_port=settings.apiserver_port,
-            etcd_port=settings.etcd_port,
-            extra_apiserver_flags=list(settings.extra_apiserver_flags),
-        ),
-        report,
-    ).start()
+    return ControlPlane(binaries, release, _options(settings), report).start()
 
 
 def local_cluster(plane: ControlPlane, assets_dir: str | None = None) -> Cluster:

@@ -43,6 +43,20 @@ class CertificateAuthority:
         self.cert_path = directory / "ca.crt"
         self._ca.cert_pem.write_to_path(str(self.cert_path))
 
+    def save_key(self) -> Path:
+        """Write the CA's key too, so another process can issue certificates (``load``)."""
+        return write_private(self.directory / "ca.key", self._ca.private_key_pem.bytes())
+
+    @classmethod
+    def load(cls, directory: Path) -> CertificateAuthority:
+        """The CA saved in ``directory`` (``save_key``)."""
+        loaded = cls.__new__(cls)  # not __init__: rewriting ca.crt would race its readers
+        loaded.directory, loaded.cert_path = directory, directory / "ca.crt"
+        loaded._ca = trustme.CA.from_pem(
+            loaded.cert_path.read_bytes(), (directory / "ca.key").read_bytes()
+        )
+        return loaded
+
     @property
     def pem(self) -> bytes:
         return self._ca.cert_pem.bytes()

@@ -6,12 +6,15 @@ created, becomes Established and serves a LIST — the harness's whole reason to
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import requests
+from filelock import FileLock
 from kubernetes import client
 
 from crdharness import cache, certs, controller_manager, crds, kubeconfig, ports
@@ -19,10 +22,13 @@ from crdharness.assets import Assets
 from crdharness.errors import HarnessError
 from crdharness.guardian import Guardian
 from crdharness.polling import WaitTimeout, wait_for
-from crdharness.processes import ManagedProcess, identity
+from crdharness.processes import AttachedProcess, ManagedProcess, command_line, identity
 from crdharness.progress import Reporter, to_stderr
 from crdharness.versions import Release
 from crdharness.workspace import Workspace, sweep_stale
+
+# In the workspace: what another process needs to attach to a running control plane.
+PLANE_FILE = "plane.json"
 
 ADMIN_USER = "crdharness-admin"
 ADMIN_GROUPS = ("system:masters",)
@@ -68,7 +74,12 @@ class ControlPlane:
         release: Release,
         options: ControlPlaneOptions | None = None,
         report: Reporter = to_stderr,
+        owner: tuple[int, float] | None = None,
     ):
+        """``owner``: the process whose end must end this control plane, when that is not
+        this one (an xdist worker starting the plane its siblings share names the run's
+        controller)."""
+        self.owner = owner
         self.assets = assets
         self.release = release
         self.options = options or ControlPlaneOptions()
@@ -96,6 +107,8 @@ class ControlPlane:
             self._start_etcd()
             self._start_apiserver()
             self._wait_ready()
+            self.start_to_ready_seconds = time.monotonic() - began
+            self._write_record()
         except HarnessError as exc:
             kept = self._keep_logs()
             self.stop()
@@ -103,7 +116,6 @@ class ControlPlane:
         except BaseException:
             self.stop()
             raise
-        self.start_to_ready_seconds = time.monotonic() - began
         self.report(
             f"control plane {self.release.git_version} ready at {self.server_url} "
             f"in {self.start_to_ready_seconds:.1f}s (workspace {self.workspace.path})"
@@ -135,6 +147,103 @@ class ControlPlane:
             f"python -m crdharness down {self.workspace.path})"
         )
 
+    @classmethod
+    def attach(
+        cls,
+        path: Path,
+        assets: Assets,
+        release: Release,
+        options: ControlPlaneOptions | None = None,
+        report: Reporter = to_stderr,
+    ) -> ControlPlane:
+        """The control plane running in workspace ``path``, started by another process,
+        after checking — not assuming — that it is the one this process would start: the same
+        binaries and flags on its command lines, the same version from ``/version``, and
+        ready. A mismatch is a ``HarnessError`` that says what differs."""
+        try:
+            record = json.loads((path / PLANE_FILE).read_text())
+        except (OSError, ValueError) as exc:
+            raise HarnessError(f"{path} holds no control plane record: {exc}") from None
+        plane = cls(assets, release, options, report)
+        plane.workspace = Workspace.open(path)
+        plane.apiserver_port = record["apiserver_port"]
+        plane.etcd_port = record["etcd_port"]
+        plane.etcd_peer_port = record["etcd_peer_port"]
+        plane.start_to_ready_seconds = record.get("start_to_ready_seconds")
+        pki = path / "pki"
+        plane.ca = certs.CertificateAuthority.load(pki)
+        plane.serving = certs.KeyPair(pki / "apiserver.crt", pki / "apiserver.key")
+        plane.admin = certs.KeyPair(pki / "admin.crt", pki / "admin.key")
+        plane.service_account = certs.KeyPair(pki / "sa.pub", pki / "sa.key")
+        plane._set_addresses()
+        processes = record["processes"]
+        plane.etcd = AttachedProcess("etcd", *processes["etcd"], path / "etcd.log")
+        plane.apiserver = AttachedProcess(
+            "kube-apiserver", *processes["kube-apiserver"], path / "kube-apiserver.log"
+        )
+        plane._attach_controller_manager(record)
+        plane._check_attached()
+        return plane
+
+    def _check_attached(self) -> None:
+        for process, wanted in (
+            (self.etcd, self.etcd_args()),
+            (self.apiserver, self.apiserver_args()),
+        ):
+            if not process.running():
+                raise HarnessError(f"its {process.name} (pid {process.pid}) is not running")
+            running = command_line(process.pid)
+            if running != wanted:
+                differ = sorted(set(running or []) ^ set(wanted))
+                raise HarnessError(
+                    f"its {process.name} runs with other binaries or flags: {' '.join(differ)}"
+                )
+        try:
+            ready = self._readyz_ok()
+        except requests.RequestException as exc:
+            raise HarnessError(f"its kube-apiserver does not answer: {exc}") from None
+        if not ready:
+            raise HarnessError("its kube-apiserver is not ready (/readyz)")
+
+    def _write_record(self) -> None:
+        processes = {
+            p.name: list(identity(p.pid) or (p.pid, 0.0))
+            for p in (self.etcd, self.apiserver, self.controller_manager)
+            if p is not None
+        }
+        record = {
+            "kubernetes": self.release.git_version,
+            "apiserver_port": self.apiserver_port,
+            "etcd_port": self.etcd_port,
+            "etcd_peer_port": self.etcd_peer_port,
+            "controller_manager_port": self.controller_manager_port,
+            "processes": processes,
+            "start_to_ready_seconds": self.start_to_ready_seconds,
+        }
+        scratch = self.path / f"{PLANE_FILE}.{os.getpid()}"
+        scratch.write_text(json.dumps(record, indent=2))
+        scratch.replace(self.path / PLANE_FILE)
+
+    def _read_record(self) -> dict:
+        try:
+            return json.loads((self.path / PLANE_FILE).read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def _attach_controller_manager(self, record: dict) -> bool:
+        """Take over the kube-controller-manager another process started here, if it runs."""
+        known = record.get("processes", {}).get("kube-controller-manager")
+        if not known:
+            return False
+        process = AttachedProcess(
+            "kube-controller-manager", *known, self.path / "kube-controller-manager.log"
+        )
+        if not process.running():
+            return False
+        self.controller_manager = process
+        self.controller_manager_port = record.get("controller_manager_port")
+        return True
+
     def __enter__(self) -> ControlPlane:
         return self.start()
 
@@ -165,20 +274,24 @@ class ControlPlane:
     def _launch(self, process: ManagedProcess) -> ManagedProcess:
         process.start()
         assert self.workspace is not None
-        assert self.guardian is not None
         self.workspace.adopt(process.pid)
         who = identity(process.pid)
-        if who:
+        # A plane attached to has no guardian of this process's: the guardian of the process
+        # that started it stops every child its workspace lists, this one too.
+        if who and self.guardian is not None:
             self.guardian.watch(*who)
         return process
 
     def _prepare(self) -> None:
-        self.workspace = Workspace()
+        self.workspace = Workspace(owner=self.owner)
         self.guardian = Guardian()
+        if self.owner is not None:
+            self.guardian.owner(*self.owner)
         self.guardian.remove(self.workspace.path)
         pki = self.path / "pki"
         pki.mkdir()
         self.ca = certs.CertificateAuthority(pki)
+        self.ca.save_key()  # for processes that attach and start kube-controller-manager
         self.serving = self.ca.issue_server("apiserver", *certs.LOOPBACK_NAMES)
         self.admin = self.ca.issue_client("admin", ADMIN_USER, ADMIN_GROUPS)
         self.service_account = certs.service_account_keys(pki)
@@ -187,15 +300,15 @@ class ControlPlane:
         )
         self.etcd_port = ports.claim(self.options.etcd_port, "etcd", "--etcd-port")
         self.etcd_peer_port = ports.free_port()
+        self._set_addresses()
+        kubeconfig.write(
+            self.kubeconfig, "crdharness-local", self.server_url, self.ca.bundle_b64, self.admin
+        )
+
+    def _set_addresses(self) -> None:
         self.server_url = f"https://{ports.LOOPBACK}:{self.apiserver_port}"
         self.etcd_url = f"http://{ports.LOOPBACK}:{self.etcd_port}"
-        self.kubeconfig = kubeconfig.write(
-            self.path / "kubeconfig",
-            "crdharness-local",
-            self.server_url,
-            self.ca.bundle_b64,
-            self.admin,
-        )
+        self.kubeconfig = self.path / "kubeconfig"
 
     def etcd_args(self) -> list[str]:
         peer = f"http://{ports.LOOPBACK}:{self.etcd_peer_port}"
@@ -293,15 +406,24 @@ class ControlPlane:
         self._wait_ready()
         if had_controllers:
             self.start_controller_manager(controller_manager_binary)
+        self._write_record()
         took = time.monotonic() - began
         self.report(f"kube-apiserver is now {release.git_version} (ready in {took:.1f}s)")
         return took
 
     def start_controller_manager(self, binary: Path) -> None:
         """Start kube-controller-manager (namespace, garbage collector, storage version
-        migrator) against this control plane, and wait for its /healthz. Idempotent."""
+        migrator) against this control plane, and wait for its /healthz. Idempotent, also
+        across the processes that share this control plane."""
         if self.controller_manager is not None and self.controller_manager.running():
             return
+        with FileLock(str(self.path / "controller-manager.lock")):
+            if self._attach_controller_manager(self._read_record()):
+                return
+            self._start_controller_manager(binary)
+            self._write_record()
+
+    def _start_controller_manager(self, binary: Path) -> None:
         assert self.ca is not None
         began = time.monotonic()
         port = self.controller_manager_port = ports.free_port()

@@ -116,6 +116,32 @@ class ManagedProcess:
             self.popen.wait(grace)
 
 
+class AttachedProcess(ManagedProcess):
+    """A process another run (or another xdist worker) started, known by its identity: it can
+    be watched and stopped, but not waited for as a child."""
+
+    def __init__(self, name: str, pid: int, created: float, log_path: Path):
+        super().__init__(name, [], log_path)
+        self._identity = (pid, created)
+
+    @property
+    def pid(self) -> int:
+        return self._identity[0]
+
+    def running(self) -> bool:
+        return identity(self._identity[0]) == self._identity and is_alive(self._identity[0])
+
+    def stop(self, grace: float = 10.0) -> None:
+        kill_if_same(*self._identity, grace=grace)
+
+
+def command_line(pid: int) -> list[str] | None:
+    try:
+        return psutil.Process(pid).cmdline()
+    except psutil.Error:
+        return None
+
+
 def port_holder(port: int) -> str | None:
     """Who listens on TCP ``port`` (for error messages), or None if nobody we can see."""
     try:

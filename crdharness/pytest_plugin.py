@@ -7,16 +7,19 @@ Loaded by the project's top-level ``conftest.py``; other projects can load it wi
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import sys
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 from kubernetes import client
 
-from crdharness import backends, certs
+from crdharness import backends, certs, sharing
 from crdharness.errors import HarnessError
+from crdharness.processes import identity
 from crdharness.versions import ENV_VAR as K8S_VERSION_ENV
 
 KEEP_CHOICES = ("never", "on-failure", "always")
@@ -76,6 +79,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="run only tests covering these catalogue IDs or groups, comma "
         "separated (e.g. SV-03,HS or WT)",
     )
+    group.addoption(
+        "--reuse-cluster",
+        action="store_true",
+        help="local backend: reuse a control plane kept by an earlier run when its binaries, "
+        "version and flags match (checked), else start one; keep it for the next run "
+        "(stop it with: python -m crdharness down)",
+    )
     group.addoption("--apiserver-port", type=int, default=None, help="fixed kube-apiserver port")
     group.addoption("--etcd-port", type=int, default=None, help="fixed etcd client port")
 
@@ -110,6 +120,53 @@ def _settings(config: pytest.Config, **overrides) -> backends.Settings:
     return settings
 
 
+def _session_settings(config: pytest.Config, key: str, **overrides) -> backends.Settings:
+    """Settings of a session-wide cluster: reused across runs (``--reuse-cluster``), or
+    shared with the run's other xdist workers under ``key``."""
+    settings = _settings(config, **overrides)
+    worker = getattr(config, "workerinput", {})
+    if config.getoption("--reuse-cluster"):
+        settings.reuse = True
+    elif SHARED_DIR in worker:
+        settings.shared_dir = Path(worker[SHARED_DIR])
+        settings.shared_key = key
+        settings.owner = tuple(worker[SHARED_OWNER])
+    return settings
+
+
+# xdist: where the controller lets its workers share control planes, and who owns them.
+SHARED_DIR = "crdharness_shared_dir"
+SHARED_OWNER = "crdharness_shared_owner"
+
+
+def _shared_dir(config: pytest.Config) -> Path:
+    return config._tmp_path_factory.getbasetemp() / "crdharness-shared"
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:
+    """xdist controller, for each worker: where the run's shared control planes are."""
+    node.workerinput[SHARED_DIR] = str(_shared_dir(node.config))
+    node.workerinput[SHARED_OWNER] = list(identity(os.getpid()))
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """xdist controller, after every worker has finished: stop (or keep) the control planes
+    the workers shared."""
+    config = session.config
+    if hasattr(config, "workerinput") or not hasattr(config, "_tmp_path_factory"):
+        return
+    directory = _shared_dir(config)
+    if not directory.is_dir():
+        return
+    keep = config.getoption("--keep-cluster")
+    if keep == "always" or (keep == "on-failure" and session.testsfailed > 0):
+        for path in sharing.keep_shared(directory):
+            _report(f"shared cluster kept running: python -m crdharness down {path}")
+    else:
+        sharing.stop_shared(directory)
+
+
 def _start(config: pytest.Config, settings: backends.Settings) -> backends.Running:
     capture = config.pluginmanager.getplugin("capturemanager")
     # Builds and start-up print progress; show it live rather than after the fact.
@@ -125,7 +182,7 @@ def cluster(request: pytest.FixtureRequest):
     """A running cluster (see ``crdharness.cluster.Cluster``), shared by the session."""
     config = request.config
     capture = config.pluginmanager.getplugin("capturemanager")
-    running = _start(config, _settings(config))
+    running = _start(config, _session_settings(config, "session"))
     yield running.cluster
     keep = config.getoption("--keep-cluster")
     failed = request.session.testsfailed > 0
@@ -172,7 +229,8 @@ def exact_cluster(cluster, request: pytest.FixtureRequest):
             pytrace=False,
         )
     running = _start(
-        config, _settings(config, watch_cache=False, apiserver_port=None, etcd_port=None)
+        config,
+        _session_settings(config, "exact", watch_cache=False, apiserver_port=None, etcd_port=None),
     )
     yield running.cluster
     running.stop()

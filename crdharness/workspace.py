@@ -13,6 +13,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from filelock import FileLock
+
 from crdharness.processes import identity, is_alive, kill_if_same
 
 PREFIX = "crdharness-"
@@ -20,26 +22,51 @@ OWNER_FILE = "owner.json"
 
 
 class Workspace:
-    def __init__(self, base: Path | None = None):
+    def __init__(self, base: Path | None = None, owner: tuple[int, float] | None = None):
+        """``owner``: the process whose end ends the workspace (default: this one; an xdist
+        worker names the run's controller, which outlives it)."""
         self.path = Path(tempfile.mkdtemp(prefix=PREFIX, dir=base))
-        me = identity(os.getpid())
-        self._record = {"owner": list(me) if me else None, "children": []}
-        self._save()
+        me = owner or identity(os.getpid())
+        self._write({"owner": list(me) if me else None, "children": []})
 
-    def _save(self) -> None:
-        (self.path / OWNER_FILE).write_text(json.dumps(self._record))
+    @classmethod
+    def open(cls, path: Path) -> Workspace:
+        """A workspace another process created (an xdist worker, or a kept cluster)."""
+        if not (path / OWNER_FILE).is_file():
+            raise FileNotFoundError(f"{path} is not a crdharness workspace")
+        opened = cls.__new__(cls)
+        opened.path = path
+        return opened
+
+    # Several processes may add children to one workspace: read-modify-write under a lock.
+    def _lock(self) -> FileLock:
+        return FileLock(str(self.path / (OWNER_FILE + ".lock")))
+
+    def _read(self) -> dict:
+        return json.loads((self.path / OWNER_FILE).read_text())
+
+    def _write(self, record: dict) -> None:
+        scratch = self.path / (OWNER_FILE + f".{os.getpid()}")
+        scratch.write_text(json.dumps(record))
+        scratch.replace(self.path / OWNER_FILE)  # readers never see half a file
 
     def adopt(self, pid: int) -> None:
         """Remember child ``pid`` so a later sweep can stop it if this run dies."""
         child = identity(pid)
         if child:
-            self._record["children"].append(list(child))
-            self._save()
+            with self._lock():
+                record = self._read()
+                record["children"].append(list(child))
+                self._write(record)
 
     def keep(self) -> None:
         """Mark this workspace as kept on purpose (``--keep-cluster``): sweeps leave it alone."""
-        self._record["kept"] = True
-        self._save()
+        with self._lock():
+            self._write({**self._read(), "kept": True})
+
+    @property
+    def kept(self) -> bool:
+        return bool(self._read().get("kept"))
 
     def remove(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)
@@ -66,8 +93,12 @@ def sweep_stale(base: Path | None = None) -> list[Path]:
 
 
 def stop_kept(path: Path) -> None:
-    """Stop the processes of a workspace kept by ``--keep-cluster``, and remove it."""
-    record = json.loads((path / OWNER_FILE).read_text())
+    """Stop the processes of a workspace (kept by ``--keep-cluster``, or shared by xdist
+    workers), newest first, and remove it."""
+    try:
+        record = json.loads((path / OWNER_FILE).read_text())
+    except (OSError, ValueError):
+        record = {}
     for pid, created in reversed(record.get("children", [])):
         kill_if_same(pid, created)
     shutil.rmtree(path, ignore_errors=True)
