@@ -44,6 +44,22 @@ def _backend(session: nox.Session) -> str:
     return "local"
 
 
+# The e2e suite's default parallelism. Its tests mostly wait on the API server (it sleeps 2 s
+# before the first create in a CRD made less than 2 s ago), so more workers than cores pay
+# off; they share one control plane (see crdharness.sharing). Measured in `nox -s bench`.
+E2E_WORKERS = "6"
+
+
+def _parallel(session: nox.Session) -> list[str]:
+    """``-n E2E_WORKERS`` unless the arguments choose (``-n 0`` runs serially)."""
+    args = list(session.posargs)
+    chosen = any(
+        a in ("-n", "--numprocesses", "no:xdist") or a.startswith(("-n", "--numprocesses="))
+        for a in args
+    )
+    return [] if chosen else ["-n", E2E_WORKERS]
+
+
 def _install(session: nox.Session) -> None:
     session.install("-e", ".[test]")
 
@@ -56,13 +72,13 @@ def _prepare_binaries(session: nox.Session, for_e2e: bool = True) -> None:
     session.run("python", "-m", "crdharness", "binaries", *_k8s_version(session), *extra)
 
 
-def _pytest(session: nox.Session, name: str, *paths: str) -> None:
+def _pytest(session: nox.Session, name: str, *args: str) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
     session.run(
         "python",
         "-m",
         "pytest",
-        *paths,
+        *args,
         f"--junitxml={ARTIFACTS / f'junit-{name}.xml'}",
         *session.posargs,
     )
@@ -74,7 +90,7 @@ def e2e(session: nox.Session) -> None:
     _install(session)
     if _backend(session) == "local":  # kind and existing clusters bring their own servers
         _prepare_binaries(session)
-    _pytest(session, "e2e", "e2e")
+    _pytest(session, "e2e", "e2e", *_parallel(session))
 
 
 @nox.session
@@ -121,7 +137,7 @@ def e2e_matrix(session: nox.Session, k8s: str) -> None:
     _install(session)
     session.env["CRDHARNESS_K8S_VERSION"] = k8s
     _prepare_binaries(session)
-    _pytest(session, f"e2e-{k8s}", "e2e")
+    _pytest(session, f"e2e-{k8s}", "e2e", *_parallel(session))
 
 
 @nox.session
@@ -203,7 +219,9 @@ def interrupts(session: nox.Session) -> None:
 def _reliability(session: nox.Session, mode: str) -> None:
     _install(session)
     _prepare_binaries(session)
-    session.run("python", "-m", "benchmarks.reliability", mode, *session.posargs)
+    # As `nox -s e2e` runs the suite: in parallel, unless pytest arguments follow `--`.
+    suite_args = [] if "--" in session.posargs else ["--", "-n", E2E_WORKERS]
+    session.run("python", "-m", "benchmarks.reliability", mode, *session.posargs, *suite_args)
     session.run("python", "-m", "benchmarks.report")
 
 

@@ -1,9 +1,9 @@
 """Wall time of the whole e2e suite on the local backend, serially and with parallel workers.
 
-    python -m benchmarks.suite [--workers 0 2]      # 0 = serial (no xdist)
+    python -m benchmarks.suite [--workers 0 6]      # 0 = serial (no xdist)
 
-Each pytest-xdist worker starts control planes of its own, so parallel runs pay start-up once
-per worker. Binaries must be cached (``nox -s bench`` prepares them). Writes
+The xdist workers share the session's control planes (crdharness.sharing); 6 is what
+``nox -s e2e`` runs by default. Binaries must be cached (``nox -s bench`` prepares them). Writes
 ``artifacts/bench/suite.json`` and prints a Markdown table.
 """
 
@@ -41,7 +41,7 @@ def run_suite(workers: int) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--workers", type=int, nargs="+", default=[0, 2])
+    parser.add_argument("--workers", type=int, nargs="+", default=[0, 6])
     args = parser.parse_args()
     results = []
     for workers in args.workers:

@@ -103,9 +103,14 @@ class ControlPlane:
         began = time.monotonic()
         sweep_stale()
         try:
-            self._prepare()
-            self._start_etcd()
-            self._start_apiserver()
+            # etcd boots while the certificates are made, and kube-apiserver starts without
+            # waiting for etcd's /health (it retries until etcd answers): the three overlap.
+            self._prepare_workspace()
+            self._launch_etcd()
+            self._prepare_certificates()
+            self._launch_apiserver()
+            self._await_etcd()
+            self._await_apiserver()
             self._wait_ready()
             self.start_to_ready_seconds = time.monotonic() - began
             self._write_record()
@@ -282,12 +287,20 @@ class ControlPlane:
             self.guardian.watch(*who)
         return process
 
-    def _prepare(self) -> None:
+    def _prepare_workspace(self) -> None:
         self.workspace = Workspace(owner=self.owner)
         self.guardian = Guardian()
         if self.owner is not None:
             self.guardian.owner(*self.owner)
         self.guardian.remove(self.workspace.path)
+        self.apiserver_port = ports.claim(
+            self.options.apiserver_port, "kube-apiserver", "--apiserver-port"
+        )
+        self.etcd_port = ports.claim(self.options.etcd_port, "etcd", "--etcd-port")
+        self.etcd_peer_port = ports.free_port()
+        self._set_addresses()
+
+    def _prepare_certificates(self) -> None:
         pki = self.path / "pki"
         pki.mkdir()
         self.ca = certs.CertificateAuthority(pki)
@@ -295,12 +308,6 @@ class ControlPlane:
         self.serving = self.ca.issue_server("apiserver", *certs.LOOPBACK_NAMES)
         self.admin = self.ca.issue_client("admin", ADMIN_USER, ADMIN_GROUPS)
         self.service_account = certs.service_account_keys(pki)
-        self.apiserver_port = ports.claim(
-            self.options.apiserver_port, "kube-apiserver", "--apiserver-port"
-        )
-        self.etcd_port = ports.claim(self.options.etcd_port, "etcd", "--etcd-port")
-        self.etcd_peer_port = ports.free_port()
-        self._set_addresses()
         kubeconfig.write(
             self.kubeconfig, "crdharness-local", self.server_url, self.ca.bundle_b64, self.admin
         )
@@ -358,8 +365,10 @@ class ControlPlane:
             *self.options.extra_apiserver_flags,
         ]
 
-    def _start_etcd(self) -> None:
+    def _launch_etcd(self) -> None:
         self.etcd = self._launch(ManagedProcess("etcd", self.etcd_args(), self.path / "etcd.log"))
+
+    def _await_etcd(self) -> None:
         http = requests.Session()
         http.trust_env = False
         self._await(
@@ -368,7 +377,7 @@ class ControlPlane:
             "etcd /health",
         )
 
-    def _start_apiserver(self) -> None:
+    def _launch_apiserver(self) -> None:
         log = self.path / "kube-apiserver.log"
         with log.open("a") as out:  # one log across upgrades; say which binary wrote what
             out.write(f"--- crdharness: kube-apiserver {self.release.git_version} ---\n")
@@ -377,7 +386,13 @@ class ControlPlane:
                 "kube-apiserver", self.apiserver_args(), self.path / "kube-apiserver.log"
             )
         )
+
+    def _await_apiserver(self) -> None:
         self._await(self.apiserver, self._readyz_ok, "kube-apiserver /readyz to answer ok")
+
+    def _start_apiserver(self) -> None:
+        self._launch_apiserver()
+        self._await_apiserver()
 
     # -- changes to a running control plane ----------------------------------------------
 
@@ -469,7 +484,7 @@ class ControlPlane:
 
         try:
             wait_for(
-                ready_or_dead, self.options.ready_timeout, what, interval=0.2, fatal=(_Exited,)
+                ready_or_dead, self.options.ready_timeout, what, interval=0.05, fatal=(_Exited,)
             )
         except _Exited:
             raise HarnessError(self._exit_message(process)) from None

@@ -12,19 +12,16 @@
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
 from filelock import FileLock
 
-from crdharness import workspace
+from crdharness import cache, workspace
 from crdharness.assets import Assets
 from crdharness.controlplane import PLANE_FILE, ControlPlane, ControlPlaneOptions
 from crdharness.errors import HarnessError
 from crdharness.progress import Reporter
 from crdharness.versions import Release
-
-REUSE_LOCK = Path(tempfile.gettempdir()) / "crdharness-reuse.lock"
 
 
 def attach_or_start(
@@ -81,7 +78,9 @@ def reuse_or_start(
     binaries: Assets, release: Release, options: ControlPlaneOptions, report: Reporter
 ) -> ControlPlane:
     """``--reuse-cluster``: a kept control plane that matches this run, or a new one, kept."""
-    with FileLock(str(REUSE_LOCK)):
+    locks = cache.cache_root() / "locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(locks / "reuse-cluster.lock")):
         unsuitable = []
         for path in workspace.kept_workspaces():
             if not (path / PLANE_FILE).is_file():
