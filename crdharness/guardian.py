@@ -18,6 +18,7 @@ import json
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -72,9 +73,8 @@ class Guardian:
             self._proc.wait(10)
 
 
-def _wait_until_gone(pid: int, created: float) -> None:
-    while identity(pid) == (pid, created) and is_alive(pid):
-        time.sleep(0.5)
+def _gone(process: tuple[int, float]) -> bool:
+    return identity(process[0]) != process or not is_alive(process[0])
 
 
 def _workspace_record(path: Path) -> dict:
@@ -84,42 +84,64 @@ def _workspace_record(path: Path) -> dict:
         return {}
 
 
+class _Orders:
+    """What the test process said, read from stdin on a thread of its own."""
+
+    def __init__(self) -> None:
+        self.watched: list[tuple[int, float, bool]] = []
+        self.paths: list[Path] = []
+        self.containers: list[str] = []
+        self.owner: tuple[int, float] | None = None
+        self.released = False
+
+    def read(self) -> None:
+        for line in sys.stdin:
+            command, _, argument = line.strip().partition(" ")
+            if command in ("owner", "watch", "group"):
+                pid, created = argument.split()
+                process = (int(pid), float(created))
+                if command == "owner":
+                    self.owner = process
+                else:
+                    self.watched.append((*process, command == "group"))
+            elif command == "remove":
+                self.paths.append(Path(argument))
+            elif command == "container":
+                self.containers.append(argument)
+            elif command == "release":
+                self.released = True
+                return
+
+
 def main() -> None:
-    watched: list[tuple[int, float, bool]] = []
-    paths: list[Path] = []
-    containers: list[str] = []
-    owner: tuple[int, float] | None = None
-    for line in sys.stdin:
-        command, _, argument = line.strip().partition(" ")
-        if command == "owner":
-            pid, created = argument.split()
-            owner = (int(pid), float(created))
-        elif command == "watch":
-            pid, created = argument.split()
-            watched.append((int(pid), float(created), False))
-        elif command == "group":
-            pid, created = argument.split()
-            watched.append((int(pid), float(created), True))
-        elif command == "remove":
-            paths.append(Path(argument))
-        elif command == "container":
-            containers.append(argument)
-        elif command == "release":
-            return
-    if owner is not None:
-        _wait_until_gone(*owner)
-    records = [_workspace_record(path) for path in paths]
+    orders = _Orders()
+    reader = threading.Thread(target=orders.read, daemon=True)
+    reader.start()
+    # Until stdin closes — or, for a shared control plane, until its owner is gone, even while
+    # the process that started it still lives (an xdist worker outlives a killed controller by
+    # a few seconds).
+    while reader.is_alive() and not (orders.owner and _gone(orders.owner)):
+        reader.join(0.5)
+    if orders.released:
+        return
+    while orders.owner and not _gone(orders.owner):
+        time.sleep(0.5)
+    _clean_up(orders)
+
+
+def _clean_up(orders: _Orders) -> None:
+    records = [_workspace_record(path) for path in orders.paths]
     if any(record.get("kept") for record in records):
         return  # kept on purpose (--keep-cluster, --reuse-cluster): `crdharness down` ends it
     # The test process (or owner) is gone without cleaning up. Newest first, like a teardown.
     for record in records:
         for pid, created in reversed(record.get("children", [])):
             kill_if_same(pid, created)
-    for pid, created, group in reversed(watched):
+    for pid, created, group in reversed(orders.watched):
         (kill_group_if_same if group else kill_if_same)(pid, created)
-    for name in containers:
+    for name in orders.containers:
         subprocess.run(["docker", "rm", "-f", name], capture_output=True, check=False, timeout=60)
-    for path in paths:
+    for path in orders.paths:
         shutil.rmtree(path, ignore_errors=True)
 
 

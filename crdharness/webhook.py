@@ -66,7 +66,11 @@ class WebhookServer(ReviewRecords):
         client_ca: Path | None = None,
         port: int | None = None,
         serving: certs.KeyPair | None = None,
+        workers: int | None = None,
     ):
+        """``workers``: server processes (crdconvert's default: one per CPU, or one with
+        ``fault_control``)."""
+        self.workers = workers
         self.ca = ca
         self.directory = directory
         self.faults = faults
@@ -95,6 +99,8 @@ class WebhookServer(ReviewRecords):
             args += ["--client-ca", client_ca]
         if self.fault_control:
             args.append("--fault-control")
+        if self.workers is not None:
+            args += ["--workers", str(self.workers)]
         for fault in self.faults:
             args += ["--fault", fault]
         return args

@@ -213,3 +213,61 @@ def test_passing_run_writes_no_bundle(tmp_path, request):
     output, _ = proc.communicate(timeout=600)
     assert proc.returncode == 0, output
     assert "failure bundle" not in output
+
+
+XDIST = ("-n", "2", "--dist", "each")  # each worker runs the test: both need the cluster
+
+
+@pytest.mark.parametrize(
+    "signum", [None, signal.SIGINT, signal.SIGKILL], ids=["end", "SIGINT", "SIGKILL"]
+)
+def test_shared_control_plane_ends_with_the_run(tmp_path, request, signum):
+    """Under xdist the workers share one control plane, owned by the run's controller: it
+    is stopped when the run ends however it ends, also when the controller is killed and its
+    workers outlive it for a moment."""
+    proc, info_path = run_inner(tmp_path, request, "pass" if signum is None else "wait", *XDIST)
+    if signum is None:
+        output, _ = proc.communicate(timeout=600)
+        assert proc.returncode == 0, output
+        assert "attached to the run's shared control plane (session)" in output
+        info = json.loads(info_path.read_text())
+    else:
+        info = wait_for_cluster(proc, info_path)
+        proc.send_signal(signum)
+        proc.communicate(timeout=120)
+    assert_nothing_left(info)
+
+
+def test_reuse_cluster_keeps_it_for_the_next_run_until_down(tmp_path, request):
+    first, info_path = run_inner(tmp_path, request, "pass", "--reuse-cluster")
+    output, _ = first.communicate(timeout=600)
+    assert first.returncode == 0, output
+    assert "no kept control plane to reuse" in output
+    info = json.loads(info_path.read_text())
+    try:
+        second = subprocess.run(
+            inner_pytest(tmp_path, INNER_TEST, "--reuse-cluster"),
+            cwd=tmp_path,
+            env={
+                **os.environ,
+                "INFO": str(info_path),
+                "MODE": "pass",
+                "TMPDIR": str(inner_tmpdir(tmp_path)),
+            },
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        assert second.returncode == 0, second.stdout + second.stderr
+        assert f"reusing the control plane kept in {info['workspace']}" in second.stderr
+        assert json.loads(info_path.read_text())["pids"][:2] == info["pids"][:2]
+    finally:
+        subprocess.run(
+            [sys.executable, "-m", "crdharness", "down", info["workspace"]],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    assert_nothing_left(info)

@@ -128,3 +128,36 @@ def test_a_webhook_that_never_becomes_ready_is_stopped(ca, tmp_path):
         broken.start(ready_timeout=2)
     assert broken.process is not None
     wait_for(lambda: not is_alive(broken.process.pid), 10, "the broken webhook to exit")
+
+
+def test_several_workers_share_the_port_record_every_review_and_stop_together(tmp_path):
+    """One worker process per CPU by default: all answer on one port, every review lands in
+    the one record file, and they all stop with the webhook — also when it is killed."""
+    import psutil
+
+    from crdharness.processes import is_alive
+
+    ca = certs.CertificateAuthority(tmp_path)
+    server = LocalWebhook(ca, tmp_path, fault_control=False, workers=3).start()
+    try:
+        parent = psutil.Process(server.process.pid)
+        workers = parent.children()
+        assert len(workers) == 3
+        uids = []
+        with requests.Session() as session:
+            session.trust_env = False
+            for _ in range(60):
+                review = probe_review()
+                answer = session.post(server.url, json=review, verify=str(ca.cert_path), timeout=10)
+                assert answer.json()["response"]["uid"] == review["request"]["uid"]
+                uids.append(review["request"]["uid"])
+        recorded = [r["uid"] for r in server.records() if r.get("uid") in set(uids)]
+        assert sorted(recorded) == sorted(uids)
+        parent.kill()  # no chance to stop its workers itself
+        wait_for(
+            lambda: not any(is_alive(w.pid) for w in workers),
+            10,
+            "the workers to die with their parent",
+        )
+    finally:
+        server.stop()

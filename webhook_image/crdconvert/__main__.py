@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import socket
 import sys
 
 import uvicorn
 
-from crdconvert import crontab, tls
+from crdconvert import crontab, tls, workers
 from crdconvert.app import DEFAULT_MAX_BODY, DEFAULT_PATH, ConversionApp
 from crdconvert.converters import ANY_GROUP, Registry
 from crdconvert.faults import NAMES, Faults, UnknownFault
@@ -42,9 +43,25 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument(
         "--fault-control",
         action="store_true",
-        help="allow changing fault modes at run time (PUT a JSON list to /control/faults)",
+        help="allow changing fault modes at run time (PUT a JSON list to /control/faults); "
+        "runs one worker process, whose faults the PUT changes",
+    )
+    parser.add_argument(
+        "--workers",
+        default="auto",
+        help="server processes on the port (default: one per usable CPU; 1 with --fault-control)",
     )
     return parser.parse_args(argv)
+
+
+def worker_count(args: argparse.Namespace) -> int:
+    if args.workers == "auto":
+        return 1 if args.fault_control else workers.usable_cpus()
+    if not args.workers.isdigit() or int(args.workers) < 1:
+        raise SystemExit(f"crdconvert: --workers takes a positive number or auto: {args.workers!r}")
+    if args.fault_control and int(args.workers) > 1:
+        raise SystemExit("crdconvert: --fault-control changes one process; use --workers 1")
+    return int(args.workers)
 
 
 # What every request goes through (benchmarks.http_floor measures exactly this stack).
@@ -61,11 +78,7 @@ def log(line: str) -> None:
     print(f"crdconvert: {line}", file=sys.stderr, flush=True)
 
 
-async def serve(args: argparse.Namespace) -> None:
-    try:
-        faults = Faults.parse(args.fault) if args.fault else Faults.from_env()
-    except UnknownFault as exc:
-        raise SystemExit(f"crdconvert: {exc}") from None
+async def serve(args: argparse.Namespace, faults: Faults, sock: socket.socket) -> None:
     registry = crontab.register(Registry())
     # The simplest converter of all, for CRDs whose versions share one schema (kind Passthrough).
     registry.add_identity(ANY_GROUP, "Passthrough")
@@ -92,24 +105,37 @@ async def serve(args: argparse.Namespace) -> None:
     )
     config.load()
     tls.harden(config.ssl, files)
-    if faults.active:
-        log(f"fault modes ON: {', '.join(faults.describe())}")
-    log(f"serving {args.path} on https://{args.host}:{args.port}")
     watcher = asyncio.create_task(tls.watch(config.ssl, files, log))
     try:
-        await uvicorn.Server(config).serve()
+        await uvicorn.Server(config).serve(sockets=[sock])
     finally:
         watcher.cancel()
 
 
-def main(argv=None) -> None:
-    args = parse_args(argv)
+def _run(args: argparse.Namespace, faults: Faults, sock: socket.socket) -> None:
     try:
         import uvloop
 
-        uvloop.run(serve(args))
+        uvloop.run(serve(args, faults, sock))
     except ImportError:
-        asyncio.run(serve(args))
+        asyncio.run(serve(args, faults, sock))
+
+
+def main(argv=None) -> None:
+    args = parse_args(argv)
+    count = worker_count(args)
+    try:
+        faults = Faults.parse(args.fault) if args.fault else Faults.from_env()
+    except UnknownFault as exc:
+        raise SystemExit(f"crdconvert: {exc}") from None
+    sock = workers.bind(args.host, args.port)
+    if faults.active:
+        log(f"fault modes ON: {', '.join(faults.describe())}")
+    log(f"serving {args.path} on https://{args.host}:{args.port} ({count} worker processes)")
+    if count == 1:
+        _run(args, faults, sock)
+        return
+    sys.exit(workers.run(count, sock, lambda s: _run(args, faults, s), log))
 
 
 if __name__ == "__main__":
