@@ -100,8 +100,10 @@ def tests(session: nox.Session) -> None:
     _install(session)
     _prepare_binaries(session)
     session.run("python", "-m", "crdharness", "image")
-    _pytest(session, "all", "tests", "e2e")
-    _pytest(session, "e2e-container", "e2e", "--webhook=container")
+    _pytest(session, "tests", "tests")
+    # The e2e suite as `nox -s e2e` runs it (in parallel), with each form of the webhook.
+    _pytest(session, "e2e", "e2e", *_parallel(session))
+    _pytest(session, "e2e-container", "e2e", "--webhook=container", *_parallel(session))
 
 
 @nox.session

@@ -17,7 +17,7 @@ def wait_for(
     condition: Callable[[], T],
     timeout: float,
     what: str,
-    interval: float = 0.1,
+    interval: float = 0.05,
     last_seen: Callable[[], str] | None = None,
     fatal: tuple[type[Exception], ...] = (),
 ) -> T:

@@ -80,11 +80,16 @@ def test_name_must_be_plural_dot_group(cluster, group):
 
 @pytest.mark.behaviour("MV-06", "PP-07")
 def test_plural_singular_short_and_kind_names_all_work(cluster, make_crd, group, namespace):
-    crd = make_crd(two_versions(group))
+    manifest = two_versions(group)
+    # Short names are cluster-wide, and tests running alongside make CronTabs ("ct") too: a
+    # short name of this test's own, so kubectl cannot pick another group's.
+    short = "ct" + group.split(".")[0].rsplit("-", 1)[-1]
+    manifest["spec"]["names"]["shortNames"] = [short]
+    crd = make_crd(manifest)
     crd.create_object("v1", namespace, "one", host="h", port="1")
-    for name in ("crontabs", "crontab", "ct", "CronTab", "CRONTABS"):
+    for name in ("crontabs", "crontab", short, "CronTab", "CRONTABS"):
         out = cluster.kubectl(
-            "get", f"{name}.{group}" if name != "ct" else "ct", "-n", namespace, "-o", "json"
+            "get", name if name == short else f"{name}.{group}", "-n", namespace, "-o", "json"
         ).stdout
         items = json.loads(out)["items"]
         assert [i["metadata"]["name"] for i in items] == ["one"], name
