@@ -17,7 +17,9 @@ which then stops them in order (API server before etcd) instead of all dying at 
 
 from __future__ import annotations
 
+import os
 import subprocess
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -39,13 +41,29 @@ def kill_if_same(pid: int, created: float, grace: float = 5.0) -> None:
         if abs(process.create_time() - created) > 0.01:
             return
         process.terminate()
-        try:
-            process.wait(grace)
-        except psutil.TimeoutExpired:
+        if not _ended(process, grace):
             process.kill()
-            process.wait(grace)
+            _ended(process, grace)
+        if process.ppid() == os.getpid():
+            process.wait(grace)  # our own child: reap it
     except psutil.Error:
         return
+
+
+def _ended(process: psutil.Process, timeout: float) -> bool:
+    """True once ``process`` is gone or a zombie. A zombie has stopped running; reaping it is
+    its parent's job — for an orphan (a process another worker or run started), PID 1's, which
+    in some containers takes seconds — so waiting for it to vanish would wait for nothing."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if process.status() == psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.NoSuchProcess:
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.01)
 
 
 class ManagedProcess:

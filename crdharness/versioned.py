@@ -149,8 +149,10 @@ class VersionedCRD:
         return self
 
     def read(self) -> dict:
-        return self.cluster.api_client.sanitize_for_serialization(
-            self._api.read_custom_resource_definition(self.name)
+        # As the server sent it (also fields the client's models do not know), without the
+        # CPU of building and flattening model objects.
+        return json.loads(
+            self._api.read_custom_resource_definition(self.name, _preload_content=False).data
         )
 
     def stored_versions(self) -> list[str]:
