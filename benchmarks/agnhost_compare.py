@@ -90,6 +90,45 @@ def _listening(process: ManagedProcess, port: int) -> bool:
         return sock.connect_ex((ports.LOOPBACK, port)) == 0
 
 
+def plot(rows: list[dict], generator: str, path: Path) -> None:
+    """Objects per second, ours next to agnhost's, for each batch size and client count."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib is not installed: no plot", file=sys.stderr)
+        return
+    labels = [f"batch {r['batch']}\n{r['clients']} conn" for r in rows]
+    positions = range(len(rows))
+    figure, axis = plt.subplots(figsize=(8, 4.5))
+    axis.bar(
+        [x - 0.2 for x in positions],
+        [r["ours"]["objects_per_second"] for r in rows],
+        width=0.4,
+        label="crdconvert (ours)",
+    )
+    axis.bar(
+        [x + 0.2 for x in positions],
+        [r["agnhost"]["objects_per_second"] for r in rows],
+        width=0.4,
+        label="agnhost crd-conversion-webhook",
+    )
+    for x, r in zip(positions, rows, strict=True):
+        top = max(r["ours"]["objects_per_second"], r["agnhost"]["objects_per_second"])
+        axis.annotate(
+            f"{r['ratio_objects_per_second']}x", (x, top), ha="center", va="bottom", fontsize=8
+        )
+    axis.set_xticks(list(positions), labels, fontsize=8)
+    axis.set_yscale("log")
+    axis.set_ylabel("objects converted per second")
+    axis.set_title(f"Conversion webhooks side by side (load generator: {generator})")
+    axis.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=float, default=5.0)
@@ -169,6 +208,7 @@ def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     name = "agnhost_compare" if args.generator == "python" else f"agnhost_compare-{args.generator}"
     (OUT / f"{name}.json").write_text(json.dumps(rows, indent=2))
+    plot(rows, args.generator, OUT / f"{name}.png")
     print(
         "| batch | clients | ours objects/s | agnhost objects/s | ours/agnhost | "
         "ours p50 ms | agnhost p50 ms |"

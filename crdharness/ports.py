@@ -30,3 +30,15 @@ def claim(port: int | None, what: str, option: str) -> int:
                 f"stop that process or pick another port with {option} (or omit it for a free one)"
             ) from exc
     return port
+
+
+def hold(port: int) -> socket.socket:
+    """Bind ``port`` without listening: connections to it are refused, and no other process
+    can take it until the socket is closed."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.bind((LOOPBACK, port))
+    except OSError as exc:
+        sock.close()
+        raise HarnessError(f"port {port} was taken as soon as it was freed: {exc}") from exc
+    return sock

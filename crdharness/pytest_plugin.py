@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import socket
 import sys
 import time
 import uuid
@@ -17,10 +18,11 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
-from crdharness import backends, certs, sharing
+from crdharness import backends, certs, ports, sharing
 from crdharness.errors import HarnessError
 from crdharness.processes import identity
 from crdharness.versions import ENV_VAR as K8S_VERSION_ENV
+from crdharness.webhook import WebhookServer
 
 KEEP_CHOICES = ("never", "on-failure", "always")
 
@@ -422,13 +424,37 @@ def _start_kind_webhook(cluster, directory):
         pytest.fail(f"crdharness: {exc}", pytrace=False)
 
 
+# Ports of stopped webhooks, bound (not listening) until the session ends; see ``_retire``.
+_RETIRED_PORTS: list[socket.socket] = []
+
+
+def _retire(server) -> None:
+    """Stop a webhook and keep its port taken until the session ends. A CRD may still point at
+    it for a while (deleted after the test, its objects' watch events still converted), and
+    those calls must be refused, not answered by a webhook another worker started on the port."""
+    server.stop()
+    if not isinstance(server, WebhookServer):
+        return  # on kind, the webhook is a Service in the cluster: no port here
+    held = server.held_port
+    if held is None:
+        with contextlib.suppress(HarnessError):  # taken at once by someone else: nothing to do
+            held = ports.hold(server.port)
+    if held is not None:
+        _RETIRED_PORTS.append(held)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    while _RETIRED_PORTS:
+        _RETIRED_PORTS.pop().close()
+
+
 @pytest.fixture(scope="session")
 def conversion_webhook(cluster, request, tmp_path_factory):
     """The reference webhook on 127.0.0.1 (process or container, see ``--webhook``), shared
     by the session. Tests that switch fault modes must use ``isolated_webhook`` instead."""
     server = _start_webhook(request.config, tmp_path_factory.mktemp("webhook"), cluster)
     yield server
-    server.stop()
+    _retire(server)
 
 
 @pytest.fixture
@@ -436,7 +462,7 @@ def isolated_webhook(cluster, request, tmp_path):
     """A webhook of the test's own, whose fault modes it may switch (``set_faults``)."""
     server = _start_webhook(request.config, tmp_path)
     yield server
-    server.stop()
+    _retire(server)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import sys
 import tempfile
 import uuid
@@ -132,6 +133,16 @@ class WebhookServer(ReviewRecords):
             interval=0.1,
             fatal=(HarnessError,),
         )
+
+    held_port: socket.socket | None = None
+
+    def go_away(self) -> None:
+        """Stop serving, and keep the port bound (not listening) in ``held_port``: the API
+        server's calls are refused, as a test of an unreachable webhook wants, instead of
+        reaching a webhook that a test running alongside started on the freed port."""
+        self.stop()
+        if self.held_port is None:
+            self.held_port = ports.hold(self.port)
 
     def set_faults(self, *faults: str) -> None:
         """Switch fault modes at run time (the server runs with ``--fault-control``)."""

@@ -6,6 +6,7 @@ import pytest
 from kubernetes.client import ApiException
 
 from crdharness import crds
+from crdharness.polling import wait_for
 from crdharness.versioned import crontab_manifest, version
 
 
@@ -194,7 +195,9 @@ def test_cleaning_stored_versions_before_migrating_breaks_reads(
             if broken.value.status == 500:
                 assert cause in broken.value.body
         if "kube-apiserver" in cluster.logs:
-            assert cause in cluster.logs["kube-apiserver"].read_text()
+            log = cluster.logs["kube-apiserver"]
+            # klog flushes its buffer every few seconds: wait for the line, do not race it.
+            wait_for(lambda: cause in log.read_text(), 30, f"{cause!r} in {log}")
         assert beta_stored.stored_version_of("old", namespace) == "v1beta1"
     finally:
         # Put v1beta1 back so the object decodes again and the CRD can be deleted.

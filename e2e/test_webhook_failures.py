@@ -294,7 +294,7 @@ def test_failing_conversion_blocks_non_storage_versions_even_for_storage_objects
 @pytest.mark.behaviour("FL-07")
 def test_unreachable_webhook_is_a_conversion_failure(faulty):
     crd, namespace, webhook = faulty
-    webhook.stop()
+    webhook.go_away()
     status, message = refusal(get_v1(crd, namespace))
     assert status == 500 and conversion_failed(crd) in message
     assert "connection refused" in message or "dial tcp" in message
@@ -317,7 +317,7 @@ def test_webhook_must_be_up_before_the_crd_points_at_it(
         on=exact_cluster,
     )
     crd.create_object("v1beta1", exact_namespace, "obj", hostPort="h:1")
-    isolated_webhook.stop()
+    isolated_webhook.go_away()
     crd.update(
         lambda c: c["spec"].update(
             conversion=webhook_conversion(isolated_webhook.url, isolated_webhook.ca.bundle_b64)
