@@ -143,7 +143,7 @@ def local_cluster(plane: ControlPlane, assets_dir: str | None = None) -> Cluster
             "kubernetes": plane.release.kubernetes,
             "workspace": plane.path,
             "pids": {"etcd": plane.etcd.pid, "kube-apiserver": plane.apiserver.pid},
-            "guardian_pid": plane.guardian.pid if plane.guardian else None,
+            "guardian_pid": plane.guardian_pid,
             "ports": [plane.apiserver_port, plane.etcd_port, plane.etcd_peer_port],
             "start_to_ready_seconds": plane.start_to_ready_seconds,
         },

@@ -224,10 +224,19 @@ class ControlPlane:
             "controller_manager_port": self.controller_manager_port,
             "processes": processes,
             "start_to_ready_seconds": self.start_to_ready_seconds,
+            "guardian_pid": self.guardian_pid,
         }
         scratch = self.path / f"{PLANE_FILE}.{os.getpid()}"
         scratch.write_text(json.dumps(record, indent=2))
         scratch.replace(self.path / PLANE_FILE)
+
+    @property
+    def guardian_pid(self) -> int | None:
+        """The guardian that cleans up after this plane: this process's, or for a plane
+        attached to, the one its starter recorded."""
+        if self.guardian is not None:
+            return self.guardian.pid
+        return self._read_record().get("guardian_pid")
 
     def _read_record(self) -> dict:
         try:
