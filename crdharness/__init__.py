@@ -10,7 +10,8 @@ The package is organised by concern:
 - ``controlplane``  etcd + kube-apiserver on loopback (the "local" backend)
 - ``etcd``          reading what etcd stores for an object
 - ``cluster``       the object tests receive, whatever the backend
-- ``pytest_plugin`` options and the session ``cluster`` fixture
+- ``pytest_plugin`` the harness as a pytest plugin: options, cluster/CRD/webhook fixtures,
+                    reporting
 """
 
 from crdharness.errors import HarnessError

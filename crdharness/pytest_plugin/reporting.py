@@ -1,0 +1,83 @@
+"""What a run reports: on a failing test, the end of each control-plane log and the claims of
+the behaviours it covers; after a failing session, the failure bundle; transcripts of the
+documented scenarios; behaviour IDs as JUnit properties."""
+
+from __future__ import annotations
+
+import functools
+import sys
+
+import pytest
+
+
+def write_failure_bundle(config: pytest.Config, cluster) -> None:
+    from crdharness import bundle
+
+    basetemp = config._tmp_path_factory.getbasetemp()  # webhook logs and review records
+    extra = [*basetemp.rglob("webhook-records.jsonl"), *basetemp.rglob("webhook.log")]
+    try:
+        path = bundle.write(cluster, extra)
+    except Exception as exc:
+        print(f"[crdharness] could not write the failure bundle: {exc}", file=sys.stderr)
+        return
+    config._crdharness_bundle = path
+    print(f"\n[crdharness] failure bundle: {path}", file=sys.stderr, flush=True)
+
+
+@functools.cache
+def _claims() -> dict[str, str]:
+    """Behaviour ID -> its one-line claim, from the catalogue (where this checkout has it)."""
+    from crdharness import coverage
+
+    if not coverage.CATALOGUE.exists():
+        return {}
+    return {b.id: b.summary for b in coverage.catalogue()}
+
+
+def behaviour_ids(item: pytest.Item) -> list[str]:
+    return [i for mark in item.iter_markers("behaviour") for i in mark.args]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call):
+    """On a failing test, say which documented behaviours it proves (ID and claim); on a
+    failing cluster test, attach the end of each control-plane log."""
+    outcome = yield
+    report = outcome.get_result()
+    if not report.failed:
+        return
+    ids = behaviour_ids(item)
+    if ids:
+        claims = _claims()
+        lines = [f"{i}: {claims.get(i, '(not in the catalogue)')}" for i in ids]
+        report.sections.append(("behaviours this test covers", "\n".join(lines)))
+    running = getattr(item, "funcargs", {}).get("cluster")
+    if running is None:
+        return
+    for name, path in running.logs.items():
+        try:
+            lines = path.read_text(errors="replace").splitlines()[-30:]
+        except OSError:
+            continue
+        report.sections.append((f"{name} log (last 30 lines of {path})", "\n".join(lines)))
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """Show the transcripts of the documented scenarios that ran, and where they were saved;
+    last, where the failure bundle is."""
+    from crdharness.transcript import written_since
+
+    for path in written_since(config._crdharness_started):
+        terminalreporter.section(f"transcript {path.stem}")
+        terminalreporter.write_line(path.read_text())
+        terminalreporter.write_line(f"(saved to {path})")
+    bundle_path = getattr(config, "_crdharness_bundle", None)
+    if bundle_path is not None:
+        terminalreporter.section("failure bundle")
+        terminalreporter.write_line(f"logs, CRDs, objects and stored versions: {bundle_path}")
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Behaviour IDs as JUnit properties, so CI reports can be read by behaviour."""
+    for behaviour in behaviour_ids(item):
+        item.user_properties.append(("behaviour", behaviour))

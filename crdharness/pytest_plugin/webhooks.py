@@ -1,0 +1,80 @@
+"""The reference conversion webhook as fixtures: one shared by the session, and one of a
+test's own whose fault modes it may switch."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+
+import pytest
+
+from crdharness import certs, ports
+from crdharness.errors import HarnessError
+from crdharness.pytest_plugin.options import report
+from crdharness.webhook import WebhookServer
+
+
+def _start_webhook(config: pytest.Config, directory, cluster=None):
+    from crdharness.webhook import ContainerWebhook, LocalWebhook
+
+    if cluster is not None and cluster.backend == "kind":
+        return _start_kind_webhook(cluster, directory)
+
+    form = ContainerWebhook if config.getoption("--webhook") == "container" else LocalWebhook
+    try:
+        return form(certs.CertificateAuthority(directory), directory).start()
+    except HarnessError as exc:
+        pytest.fail(f"crdharness: {exc}", pytrace=False)
+
+
+def _start_kind_webhook(cluster, directory):
+    """Build the image, load it into the kind nodes, deploy it behind its Service."""
+    from crdharness import images, kind
+
+    try:
+        image = images.build_webhook_image(report)
+        kind.load_image(cluster.details["kind"], cluster.details["kind_name"], image, directory)
+        return kind.KindWebhook(cluster, certs.CertificateAuthority(directory), image).start()
+    except HarnessError as exc:
+        pytest.fail(f"crdharness: {exc}", pytrace=False)
+
+
+# Ports of stopped webhooks, bound (not listening) until the session ends; see ``_retire``.
+_RETIRED_PORTS: list[socket.socket] = []
+
+
+def _retire(server) -> None:
+    """Stop a webhook and keep its port taken until the session ends. A CRD may still point at
+    it for a while (deleted after the test, its objects' watch events still converted), and
+    those calls must be refused, not answered by a webhook another worker started on the port."""
+    server.stop()
+    if not isinstance(server, WebhookServer):
+        return  # on kind, the webhook is a Service in the cluster: no port here
+    held = server.held_port
+    if held is None:
+        with contextlib.suppress(HarnessError):  # taken at once by someone else: nothing to do
+            held = ports.hold(server.port)
+    if held is not None:
+        _RETIRED_PORTS.append(held)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    while _RETIRED_PORTS:
+        _RETIRED_PORTS.pop().close()
+
+
+@pytest.fixture(scope="session")
+def conversion_webhook(cluster, request, tmp_path_factory):
+    """The reference webhook on 127.0.0.1 (process or container, see ``--webhook``), shared
+    by the session. Tests that switch fault modes must use ``isolated_webhook`` instead."""
+    server = _start_webhook(request.config, tmp_path_factory.mktemp("webhook"), cluster)
+    yield server
+    _retire(server)
+
+
+@pytest.fixture
+def isolated_webhook(cluster, request, tmp_path):
+    """A webhook of the test's own, whose fault modes it may switch (``set_faults``)."""
+    server = _start_webhook(request.config, tmp_path)
+    yield server
+    _retire(server)
