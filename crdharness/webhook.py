@@ -18,7 +18,7 @@ from pathlib import Path
 
 import requests
 
-from crdharness import certs, ports
+from crdharness import certs, images, ports
 from crdharness.errors import HarnessError
 from crdharness.guardian import Guardian
 from crdharness.polling import wait_for
@@ -219,8 +219,6 @@ class ContainerWebhook(WebhookServer):
     container: str | None = None
 
     def start(self, client_cert: certs.KeyPair | None = None, image: str | None = None):
-        from crdharness import images
-
         images.require_engine()
         image = image or images.WEBHOOK_IMAGE
         if not images.image_exists(image):
@@ -266,8 +264,6 @@ class ContainerWebhook(WebhookServer):
         The key stays 0600, as Kubernetes mounts a Secret with ``defaultMode: 0400``: as root
         the copy is handed to the image's user; otherwise the container runs as this user.
         """
-        from crdharness import images
-
         mount = Path(tempfile.mkdtemp(prefix="tls-", dir=self.directory))  # 0700
         pairs = [(self.serving.cert, "tls.crt"), (self.serving.key, "tls.key")]
         if self.client_ca:
@@ -283,8 +279,6 @@ class ContainerWebhook(WebhookServer):
         return [] if os.geteuid() == 0 else ["--user", f"{os.geteuid()}:{os.getegid()}"]
 
     def running(self) -> bool:
-        from crdharness import images
-
         if self.container is None:
             return False
         state = images.docker(
@@ -293,24 +287,18 @@ class ContainerWebhook(WebhookServer):
         return state.returncode == 0 and state.stdout.strip() == "true"
 
     def log_tail(self) -> str:
-        from crdharness import images
-
         if self.container is None:
             return "(never started)"
         logs = images.docker("logs", "--tail", "5", self.container, check=False, timeout=30)
         return (logs.stdout + logs.stderr).strip()
 
     def _record_lines(self) -> list[str]:
-        from crdharness import images
-
         if self.container is None:
             return []
         # Records go to stdout, diagnostics to stderr: read stdout only.
         return images.docker("logs", self.container, check=False, timeout=60).stdout.splitlines()
 
     def stop(self) -> None:
-        from crdharness import images
-
         if self.container is not None:
             images.docker("rm", "-f", self.container, check=False, timeout=60)
             self.container = None
