@@ -134,6 +134,19 @@ class WebhookServer(ReviewRecords):
             fatal=(HarnessError,),
         )
 
+    def wait_listening(self, timeout: float = 30) -> None:
+        """Wait until the port accepts connections (no TLS: see ``LocalWebhook.launch``)."""
+
+        def listening() -> bool:
+            if not self.running():
+                raise HarnessError(f"the webhook exited: {self.log_tail()}")
+            with socket.socket() as sock:
+                return sock.connect_ex((ports.LOOPBACK, self.port)) == 0
+
+        wait_for(
+            listening, timeout, f"the webhook to listen on port {self.port}", fatal=(HarnessError,)
+        )
+
     held_port: socket.socket | None = None
 
     def go_away(self) -> None:
@@ -164,6 +177,18 @@ class LocalWebhook(WebhookServer):
     def start(
         self, client_cert: certs.KeyPair | None = None, ready_timeout: float = 30
     ) -> LocalWebhook:
+        self.launch()
+        try:
+            self.wait_ready(client_cert, ready_timeout)
+        except BaseException:
+            self.stop()  # a webhook that never became ready must not outlive the attempt
+            raise
+        return self
+
+    def launch(self) -> LocalWebhook:
+        """Start the process, guarded, without waiting for it to answer: for a caller that
+        checks readiness its own way (``wait_listening`` for a certificate that does not name
+        127.0.0.1, which no ConversionReview from here would accept)."""
         args = [
             sys.executable,
             "-m",
@@ -186,11 +211,6 @@ class LocalWebhook(WebhookServer):
         who = identity(self.process.pid)
         if who:
             self.guardian.watch(*who)
-        try:
-            self.wait_ready(client_cert, ready_timeout)
-        except BaseException:
-            self.stop()  # a webhook that never became ready must not outlive the attempt
-            raise
         return self
 
     def running(self) -> bool:
