@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from crdharness import assets, sharing, upgrade, versions
+from crdharness import cluster as capability
 from crdharness.cluster import Cluster
 from crdharness.controlplane import ControlPlane, ControlPlaneOptions
 from crdharness.errors import HarnessError
@@ -134,13 +135,16 @@ def local_cluster(plane: ControlPlane, assets_dir: str | None = None) -> Cluster
         backend="local",
         kubeconfig=plane.kubeconfig,
         kubectl_path=plane.assets.kubectl,
+        capabilities=frozenset(
+            {capability.ETCD, capability.CONTROL_PLANES, capability.HOST_LOOPBACK}
+        ),
+        kubernetes=plane.release.kubernetes,
         etcd=EtcdInspector(plane.etcd_url),
         logs=plane.logs,
         credentials_dir=plane.credentials_dir,
         start_controllers=start_controllers,
         switch_kubernetes=switch_kubernetes,
         details={
-            "kubernetes": plane.release.kubernetes,
             "workspace": plane.path,
             "pids": {"etcd": plane.etcd.pid, "kube-apiserver": plane.apiserver.pid},
             "guardian_pid": plane.guardian_pid,
@@ -170,6 +174,9 @@ def _connect_existing(settings: Settings, report: Reporter) -> Running:
         backend="existing",
         kubeconfig=Path(path),
         kubectl_path=Path(kubectl),
+        # Its API server may reach this machine's 127.0.0.1 or not; a URL webhook the user
+        # gives is the user's to make reachable.
+        capabilities=frozenset({capability.HOST_LOOPBACK}),
         etcd_unavailable=(
             "an existing cluster's etcd is not reachable from the harness; storage "
             "assertions need --cluster=local (or kind)"
@@ -225,14 +232,14 @@ def _start_kind(settings: Settings, report: Reporter) -> Running:
         kubeconfig=workdir / "kubeconfig",
         kubectl_path=Path(kubectl),
         etcd=kind.KindEtcd(f"{name}-control-plane"),
-        reaches_host_loopback=False,
+        capabilities=frozenset(
+            {capability.ETCD, capability.IMAGE_LOADER, capability.SERVICE_ROUTING}
+        ),
+        kubernetes=release.kind_node_image.split(":")[1].split("@")[0][1:],
         credentials_dir=workdir / "client-credentials",
-        details={
-            "kind_name": name,
-            "kind": binary,
-            "workdir": workdir,
-            "kubernetes": release.kind_node_image.split(":")[1].split("@")[0][1:],
-        },
+        details={"kind_name": name, "kind": binary, "workdir": workdir},
+        load_image=lambda image, scratch: kind.load_image(binary, name, image, scratch),
+        export_logs=lambda directory: kind.export_logs(binary, name, directory),
     )
 
     def stop() -> None:

@@ -2,14 +2,14 @@
 
 Contents: the control-plane logs, the webhooks' logs and review records, every CRD and every
 custom resource (YAML), the etcd keys of each CRD's objects with their stored versions, and
-on kind ``kind export logs``. The path is printed at the end of the run.
+the backend's own logs where it has them (``kind export logs``). The path is printed at the
+end of the run.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import time
 from pathlib import Path
 
@@ -30,20 +30,8 @@ def write(cluster: Cluster, extra_files: list[Path], root: Path = ARTIFACTS) -> 
         if path.exists():
             shutil.copy(path, bundle / f"{path.parent.name}-{path.name}")
     _write_cluster_state(cluster, bundle)
-    if cluster.backend == "kind":
-        subprocess.run(
-            [
-                cluster.details["kind"],
-                "export",
-                "logs",
-                str(bundle / "kind-logs"),
-                "--name",
-                cluster.details["kind_name"],
-            ],
-            capture_output=True,
-            check=False,
-            timeout=300,
-        )
+    if cluster.export_logs is not None:
+        cluster.export_logs(bundle / "cluster-logs")
     return bundle
 
 

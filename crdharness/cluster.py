@@ -61,10 +61,20 @@ class ApiHttp(requests.Session):
         return super().request(method, url, *args, **kwargs)
 
 
+# What a cluster can do, declared by its backend (``Cluster.capabilities``), so that fixtures,
+# the bundle and tests ask for a capability instead of testing which backend runs.
+ETCD = "etcd"  # ``cluster.etcd`` reads the stored bytes of every object
+CONTROL_PLANES = "control-planes"  # the harness runs the control plane: more of them, with
+# flags of a test's own (no watch cache), upgrades and rollbacks of kube-apiserver
+HOST_LOOPBACK = "host-loopback"  # the API server reaches webhooks on this machine's 127.0.0.1
+IMAGE_LOADER = "image-loader"  # ``cluster.load_image`` puts a local image on the nodes
+SERVICE_ROUTING = "service-routing"  # webhooks run in the cluster, reached through a Service
+
+
 @dataclass
 class Cluster:
     name: str
-    backend: str  # "local", "kind" or "existing"
+    backend: str  # the --cluster name, for messages; ask ``capabilities`` what it can do
     kubeconfig: Path
     kubectl_path: Path
     # Where the client may write credentials it takes from the kubeconfig (removed with the
@@ -73,10 +83,14 @@ class Cluster:
     etcd: EtcdInspector | None = None
     etcd_unavailable: str = ""  # why ``etcd`` is None, for the error a test gets
     logs: dict[str, Path] = field(default_factory=dict)
-    # The API server can call a webhook listening on this machine's 127.0.0.1 (not so on
-    # kind, whose API server runs in a container).
-    reaches_host_loopback: bool = True
+    capabilities: frozenset[str] = frozenset({HOST_LOOPBACK})
+    # The Kubernetes release the harness started ("1.37.2"); None for an existing cluster.
+    kubernetes: str | None = None
     details: dict = field(default_factory=dict)  # backend facts: pids, ports, workspace
+    # IMAGE_LOADER: load a local image into the nodes (image, a scratch directory) and say how.
+    load_image: Callable[[str, Path], str] | None = None
+    # Write the backend's own logs (e.g. ``kind export logs``) into a directory, for the bundle.
+    export_logs: Callable[[Path], None] | None = None
     # Starts the controllers the local backend does not run by default (namespace, garbage
     # collector, storage version migrator); None where the cluster runs its own (kind, existing).
     start_controllers: Callable[[], None] | None = None
@@ -84,6 +98,15 @@ class Cluster:
     # rollback) and returns the seconds it was away; None where the harness does not run the
     # control plane (kind, existing).
     switch_kubernetes: Callable[[Release], float] | None = None
+
+    def can(self, capability: str) -> bool:
+        return capability in self.capabilities
+
+    @property
+    def reaches_host_loopback(self) -> bool:
+        """The API server can call a webhook on this machine's 127.0.0.1 (not so on kind,
+        whose API server runs in a container)."""
+        return self.can(HOST_LOOPBACK)
 
     @cached_property
     def api_client(self) -> client.ApiClient:

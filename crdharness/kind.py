@@ -86,6 +86,21 @@ def export_logs_command(kind: str, name: str, directory: Path) -> list[str]:
     return [kind, "export", "logs", str(directory), "--name", name]
 
 
+def export_logs(kind: str, name: str, directory: Path, run=subprocess.run) -> None:
+    """``kind export logs`` into ``directory`` (for the failure bundle; a failure is noted
+    there, not raised: the bundle is written because something else already failed)."""
+    result = run(
+        export_logs_command(kind, name, directory),
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    if result.returncode != 0:
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / "export-logs.error.txt").write_text(result.stderr)
+
+
 def delete_command(kind: str, name: str) -> list[str]:
     return [kind, "delete", "cluster", f"--name={name}"]
 

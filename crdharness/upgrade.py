@@ -39,7 +39,7 @@ def switch(plane: ControlPlane, cluster: Cluster, release: Release, assets_dir=N
     began = time.monotonic()
     plane.replace_apiserver(binaries, release, controller_manager)
     cluster.kubectl_path = binaries.kubectl
-    cluster.details["kubernetes"] = release.kubernetes
+    cluster.kubernetes = release.kubernetes
     cluster.details["pids"]["kube-apiserver"] = plane.apiserver.pid
     wait_custom_resources_served(cluster, plane.options.ready_timeout)
     return time.monotonic() - began

@@ -184,6 +184,54 @@ def test_kind_etcd_reads_what_etcdctl_prints():
     )
 
 
+def test_export_logs_runs_the_pinned_command_and_notes_a_failure(tmp_path):
+    run = FakeRun([1])
+    kind.export_logs("kind", "c", tmp_path / "logs", run=run)
+    assert run.calls == [kind.export_logs_command("kind", "c", tmp_path / "logs")]
+    assert (tmp_path / "logs" / "export-logs.error.txt").read_text() == "boom"
+
+
+def test_a_kind_cluster_declares_what_it_can_do(monkeypatch, tmp_path):
+    """What the fixtures, the gate and the bundle ask of it: etcd in the node, images loaded
+    into the nodes, webhooks behind a Service, its logs exported; not host loopback."""
+    import pytest_kind
+
+    from crdharness import backends, cluster, images
+
+    created = []
+
+    class FakeKindCluster:
+        def __init__(self, name, **kwargs):
+            self.name = name
+
+        def create(self, config_file):
+            created.append(self.name)
+
+    monkeypatch.setattr(pytest_kind, "KindCluster", FakeKindCluster)
+    monkeypatch.setattr(kind, "kind_binary", lambda: "/usr/bin/kind")
+    monkeypatch.setattr(images, "require_engine", lambda: None)
+    monkeypatch.setattr(backends.shutil, "which", lambda name: f"/usr/bin/{name}")
+    running = backends.start(backends.Settings(backend="kind", k8s_version="1.37"), print)
+    got = running.cluster
+    assert created == [got.name]
+    assert got.capabilities == {cluster.ETCD, cluster.IMAGE_LOADER, cluster.SERVICE_ROUTING}
+    assert not got.reaches_host_loopback
+    # The node image's release (kind publishes some patches only), not the local one's.
+    assert RELEASE.kind_node_image.startswith(f"kindest/node:v{got.kubernetes}@")
+    calls = []
+    monkeypatch.setattr(kind, "load_image", lambda *args: calls.append(("load", *args)))
+    monkeypatch.setattr(kind, "export_logs", lambda *args: calls.append(("export", *args)))
+    got.load_image("img:dev", tmp_path)
+    got.export_logs(tmp_path / "logs")
+    assert calls == [
+        ("load", "/usr/bin/kind", got.name, "img:dev", tmp_path),
+        ("export", "/usr/bin/kind", got.name, tmp_path / "logs"),
+    ]
+    import shutil
+
+    shutil.rmtree(got.details["workdir"])
+
+
 def test_missing_kind_binary_is_one_clear_error(monkeypatch):
     monkeypatch.delenv("KIND", raising=False)
     monkeypatch.setattr(kind.shutil, "which", lambda name: None)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from crdharness.cluster import SERVICE_ROUTING
 from crdharness.errors import HarnessError
 from crdharness.gate import config as gate_config
 from crdharness.gate import manifests, plan, report
@@ -117,16 +118,16 @@ def _start_webhook(setup: GateSetup, cluster, directory: Path):
     path, desired = _probe_target(setup)
     if cluster.reaches_host_loopback:
         webhook = UserWebhook(spec, directory, cluster.kubeconfig, setup.config.root)
-    else:  # kind: the API server runs in a container; the image goes behind a Service
-        from crdharness import kind
+    elif cluster.can(SERVICE_ROUTING) and cluster.load_image is not None:
+        # kind: the API server runs in a container; the image goes behind a Service
         from crdharness.gate.kind_webhook import KindUserWebhook
 
-        def load(image: str, where: Path) -> str:
-            return kind.load_image(
-                cluster.details["kind"], cluster.details["kind_name"], image, where
-            )
-
-        webhook = KindUserWebhook(spec, directory, cluster, load)
+        webhook = KindUserWebhook(spec, directory, cluster, cluster.load_image)
+    else:
+        raise HarnessError(
+            f"the {cluster.backend} cluster can neither reach a webhook on this machine nor "
+            "run one behind a Service"
+        )
     webhook.launch()
     try:
         _report(f"gate: waiting for the webhook ({spec.form}) at {path or '/'}")
@@ -184,7 +185,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
             f"stored bytes not proven: {run.cluster.etcd_unavailable} (checks that need etcd "
             "say 'not proven')"
         )
-    kubernetes = str(run.cluster.details.get("kubernetes", "(existing cluster)"))
+    kubernetes = run.cluster.kubernetes or "(existing cluster)"
     if run.kubernetes_path and "kubernetes-upgrade" in {r.check for r in run.results.values()}:
         later = ", ".join(r.kubernetes for r in run.kubernetes_path[1:])
         kubernetes = f"{run.kubernetes_path[0].kubernetes}, then upgraded in place to {later}"

@@ -13,6 +13,7 @@ import pytest
 from kubernetes import client
 
 from crdharness import backends, sharing
+from crdharness.cluster import CONTROL_PLANES
 from crdharness.errors import HarnessError
 from crdharness.processes import identity
 from crdharness.pytest_plugin.options import (
@@ -94,7 +95,7 @@ def exact_cluster(cluster, request: pytest.FixtureRequest):
     if config.getoption("--no-watch-cache"):
         yield cluster
         return
-    if cluster.backend != "local":
+    if not cluster.can(CONTROL_PLANES):
         pytest.fail(
             "crdharness: exact webhook-call tests need a kube-apiserver without watch cache: "
             "run with --cluster=local, or --no-watch-cache on a cluster started that way",

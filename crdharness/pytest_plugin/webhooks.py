@@ -17,8 +17,8 @@ from crdharness.webhook import WebhookServer
 def _start_webhook(config: pytest.Config, directory, cluster=None):
     from crdharness.webhook import ContainerWebhook, LocalWebhook
 
-    if cluster is not None and cluster.backend == "kind":
-        return _start_kind_webhook(cluster, directory)
+    if cluster is not None and not cluster.reaches_host_loopback:
+        return _start_in_cluster_webhook(cluster, directory)
 
     form = ContainerWebhook if config.getoption("--webhook") == "container" else LocalWebhook
     try:
@@ -27,13 +27,20 @@ def _start_webhook(config: pytest.Config, directory, cluster=None):
         pytest.fail(f"crdharness: {exc}", pytrace=False)
 
 
-def _start_kind_webhook(cluster, directory):
-    """Build the image, load it into the kind nodes, deploy it behind its Service."""
+def _start_in_cluster_webhook(cluster, directory):
+    """Build the image, load it into the nodes, deploy it behind its Service."""
     from crdharness import images, kind
+    from crdharness.cluster import IMAGE_LOADER, SERVICE_ROUTING
 
+    if not (cluster.can(IMAGE_LOADER) and cluster.can(SERVICE_ROUTING)):
+        pytest.fail(
+            f"crdharness: the {cluster.backend} cluster can neither reach a webhook on this "
+            "machine nor run the webhook image behind a Service",
+            pytrace=False,
+        )
     try:
         image = images.build_webhook_image(report)
-        kind.load_image(cluster.details["kind"], cluster.details["kind_name"], image, directory)
+        cluster.load_image(image, directory)
         return kind.KindWebhook(cluster, certs.CertificateAuthority(directory), image).start()
     except HarnessError as exc:
         pytest.fail(f"crdharness: {exc}", pytrace=False)
