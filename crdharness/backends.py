@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from collections.abc import Callable
@@ -198,7 +199,8 @@ def _connect_existing(settings: Settings, report: Reporter) -> Running:
 
 
 def _start_kind(settings: Settings, report: Reporter) -> Running:
-    """A kind cluster through pytest-kind-ng, pinned to the release's node image."""
+    """A kind cluster, created and deleted by pytest-kind-ng (the one way kind clusters are
+    driven here), pinned to the release's node image."""
     import tempfile
 
     import yaml
@@ -208,6 +210,8 @@ def _start_kind(settings: Settings, report: Reporter) -> Running:
     from crdharness.progress import phase
 
     release = versions.resolve(settings.k8s_version)
+    if not release.kind_node_image:
+        raise HarnessError(f"no kind node image is pinned for Kubernetes {release.minor}")
     binary = kind.kind_binary()
     images.require_engine()
     kubectl = shutil.which("kubectl") or str(
@@ -246,6 +250,10 @@ def _start_kind(settings: Settings, report: Reporter) -> Running:
         cluster.close()
         cluster_handle.delete()
         shutil.rmtree(workdir, ignore_errors=True)
+        # pytest-kind keeps a directory per cluster under ./.pytest-kind; nothing is left in it.
+        shutil.rmtree(cluster_handle.path, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            cluster_handle.path.parent.rmdir()  # only if no other cluster's is there
 
     def keep() -> str:
         cluster.close()

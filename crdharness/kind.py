@@ -57,21 +57,6 @@ def cluster_config(release: Release) -> dict:
     return config
 
 
-def create_command(kind: str, name: str, release: Release, config: Path, kubeconfig: Path):
-    if not release.kind_node_image:
-        raise HarnessError(f"no kind node image is pinned for Kubernetes {release.minor}")
-    return [
-        kind,
-        "create",
-        "cluster",
-        f"--name={name}",
-        f"--image={release.kind_node_image}",
-        f"--config={config}",
-        f"--kubeconfig={kubeconfig}",
-        "--wait=120s",
-    ]
-
-
 def load_commands(kind: str, name: str, image: str, archive: Path) -> list[list[str]]:
     """``kind load docker-image``, then the fallback for Docker image stores it cannot read
     (containerd-backed Docker): save the image to an archive and load that."""
@@ -99,10 +84,6 @@ def export_logs(kind: str, name: str, directory: Path, run=subprocess.run) -> No
     if result.returncode != 0:
         directory.mkdir(parents=True, exist_ok=True)
         (directory / "export-logs.error.txt").write_text(result.stderr)
-
-
-def delete_command(kind: str, name: str) -> list[str]:
-    return [kind, "delete", "cluster", f"--name={name}"]
 
 
 def webhook_manifests(ca: certs.CertificateAuthority, image: str) -> list[dict]:

@@ -33,20 +33,7 @@ def test_cluster_names_are_unique_per_run():
     assert len(names) == 50 and all(n.startswith("crdharness-") for n in names)
 
 
-def test_create_command(tmp_path):
-    command = kind.create_command(
-        "kind", "crdharness-1", RELEASE, tmp_path / "kind.yaml", tmp_path / "kubeconfig"
-    )
-    assert command == [
-        "kind",
-        "create",
-        "cluster",
-        "--name=crdharness-1",
-        f"--image={RELEASE.kind_node_image}",
-        f"--config={tmp_path / 'kind.yaml'}",
-        f"--kubeconfig={tmp_path / 'kubeconfig'}",
-        "--wait=120s",
-    ]
+def test_cluster_config_is_one_control_plane_node():
     assert kind.cluster_config(versions.resolve("1.37")) == {
         "kind": "Cluster",
         "apiVersion": "kind.x-k8s.io/v1alpha4",
@@ -66,7 +53,7 @@ def test_kind_turns_on_the_storage_migration_where_it_is_beta_or_alpha():
     }
 
 
-def test_logs_and_delete_commands(tmp_path):
+def test_logs_command(tmp_path):
     assert kind.export_logs_command("kind", "c", tmp_path) == [
         "kind",
         "export",
@@ -75,7 +62,6 @@ def test_logs_and_delete_commands(tmp_path):
         "--name",
         "c",
     ]
-    assert kind.delete_command("kind", "c") == ["kind", "delete", "cluster", "--name=c"]
 
 
 class FakeRun:
@@ -191,45 +177,93 @@ def test_export_logs_runs_the_pinned_command_and_notes_a_failure(tmp_path):
     assert (tmp_path / "logs" / "export-logs.error.txt").read_text() == "boom"
 
 
-def test_a_kind_cluster_declares_what_it_can_do(monkeypatch, tmp_path):
-    """What the fixtures, the gate and the bundle ask of it: etcd in the node, images loaded
-    into the nodes, webhooks behind a Service, its logs exported; not host loopback."""
-    import pytest_kind
+KUBECONFIG = """\
+apiVersion: v1
+kind: Config
+clusters: [{name: k, cluster: {server: "https://127.0.0.1:6443"}}]
+users: [{name: k, user: {}}]
+contexts: [{name: k, context: {cluster: k, user: k}}]
+current-context: k
+"""
+
+
+class FakeKindCommands:
+    """Stands in for the subprocess module pytest-kind-ng runs kind with: records every
+    command, and writes the kubeconfig ``kind create cluster`` would."""
+
+    def __init__(self):
+        self.calls = []
+
+    def check_output(self, command, **kwargs):
+        self.calls.append(command)
+        return ""  # `kind get clusters`: none yet
+
+    def run(self, command, **kwargs):
+        self.calls.append(command)
+        if command[1:3] == ["create", "cluster"]:
+            kubeconfig = next(a for a in command if a.startswith("--kubeconfig="))
+            Path(kubeconfig.split("=", 1)[1]).write_text(KUBECONFIG)
+        return subprocess.CompletedProcess(command, 0, "", "")
+
+
+def test_what_the_kind_backend_runs_and_what_its_cluster_can_do(monkeypatch, tmp_path):
+    """pytest-kind-ng drives kind (create, delete): these are the commands it really runs.
+    The cluster declares what the fixtures, the gate and the bundle ask of it: etcd in the
+    node, images loaded into the nodes, webhooks behind a Service, its logs; not host
+    loopback. Nothing is left behind after stop, also not pytest-kind's ./.pytest-kind."""
+    import pytest_kind.cluster
 
     from crdharness import backends, cluster, images
 
-    created = []
-
-    class FakeKindCluster:
-        def __init__(self, name, **kwargs):
-            self.name = name
-
-        def create(self, config_file):
-            created.append(self.name)
-
-    monkeypatch.setattr(pytest_kind, "KindCluster", FakeKindCluster)
-    monkeypatch.setattr(kind, "kind_binary", lambda: "/usr/bin/kind")
+    commands = FakeKindCommands()
+    monkeypatch.setattr(pytest_kind.cluster, "subprocess", commands)
+    binary = tmp_path / "kind"  # pytest-kind downloads kind unless its path exists
+    binary.write_text("")
+    monkeypatch.setattr(kind, "kind_binary", lambda: str(binary))
     monkeypatch.setattr(images, "require_engine", lambda: None)
     monkeypatch.setattr(backends.shutil, "which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.chdir(tmp_path)
     running = backends.start(backends.Settings(backend="kind", k8s_version="1.37"), print)
     got = running.cluster
-    assert created == [got.name]
+    workdir = got.details["workdir"]
+    assert commands.calls == [
+        [str(binary), "get", "clusters"],
+        [
+            str(binary),
+            "create",
+            "cluster",
+            f"--name={got.name}",
+            f"--kubeconfig={workdir / 'kubeconfig'}",
+            f"--image={RELEASE.kind_node_image}",
+            "--config",
+            str(workdir / "kind.yaml"),
+        ],
+    ]
     assert got.capabilities == {cluster.ETCD, cluster.IMAGE_LOADER, cluster.SERVICE_ROUTING}
     assert not got.reaches_host_loopback
     # The node image's release (kind publishes some patches only), not the local one's.
     assert RELEASE.kind_node_image.startswith(f"kindest/node:v{got.kubernetes}@")
+
     calls = []
     monkeypatch.setattr(kind, "load_image", lambda *args: calls.append(("load", *args)))
     monkeypatch.setattr(kind, "export_logs", lambda *args: calls.append(("export", *args)))
     got.load_image("img:dev", tmp_path)
     got.export_logs(tmp_path / "logs")
     assert calls == [
-        ("load", "/usr/bin/kind", got.name, "img:dev", tmp_path),
-        ("export", "/usr/bin/kind", got.name, tmp_path / "logs"),
+        ("load", str(binary), got.name, "img:dev", tmp_path),
+        ("export", str(binary), got.name, tmp_path / "logs"),
     ]
-    import shutil
 
-    shutil.rmtree(got.details["workdir"])
+    running.stop()
+    assert commands.calls[-1] == [
+        str(binary),
+        "delete",
+        "cluster",
+        f"--name={got.name}",
+        f"--kubeconfig={workdir / 'kubeconfig'}",
+    ]
+    assert not workdir.exists()
+    assert not (tmp_path / ".pytest-kind").exists()
 
 
 def test_missing_kind_binary_is_one_clear_error(monkeypatch):
