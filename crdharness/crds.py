@@ -121,3 +121,46 @@ def with_group(manifest: dict, group: str) -> dict:
     moved["spec"]["group"] = group
     moved["metadata"]["name"] = f"{moved['spec']['names']['plural']}.{group}"
     return moved
+
+
+# A CRD of the harness's own, created and deleted again to prove that an API server can serve
+# custom resources (``wait_crds_work``).
+READINESS_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "probes.readiness.crdharness.io"},
+    "spec": {
+        "group": "readiness.crdharness.io",
+        "scope": "Cluster",
+        "names": {"plural": "probes", "singular": "probe", "kind": "Probe"},
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "x-kubernetes-preserve-unknown-fields": True,
+                    }
+                },
+            }
+        ],
+    },
+}
+
+
+def wait_crds_work(api_client: client.ApiClient, timeout: float = 60) -> None:
+    """A CRD can be created, becomes Established, and serves a LIST; then it is removed."""
+    create_and_wait(api_client, READINESS_CRD, timeout=timeout)
+    wait_for(
+        lambda: (
+            client.CustomObjectsApi(api_client).list_cluster_custom_object(
+                "readiness.crdharness.io", "v1", "probes"
+            )
+            is not None
+        ),
+        timeout,
+        "the readiness CRD to serve LIST",
+    )
+    delete_and_wait(api_client, READINESS_CRD["metadata"]["name"])

@@ -1,7 +1,9 @@
-"""The "local" backend: a real etcd and kube-apiserver on loopback, like envtest's.
+"""The local control plane: an ``EtcdServer`` and an ``APIServer`` (and, on demand,
+kube-controller-manager) composed in one workspace, with one guardian, one CA and a kubeconfig.
 
 ``ControlPlane.start()`` is ready only when ``/readyz`` answers ok *and* a CRD can be
-created, becomes Established and serves a LIST — the harness's whole reason to exist.
+created, becomes Established and serves a LIST — the harness's whole reason to exist. A
+half-done start is undone: whatever was started is stopped and the workspace removed.
 """
 
 from __future__ import annotations
@@ -19,9 +21,12 @@ from kubernetes import client
 
 from crdharness import cache, certs, controller_manager, crds, kubeconfig, ports
 from crdharness.assets import Assets
+from crdharness.cluster import new_api_client
+from crdharness.controlplane.apiserver import APIServer, APIServerFlags, APIServerPKI
+from crdharness.controlplane.etcd_server import EtcdServer
+from crdharness.controlplane.server import wait_until
 from crdharness.errors import HarnessError
 from crdharness.guardian import Guardian
-from crdharness.polling import WaitTimeout, wait_for
 from crdharness.processes import AttachedProcess, ManagedProcess, command_line, identity
 from crdharness.progress import Reporter, to_stderr
 from crdharness.versions import Release
@@ -32,30 +37,6 @@ PLANE_FILE = "plane.json"
 
 ADMIN_USER = "crdharness-admin"
 ADMIN_GROUPS = ("system:masters",)
-
-READINESS_CRD = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "probes.readiness.crdharness.io"},
-    "spec": {
-        "group": "readiness.crdharness.io",
-        "scope": "Cluster",
-        "names": {"plural": "probes", "singular": "probe", "kind": "Probe"},
-        "versions": [
-            {
-                "name": "v1",
-                "served": True,
-                "storage": True,
-                "schema": {
-                    "openAPIV3Schema": {
-                        "type": "object",
-                        "x-kubernetes-preserve-unknown-fields": True,
-                    }
-                },
-            }
-        ],
-    },
-}
 
 
 @dataclass
@@ -86,16 +67,15 @@ class ControlPlane:
         self.report = report
         self.workspace: Workspace | None = None
         self.guardian: Guardian | None = None
-        self.etcd: ManagedProcess | None = None
-        self.apiserver: ManagedProcess | None = None
+        self.etcd: EtcdServer | None = None
+        self.apiserver: APIServer | None = None
         self.controller_manager: ManagedProcess | None = None
         self.controller_manager_port: int | None = None
-        self.server_url = ""
-        self.etcd_url = ""
         self.kubeconfig: Path | None = None
         self.ca: certs.CertificateAuthority | None = None
         self.admin: certs.KeyPair | None = None
         self.start_to_ready_seconds: float | None = None
+        self._apiserver_port: int | None = None  # claimed before kube-apiserver exists
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -106,12 +86,13 @@ class ControlPlane:
             # etcd boots while the certificates are made, and kube-apiserver starts without
             # waiting for etcd's /health (it retries until etcd answers): the three overlap.
             self._prepare_workspace()
-            self._launch_etcd()
+            self.etcd.launch(self._adopt)
             self._prepare_certificates()
-            self._launch_apiserver()
-            self._await_etcd()
+            self.apiserver = self._new_apiserver(self.assets, self.release)
+            self.apiserver.launch(self._adopt)
+            self.etcd.wait_healthy(self.options.ready_timeout, "etcd /health")
             self._await_apiserver()
-            self._wait_ready()
+            self._wait_crds_work()
             self.start_to_ready_seconds = time.monotonic() - began
             self._write_record()
         except HarnessError as exc:
@@ -171,40 +152,34 @@ class ControlPlane:
             raise HarnessError(f"{path} holds no control plane record: {exc}") from None
         plane = cls(assets, release, options, report)
         plane.workspace = Workspace.open(path)
-        plane.apiserver_port = record["apiserver_port"]
-        plane.etcd_port = record["etcd_port"]
-        plane.etcd_peer_port = record["etcd_peer_port"]
         plane.start_to_ready_seconds = record.get("start_to_ready_seconds")
         pki = path / "pki"
         plane.ca = certs.CertificateAuthority.load(pki)
         plane.serving = certs.KeyPair(pki / "apiserver.crt", pki / "apiserver.key")
         plane.admin = certs.KeyPair(pki / "admin.crt", pki / "admin.key")
         plane.service_account = certs.KeyPair(pki / "sa.pub", pki / "sa.key")
-        plane._set_addresses()
+        plane.kubeconfig = path / "kubeconfig"
         processes = record["processes"]
-        plane.etcd = AttachedProcess("etcd", *processes["etcd"], path / "etcd.log")
-        plane.apiserver = AttachedProcess(
-            "kube-apiserver", *processes["kube-apiserver"], path / "kube-apiserver.log"
-        )
+        plane.etcd = EtcdServer(assets.etcd, path, record["etcd_port"], record["etcd_peer_port"])
+        plane.etcd.attach(*processes["etcd"])
+        plane.apiserver = plane._new_apiserver(assets, release, record["apiserver_port"])
+        plane.apiserver.attach(*processes["kube-apiserver"])
         plane._attach_controller_manager(record)
         plane._check_attached()
         return plane
 
     def _check_attached(self) -> None:
-        for process, wanted in (
-            (self.etcd, self.etcd_args()),
-            (self.apiserver, self.apiserver_args()),
-        ):
-            if not process.running():
-                raise HarnessError(f"its {process.name} (pid {process.pid}) is not running")
-            running = command_line(process.pid)
+        for server in (self.etcd, self.apiserver):
+            if not server.running():
+                raise HarnessError(f"its {server.name} (pid {server.pid}) is not running")
+            running, wanted = command_line(server.pid), server.args()
             if running != wanted:
                 differ = sorted(set(running or []) ^ set(wanted))
                 raise HarnessError(
-                    f"its {process.name} runs with other binaries or flags: {' '.join(differ)}"
+                    f"its {server.name} runs with other binaries or flags: {' '.join(differ)}"
                 )
         try:
-            ready = self._readyz_ok()
+            ready = self.apiserver.healthy()
         except requests.RequestException as exc:
             raise HarnessError(f"its kube-apiserver does not answer: {exc}") from None
         if not ready:
@@ -220,7 +195,7 @@ class ControlPlane:
             "kubernetes": self.release.git_version,
             "apiserver_port": self.apiserver_port,
             "etcd_port": self.etcd_port,
-            "etcd_peer_port": self.etcd_peer_port,
+            "etcd_peer_port": self.etcd.peer_port,
             "controller_manager_port": self.controller_manager_port,
             "processes": processes,
             "start_to_ready_seconds": self.start_to_ready_seconds,
@@ -272,6 +247,26 @@ class ControlPlane:
         return self.workspace.path
 
     @property
+    def server_url(self) -> str:
+        return self.apiserver.url if self.apiserver else ""
+
+    @property
+    def etcd_url(self) -> str:
+        return self.etcd.url if self.etcd else ""
+
+    @property
+    def apiserver_port(self) -> int | None:
+        return self.apiserver.port if self.apiserver else self._apiserver_port
+
+    @property
+    def etcd_port(self) -> int | None:
+        return self.etcd.port if self.etcd else None
+
+    @property
+    def etcd_peer_port(self) -> int | None:
+        return self.etcd.peer_port if self.etcd else None
+
+    @property
     def logs(self) -> dict[str, Path]:
         processes = (self.etcd, self.apiserver, self.controller_manager)
         return {p.name: p.log_path for p in processes if p is not None}
@@ -285,8 +280,8 @@ class ControlPlane:
                 shutil.copy(log, kept / f"{name}.log")
         return kept
 
-    def _launch(self, process: ManagedProcess) -> ManagedProcess:
-        process.start()
+    def _adopt(self, process: ManagedProcess) -> None:
+        """A process just started: into the workspace's list, under the guardian's watch."""
         assert self.workspace is not None
         self.workspace.adopt(process.pid)
         who = identity(process.pid)
@@ -294,7 +289,6 @@ class ControlPlane:
         # that started it stops every child its workspace lists, this one too.
         if who and self.guardian is not None:
             self.guardian.watch(*who)
-        return process
 
     def _prepare_workspace(self) -> None:
         self.workspace = Workspace(owner=self.owner)
@@ -302,12 +296,12 @@ class ControlPlane:
         if self.owner is not None:
             self.guardian.owner(*self.owner)
         self.guardian.remove(self.workspace.path)
-        self.apiserver_port = ports.claim(
+        self._apiserver_port = ports.claim(
             self.options.apiserver_port, "kube-apiserver", "--apiserver-port"
         )
-        self.etcd_port = ports.claim(self.options.etcd_port, "etcd", "--etcd-port")
-        self.etcd_peer_port = ports.free_port()
-        self._set_addresses()
+        etcd_port = ports.claim(self.options.etcd_port, "etcd", "--etcd-port")
+        self.etcd = EtcdServer(self.assets.etcd, self.path, etcd_port, ports.free_port())
+        self.kubeconfig = self.path / "kubeconfig"
 
     def _prepare_certificates(self) -> None:
         pki = self.path / "pki"
@@ -317,91 +311,31 @@ class ControlPlane:
         self.serving = self.ca.issue_server("apiserver", *certs.LOOPBACK_NAMES)
         self.admin = self.ca.issue_client("admin", ADMIN_USER, ADMIN_GROUPS)
         self.service_account = certs.service_account_keys(pki)
+        server_url = f"https://{ports.LOOPBACK}:{self._apiserver_port}"
         kubeconfig.write(
-            self.kubeconfig, "crdharness-local", self.server_url, self.ca.bundle_b64, self.admin
+            self.kubeconfig, "crdharness-local", server_url, self.ca.bundle_b64, self.admin
         )
 
-    def _set_addresses(self) -> None:
-        self.server_url = f"https://{ports.LOOPBACK}:{self.apiserver_port}"
-        self.etcd_url = f"http://{ports.LOOPBACK}:{self.etcd_port}"
-        self.kubeconfig = self.path / "kubeconfig"
-
-    def etcd_args(self) -> list[str]:
-        peer = f"http://{ports.LOOPBACK}:{self.etcd_peer_port}"
-        return [
-            str(self.assets.etcd),
-            "--name=crdharness",
-            f"--data-dir={self.path / 'etcd-data'}",
-            f"--listen-client-urls={self.etcd_url}",
-            f"--advertise-client-urls={self.etcd_url}",
-            f"--listen-peer-urls={peer}",
-            f"--initial-advertise-peer-urls={peer}",
-            f"--initial-cluster=crdharness={peer}",
-            # Throwaway data: skip fsync, which dominates write latency on CI disks.
-            "--unsafe-no-fsync=true",
-            "--log-level=warn",
-        ]
-
-    def apiserver_args(self) -> list[str]:
-        pki = self.path / "pki"
-        return [
-            str(self.assets.kube_apiserver),
-            f"--etcd-servers={self.etcd_url}",
-            f"--bind-address={ports.LOOPBACK}",
-            f"--advertise-address={ports.LOOPBACK}",
-            # The endpoint reconciler refuses a loopback address, and nothing needs the
-            # "kubernetes" Service's endpoints here.
-            "--endpoint-reconciler-type=none",
-            f"--secure-port={self.apiserver_port}",
-            f"--cert-dir={pki}",
-            f"--tls-cert-file={self.serving.cert}",
-            f"--tls-private-key-file={self.serving.key}",
-            f"--client-ca-file={self.ca.cert_path}",
-            "--authorization-mode=RBAC",
-            f"--service-account-issuer={self.server_url}",
-            f"--service-account-key-file={self.service_account.cert}",
-            f"--service-account-signing-key-file={self.service_account.key}",
-            "--service-cluster-ip-range=10.0.0.0/24",
-            "--allow-privileged=true",
-            # No controller-manager makes service-account tokens; pods are never run here.
-            "--disable-admission-plugins=ServiceAccount",
-            # Lets a conversion webhook be reached through a Service with hand-made endpoints.
-            "--enable-aggregator-routing=true",
-            f"--watch-cache={'true' if self.options.watch_cache else 'false'}",
-            "--profiling=false",
-            # Served even where it is beta, so the controller manager can be added later.
-            *self.release.storage_migration_apiserver_flags,
-            *self.options.extra_apiserver_flags,
-        ]
-
-    def _launch_etcd(self) -> None:
-        self.etcd = self._launch(ManagedProcess("etcd", self.etcd_args(), self.path / "etcd.log"))
-
-    def _await_etcd(self) -> None:
-        http = requests.Session()
-        http.trust_env = False
-        self._await(
-            self.etcd,
-            lambda: http.get(f"{self.etcd_url}/health", timeout=2).json().get("health") == "true",
-            "etcd /health",
-        )
-
-    def _launch_apiserver(self) -> None:
-        log = self.path / "kube-apiserver.log"
-        with log.open("a") as out:  # one log across upgrades; say which binary wrote what
-            out.write(f"--- crdharness: kube-apiserver {self.release.git_version} ---\n")
-        self.apiserver = self._launch(
-            ManagedProcess(
-                "kube-apiserver", self.apiserver_args(), self.path / "kube-apiserver.log"
-            )
+    def _new_apiserver(self, assets: Assets, release: Release, port: int | None = None):
+        pki = APIServerPKI(self.ca.cert_path, self.serving, self.service_account, self.admin)
+        flags = APIServerFlags(self.options.watch_cache, list(self.options.extra_apiserver_flags))
+        return APIServer(
+            assets.kube_apiserver,
+            release,
+            self.path,
+            port or self.apiserver_port,
+            self.etcd.url,
+            pki,
+            flags,
         )
 
     def _await_apiserver(self) -> None:
-        self._await(self.apiserver, self._readyz_ok, "kube-apiserver /readyz to answer ok")
+        self.apiserver.wait_healthy(
+            self.options.ready_timeout, "kube-apiserver /readyz to answer ok"
+        )
 
-    def _start_apiserver(self) -> None:
-        self._launch_apiserver()
-        self._await_apiserver()
+    def _readyz_ok(self) -> bool:
+        return self.apiserver.healthy()
 
     # -- changes to a running control plane ----------------------------------------------
 
@@ -426,8 +360,10 @@ class ControlPlane:
                 process.stop()
         self.controller_manager = None
         self.assets, self.release = assets, release
-        self._start_apiserver()
-        self._wait_ready()
+        self.apiserver = self._new_apiserver(assets, release)
+        self.apiserver.launch(self._adopt)
+        self._await_apiserver()
+        self._wait_crds_work()
         if had_controllers:
             self.start_controller_manager(controller_manager_binary)
         self._write_record()
@@ -453,92 +389,35 @@ class ControlPlane:
         port = self.controller_manager_port = ports.free_port()
         serving = self.ca.issue_server("controller-manager-serving", *certs.LOOPBACK_NAMES)
         credentials = controller_manager.write_credentials(self.ca, self.server_url, self.path)
-        self.controller_manager = self._launch(
-            ManagedProcess(
-                "kube-controller-manager",
-                controller_manager.args(binary, self.release, credentials, serving, port),
-                self.path / "kube-controller-manager.log",
-            )
-        )
+        self.controller_manager = ManagedProcess(
+            "kube-controller-manager",
+            controller_manager.args(binary, self.release, credentials, serving, port),
+            self.path / "kube-controller-manager.log",
+        ).start()
+        self._adopt(self.controller_manager)
         url = f"https://{ports.LOOPBACK}:{port}/healthz?verbose"
-        self._await(
+        wait_until(
             self.controller_manager,
             lambda: controller_manager.all_started(
                 requests.get(url, verify=str(self.ca.cert_path), timeout=5)
             ),
+            self.options.ready_timeout,
             "kube-controller-manager /healthz to report each of its controllers ok",
         )
         took = time.monotonic() - began
         self.report(f"kube-controller-manager {self.release.git_version} ready in {took:.1f}s")
 
-    def _readyz_ok(self) -> bool:
-        assert self.admin is not None
-        assert self.ca is not None
-        # verify= per request: a machine's REQUESTS_CA_BUNDLE would override a Session's.
-        response = requests.get(
-            f"{self.server_url}/readyz",
-            cert=(str(self.admin.cert), str(self.admin.key)),
-            verify=str(self.ca.cert_path),
-            timeout=5,
-        )
-        return response.status_code == 200 and response.text.strip() == "ok"
-
-    def _await(self, process: ManagedProcess, condition, what: str) -> None:
-        """Wait for ``condition``; fail at once, with its log, if ``process`` exits instead."""
-
-        def ready_or_dead() -> bool:
-            if not process.running():
-                raise _Exited()
-            return bool(condition())
-
-        try:
-            wait_for(
-                ready_or_dead, self.options.ready_timeout, what, interval=0.05, fatal=(_Exited,)
-            )
-        except _Exited:
-            raise HarnessError(self._exit_message(process)) from None
-        except WaitTimeout as exc:
-            raise HarnessError(f"{exc}; log: {process.log_path}") from None
-
-    def _exit_message(self, process: ManagedProcess) -> str:
-        tail = process.log_tail(40)
-        if "address already in use" in tail:
-            return (
-                f"{process.name} could not bind its port (address already in use): another "
-                "process took it; run again, or free the port"
-            )
-        last = " | ".join(tail.strip().splitlines()[-3:]) or "(empty log)"
-        return f"{process.name} exited with code {process.popen.returncode}; its log ends: {last}"
-
-    def _wait_ready(self) -> None:
-        """A CRD can be created, becomes Established, and serves; then it is removed again."""
+    def _wait_crds_work(self) -> None:
         api_client = self.api_client()
         try:
-            crds.create_and_wait(api_client, READINESS_CRD, timeout=self.options.ready_timeout)
-            wait_for(
-                lambda: (
-                    client.CustomObjectsApi(api_client).list_cluster_custom_object(
-                        "readiness.crdharness.io", "v1", "probes"
-                    )
-                    is not None
-                ),
-                self.options.ready_timeout,
-                "the readiness CRD to serve LIST",
-            )
-            crds.delete_and_wait(api_client, READINESS_CRD["metadata"]["name"])
+            crds.wait_crds_work(api_client, timeout=self.options.ready_timeout)
         finally:
             api_client.close()
 
     def api_client(self) -> client.ApiClient:
-        from crdharness.cluster import new_api_client
-
         assert self.kubeconfig is not None
         return new_api_client(self.kubeconfig, self.credentials_dir)
 
     @property
     def credentials_dir(self) -> Path:
         return self.path / "client-credentials"
-
-
-class _Exited(Exception):
-    pass

@@ -1,0 +1,41 @@
+"""etcd for one local control plane: one member on loopback, throwaway data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import requests
+
+from crdharness import ports
+from crdharness.controlplane.server import ServerProcess
+
+
+class EtcdServer(ServerProcess):
+    name = "etcd"
+
+    def __init__(self, binary: Path, directory: Path, port: int, peer_port: int):
+        super().__init__(binary, directory / "etcd.log")
+        self.data_dir = directory / "etcd-data"
+        self.port, self.peer_port = port, peer_port
+        self.url = f"http://{ports.LOOPBACK}:{port}"
+        self._http = requests.Session()
+        self._http.trust_env = False  # loopback: no proxy, no machine-wide CA bundle
+
+    def args(self) -> list[str]:
+        peer = f"http://{ports.LOOPBACK}:{self.peer_port}"
+        return [
+            str(self.binary),
+            "--name=crdharness",
+            f"--data-dir={self.data_dir}",
+            f"--listen-client-urls={self.url}",
+            f"--advertise-client-urls={self.url}",
+            f"--listen-peer-urls={peer}",
+            f"--initial-advertise-peer-urls={peer}",
+            f"--initial-cluster=crdharness={peer}",
+            # Throwaway data: skip fsync, which dominates write latency on CI disks.
+            "--unsafe-no-fsync=true",
+            "--log-level=warn",
+        ]
+
+    def healthy(self) -> bool:
+        return self._http.get(f"{self.url}/health", timeout=2).json().get("health") == "true"
