@@ -214,6 +214,7 @@ def test_what_the_kind_backend_runs_and_what_its_cluster_can_do(monkeypatch, tmp
     import pytest_kind.cluster
 
     from crdharness import backends, cluster, images
+    from crdharness.backends import kind as kind_backend
 
     commands = FakeKindCommands()
     monkeypatch.setattr(pytest_kind.cluster, "subprocess", commands)
@@ -221,7 +222,7 @@ def test_what_the_kind_backend_runs_and_what_its_cluster_can_do(monkeypatch, tmp
     binary.write_text("")
     monkeypatch.setattr(kind, "kind_binary", lambda: str(binary))
     monkeypatch.setattr(images, "require_engine", lambda: None)
-    monkeypatch.setattr(backends.shutil, "which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr(kind_backend.shutil, "which", lambda name: f"/usr/bin/{name}")
     monkeypatch.chdir(tmp_path)
     running = backends.start(backends.Settings(backend="kind", k8s_version="1.37"), print)
     got = running.cluster
