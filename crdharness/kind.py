@@ -187,6 +187,17 @@ class KindWebhook(ReviewRecords):
         return service_client_config(self.ca)
 
     def start(self) -> KindWebhook:
+        self.launch()
+        try:
+            self.wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def launch(self) -> KindWebhook:
+        """Apply the Secret, Deployment and Service; wait for the rollout. Deleted by
+        ``stop``, or with the cluster if the run is killed."""
         documents = webhook_manifests(self.ca, self.image)
         self.cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(documents))
         self.cluster.kubectl(
@@ -197,10 +208,9 @@ class KindWebhook(ReviewRecords):
             WEBHOOK_NAMESPACE,
             "--timeout=180s",
         )
-        self.round_trip()
         return self
 
-    def round_trip(self, timeout: float = 120) -> None:
+    def wait_ready(self, timeout: float = 120) -> None:
         """Ready means the API server converted an object through the webhook's Service."""
         from crdharness.polling import wait_for
         from crdharness.versioned import (

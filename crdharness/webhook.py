@@ -15,6 +15,7 @@ import sys
 import tempfile
 import uuid
 from pathlib import Path
+from typing import Protocol
 
 import requests
 
@@ -33,6 +34,29 @@ def probe_review() -> dict:
         "kind": "ConversionReview",
         "request": {"uid": str(uuid.uuid4()), "desiredAPIVersion": "example.com/v1", "objects": []},
     }
+
+
+class ConversionWebhook(Protocol):
+    """The reference webhook as tests use it, whichever form runs it: a local process
+    (``LocalWebhook``), a container from the image (``ContainerWebhook``), or a Deployment
+    behind a Service on kind (``kind.KindWebhook``). ``start`` is ``launch`` then
+    ``wait_ready``; each form is cleaned up after a killed run (a guardian, or the cluster)."""
+
+    def client_config(self) -> dict: ...  # the CRD's conversion.webhook.clientConfig
+
+    def records(self) -> list[dict]: ...
+
+    def reviews_for(self, name: str, desired_api_version: str | None = None) -> list[dict]: ...
+
+    def set_faults(self, *faults: str) -> None: ...  # HarnessError where it cannot
+
+    def launch(self) -> ConversionWebhook: ...
+
+    def wait_ready(self) -> None: ...
+
+    def start(self) -> ConversionWebhook: ...
+
+    def stop(self) -> None: ...
 
 
 class ReviewRecords:
@@ -106,6 +130,21 @@ class WebhookServer(ReviewRecords):
             args += ["--fault", fault]
         return args
 
+    def launch(self) -> WebhookServer:
+        """Start serving, without waiting for it (each form says how)."""
+        raise NotImplementedError
+
+    def start(
+        self, client_cert: certs.KeyPair | None = None, ready_timeout: float = 30
+    ) -> WebhookServer:
+        self.launch()
+        try:
+            self.wait_ready(client_cert, ready_timeout)
+        except BaseException:
+            self.stop()  # a webhook that never became ready must not outlive the attempt
+            raise
+        return self
+
     def running(self) -> bool:
         raise NotImplementedError
 
@@ -174,17 +213,6 @@ class LocalWebhook(WebhookServer):
 
     process: ManagedProcess | None = None
 
-    def start(
-        self, client_cert: certs.KeyPair | None = None, ready_timeout: float = 30
-    ) -> LocalWebhook:
-        self.launch()
-        try:
-            self.wait_ready(client_cert, ready_timeout)
-        except BaseException:
-            self.stop()  # a webhook that never became ready must not outlive the attempt
-            raise
-        return self
-
     def launch(self) -> LocalWebhook:
         """Start the process, guarded, without waiting for it to answer: for a caller that
         checks readiness its own way (``wait_listening`` for a certificate that does not name
@@ -238,9 +266,14 @@ class ContainerWebhook(WebhookServer):
 
     container: str | None = None
 
-    def start(self, client_cert: certs.KeyPair | None = None, image: str | None = None):
+    def __init__(self, *args, image: str | None = None, **kwargs):
+        """``image``: default the one `nox -s image` builds."""
+        super().__init__(*args, **kwargs)
+        self.image = image or images.WEBHOOK_IMAGE
+
+    def launch(self) -> ContainerWebhook:
         images.require_engine()
-        image = image or images.WEBHOOK_IMAGE
+        image = self.image
         if not images.image_exists(image):
             raise HarnessError(f"image {image} does not exist: build it with `nox -s image`")
         mount = self._tls_mount()
@@ -271,11 +304,6 @@ class ContainerWebhook(WebhookServer):
         self.container = name
         self.guardian = Guardian()
         self.guardian.remove_container(name)
-        try:
-            self.wait_ready(client_cert)
-        except BaseException:
-            self.stop()
-            raise
         return self
 
     def _tls_mount(self) -> Path:

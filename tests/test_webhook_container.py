@@ -20,9 +20,9 @@ def webhook_image():
 
 @pytest.fixture
 def container_webhook(webhook_image, tmp_path):
-    server = ContainerWebhook(certs.CertificateAuthority(tmp_path), tmp_path).start(
-        image=webhook_image
-    )
+    server = ContainerWebhook(
+        certs.CertificateAuthority(tmp_path), tmp_path, image=webhook_image
+    ).start()
     yield server
     server.stop()
 
@@ -46,9 +46,9 @@ def test_container_converts_the_documented_review(container_webhook):
 
 
 def test_stopping_removes_the_container(webhook_image, tmp_path):
-    server = ContainerWebhook(certs.CertificateAuthority(tmp_path), tmp_path).start(
-        image=webhook_image
-    )
+    server = ContainerWebhook(
+        certs.CertificateAuthority(tmp_path), tmp_path, image=webhook_image
+    ).start()
     name = server.container
     server.stop()
     assert images.docker("inspect", name, check=False).returncode != 0

@@ -161,3 +161,25 @@ def test_several_workers_share_the_port_record_every_review_and_stop_together(tm
         )
     finally:
         server.stop()
+
+
+def test_every_form_of_the_reference_webhook_offers_the_same_interface():
+    """Tests and fixtures use ConversionWebhook's methods only, whichever form runs."""
+    from crdharness.kind import KindWebhook
+    from crdharness.webhook import ContainerWebhook, ConversionWebhook, LocalWebhook
+
+    wanted = {
+        name
+        for name, value in vars(ConversionWebhook).items()
+        if callable(value) and not name.startswith("_")
+    }
+    assert wanted >= {"client_config", "records", "launch", "wait_ready", "start", "stop"}
+    for form in (LocalWebhook, ContainerWebhook, KindWebhook):
+        missing = {name for name in wanted if not callable(getattr(form, name, None))}
+        assert not missing, f"{form.__name__} lacks {sorted(missing)}"
+        overridden = {
+            name
+            for name in ("launch", "stop")
+            if getattr(form, name) is not getattr(ConversionWebhook, name)
+        }
+        assert overridden == {"launch", "stop"}, form.__name__
