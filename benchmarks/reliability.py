@@ -24,6 +24,7 @@ from pathlib import Path
 
 import psutil
 
+from benchmarks import pytest_output
 from crdharness.polling import WaitTimeout, wait_for
 from crdharness.workspace import PREFIX
 
@@ -93,13 +94,13 @@ def repeat(runs: int, extra: list[str]) -> dict:
             pytest_command(extra), cwd=ROOT, capture_output=True, text=True, check=False
         )
         left = wait_clean()
-        summary = (done.stdout.strip().splitlines() or [""])[-1]
         results.append(
             {
                 "run": i + 1,
                 "exit": done.returncode,
                 "seconds": round(time.monotonic() - started, 1),
-                "summary": summary,
+                "summary": pytest_output.summary(done.stdout),
+                "failed_tests": pytest_output.failed_tests(done.stdout),
                 "leftovers": left,
             }
         )

@@ -17,6 +17,8 @@ import sys
 import time
 from pathlib import Path
 
+from benchmarks import pytest_output
+
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "artifacts" / "bench"
 
@@ -28,13 +30,14 @@ def run_suite(workers: int) -> dict:
     started = time.monotonic()
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
     seconds = time.monotonic() - started
-    summary = (done.stdout.strip().splitlines() or [""])[-1]
+    summary = pytest_output.summary(done.stdout)
     counts = {k: int(n) for n, k in re.findall(r"(\d+) (passed|failed|error|skipped)", summary)}
     return {
         "workers": workers or "serial",
         "exit": done.returncode,
         "wall_seconds": round(seconds, 1),
         "summary": summary,
+        "failed_tests": pytest_output.failed_tests(done.stdout),
         **counts,
     }
 
