@@ -2,6 +2,7 @@
 
 import pytest
 
+from crdharness.polling import wait_for
 from crdharness.versioned import HOSTPORT_SCHEMA, crontab_manifest, expect_invalid, version
 
 PORT_PATTERN_SCHEMA = {
@@ -74,7 +75,13 @@ def test_read_time_defaults_are_not_persisted_until_an_update(make_crd, group, n
         entry["schema"]["openAPIV3Schema"]["properties"]["port"]["default"] = "443"
 
     crd.update(default_port)
-    assert crd.get_object("v1beta1", namespace, "old")["port"] == "443"
+    # The CRD's handler is rebuilt with the new schema a moment after the update settled.
+    wait_for(
+        lambda: crd.get_object("v1beta1", namespace, "old").get("port") == "443",
+        30,
+        "reads to apply the new default",
+        last_seen=lambda: str(crd.get_object("v1beta1", namespace, "old")),
+    )
     assert crd.get_object("v1", namespace, "old")["port"] == "443"
     assert "port" not in crd.stored("old", namespace).json
     crd.replace_object("v1beta1", namespace, crd.get_object("v1beta1", namespace, "old"))

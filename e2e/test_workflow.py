@@ -9,6 +9,7 @@ from kubernetes.client import ApiException
 
 from crdharness import certs
 from crdharness.migrate import upgrade_storage
+from crdharness.polling import wait_for
 from crdharness.versioned import (
     HOSTPORT_SCHEMA,
     OPEN_SCHEMA,
@@ -50,12 +51,16 @@ def test_clients_of_both_versions_work_throughout_a_migration(make_crd, group, n
     client = threading.Thread(target=traffic)
     client.start()
     try:
+        # Traffic before, during and after: the first writes may wait out the 429s of a CRD
+        # whose storage is still initializing.
+        wait_for(lambda: counts["writes"] > 0, 30, "the clients' first write, before migrating")
         upgrade_storage(crd, "v1", after_each_step=crd.assert_storage_invariant)
+        migrated = counts["writes"]
+        wait_for(lambda: counts["writes"] > migrated, 30, "a client write after the migration")
     finally:
         done.set()
         client.join(60)
     assert errors == []
-    assert counts["writes"] > 0
     for name in names:
         beta, v1 = crd.get_object("v1beta1", namespace, name), crd.get_object("v1", namespace, name)
         assert beta["host"] == v1["host"] == name and beta["port"] == v1["port"]
