@@ -91,6 +91,9 @@ class Cluster:
     load_image: Callable[[str, Path], str] | None = None
     # Write the backend's own logs (e.g. ``kind export logs``) into a directory, for the bundle.
     export_logs: Callable[[Path], None] | None = None
+    # SERVICE_ROUTING: the reference webhook (an image already loaded) as a Deployment behind
+    # a Service, with certificates from a CA: ``deploy_webhook(ca, image)``, not yet started.
+    deploy_webhook: Callable[..., object] | None = None
     # Starts the controllers the local backend does not run by default (namespace, garbage
     # collector, storage version migrator); None where the cluster runs its own (kind, existing).
     start_controllers: Callable[[], None] | None = None

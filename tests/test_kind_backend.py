@@ -255,6 +255,10 @@ def test_what_the_kind_backend_runs_and_what_its_cluster_can_do(monkeypatch, tmp
         ("export", str(binary), got.name, tmp_path / "logs"),
     ]
 
+    assert isinstance(
+        got.deploy_webhook(certs.CertificateAuthority(tmp_path), "img"), kind.KindWebhook
+    )
+
     running.stop()
     assert commands.calls[-1] == [
         str(binary),

@@ -68,6 +68,7 @@ def _start_kind(settings: Settings, report: Reporter) -> Running:
         load_image=lambda image, scratch: kind.load_image(binary, name, image, scratch),
         export_logs=lambda directory: kind.export_logs(binary, name, directory),
     )
+    cluster.deploy_webhook = lambda ca, image: kind.KindWebhook(cluster, ca, image)
 
     def stop() -> None:
         cluster.close()

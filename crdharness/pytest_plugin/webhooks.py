@@ -29,7 +29,7 @@ def _start_webhook(config: pytest.Config, directory, cluster=None):
 
 def _start_in_cluster_webhook(cluster, directory):
     """Build the image, load it into the nodes, deploy it behind its Service."""
-    from crdharness import images, kind
+    from crdharness import images
     from crdharness.cluster import IMAGE_LOADER, SERVICE_ROUTING
 
     if not (cluster.can(IMAGE_LOADER) and cluster.can(SERVICE_ROUTING)):
@@ -41,7 +41,7 @@ def _start_in_cluster_webhook(cluster, directory):
     try:
         image = images.build_webhook_image(report)
         cluster.load_image(image, directory)
-        return kind.KindWebhook(cluster, certs.CertificateAuthority(directory), image).start()
+        return cluster.deploy_webhook(certs.CertificateAuthority(directory), image).start()
     except HarnessError as exc:
         pytest.fail(f"crdharness: {exc}", pytrace=False)
 
