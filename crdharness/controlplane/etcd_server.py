@@ -18,8 +18,6 @@ class EtcdServer(ServerProcess):
         self.data_dir = directory / "etcd-data"
         self.port, self.peer_port = port, peer_port
         self.url = f"http://{ports.LOOPBACK}:{port}"
-        self._http = requests.Session()
-        self._http.trust_env = False  # loopback: no proxy, no machine-wide CA bundle
 
     def args(self) -> list[str]:
         peer = f"http://{ports.LOOPBACK}:{self.peer_port}"
@@ -38,4 +36,9 @@ class EtcdServer(ServerProcess):
         ]
 
     def healthy(self) -> bool:
-        return self._http.get(f"{self.url}/health", timeout=2).json().get("health") == "true"
+        # One connection per check, closed by us: an idle keep-alive connection that etcd
+        # closed on exit would leave its TIME_WAIT on etcd's own port, and a plain bind() of
+        # that port would fail for a minute after the run.
+        with requests.Session() as http:
+            http.trust_env = False  # loopback: no proxy, no machine-wide CA bundle
+            return http.get(f"{self.url}/health", timeout=2).json().get("health") == "true"
