@@ -12,7 +12,7 @@ from pathlib import Path
 import nox
 
 sys.path.insert(0, str(Path(__file__).parent))
-from crdharness.versions import SUPPORTED  # stdlib-only: importable before install
+from crdharness.binaries.versions import SUPPORTED  # stdlib-only: importable before install
 
 nox.options.sessions = ["e2e"]
 nox.options.reuse_venv = "yes"  # a second run starts fast; `nox -R` skips installs too
@@ -46,7 +46,7 @@ def _backend(session: nox.Session) -> str:
 
 # The e2e suite's default parallelism. Its tests mostly wait on the API server (it sleeps 2 s
 # before the first create in a CRD made less than 2 s ago), so more workers than cores pay
-# off; they share one control plane (see crdharness.sharing). Measured in `nox -s bench`.
+# off; they share one control plane (see crdharness.backends.sharing). Measured in `nox -s bench`.
 E2E_WORKERS = "6"
 
 

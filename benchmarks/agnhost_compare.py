@@ -27,11 +27,12 @@ import tempfile
 from pathlib import Path
 
 from benchmarks.webhook_throughput import GENERATORS, OUT, review
-from crdharness import assets, certs, ports, versions
+from crdharness import certs, ports
+from crdharness.binaries import assets, versions
 from crdharness.errors import HarnessError
 from crdharness.polling import wait_for
 from crdharness.processes import ManagedProcess
-from crdharness.webhook import LocalWebhook
+from crdharness.webhooks.reference import LocalWebhook
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -22,10 +22,10 @@ from pathlib import Path
 
 import psutil
 
-from crdharness import assets, versions
-from crdharness.controlplane import ControlPlane
+from crdharness.backends.controlplane import ControlPlane
+from crdharness.binaries import assets, versions
 from crdharness.progress import to_stderr
-from crdharness.versioned import VersionedCRD, crontab_manifest, unique_group, version
+from crdharness.scenarios.versioned import VersionedCRD, crontab_manifest, unique_group, version
 
 OUT = Path(__file__).resolve().parent.parent / "artifacts" / "bench"
 

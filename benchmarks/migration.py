@@ -2,7 +2,8 @@
 
 - Option 1: Kubernetes' own storage version migration (a ``StorageVersionMigration`` run by
   kube-controller-manager's migrator), from creation to ``Succeeded``.
-- Option 2: ``crdharness.migrate`` (list, then write each object back), with 1 and 4 writers.
+- Option 2: ``crdharness.scenarios.migrate`` (list, then write each object back), with 1
+  and 4 writers.
 
 One control plane with kube-controller-manager; N objects (default 10,000) stored at v1beta1,
 the storage version switched before each run (v1, then back to v1beta1, ...), and every run
@@ -20,12 +21,13 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from crdharness import assets, storage_migration, versions
 from crdharness.backends import local_cluster
-from crdharness.controlplane import ControlPlane
-from crdharness.migrate import migrate
+from crdharness.backends.controlplane import ControlPlane
+from crdharness.binaries import assets, versions
 from crdharness.progress import to_stderr
-from crdharness.versioned import VersionedCRD, crontab_manifest, unique_group, version
+from crdharness.scenarios import storage_migration
+from crdharness.scenarios.migrate import migrate
+from crdharness.scenarios.versioned import VersionedCRD, crontab_manifest, unique_group, version
 
 OUT = Path(__file__).resolve().parent.parent / "artifacts" / "bench"
 NAMESPACE = "default"
@@ -66,7 +68,7 @@ def main() -> None:
             fill(crd, args.objects)
             runs = [
                 ("Kubernetes StorageVersionMigration", 0),
-                *[("crdharness.migrate", w) for w in (1, 4)],
+                *[("crdharness.scenarios.migrate", w) for w in (1, 4)],
             ]
             for method, workers in runs:
                 target = "v1" if crd.storage_version() == "v1beta1" else "v1beta1"

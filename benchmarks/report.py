@@ -160,7 +160,7 @@ SECTIONS = (
     ("Reliability: interrupts", "reliability-interrupt", interrupt),
     ("Webhook soak", "webhook-soak", soak),
     ("Upgrade gate", "gate", gate),
-    ("Storage migration: Kubernetes' own vs crdharness.migrate", "migration", migration),
+    ("Storage migration: Kubernetes' own vs crdharness.scenarios.migrate", "migration", migration),
 )
 
 

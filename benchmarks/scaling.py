@@ -2,8 +2,8 @@
 
 - LIST of N custom resources persisted at v1beta1, read at v1 (conversion) and at v1beta1
   (none), with `None` conversion and with the reference webhook, for N = 100, 1000, 10000.
-- Storage migration of N objects (crdharness.migrate): objects rewritten per second one at a
-  time (what kube-storage-version-migrator does) and with 4 concurrent writers.
+- Storage migration of N objects (crdharness.scenarios.migrate): objects rewritten per
+  second one at a time (what kube-storage-version-migrator does) and with 4 concurrent writers.
 
 Writes artifacts/bench/scaling.json, a Markdown table, and a plot (scaling.png).
 
@@ -20,13 +20,14 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from crdharness import assets, certs, versions
+from crdharness import certs
 from crdharness.backends import local_cluster
+from crdharness.backends.controlplane import ControlPlane, ControlPlaneOptions
+from crdharness.binaries import assets, versions
 from crdharness.cluster import Cluster
-from crdharness.controlplane import ControlPlane, ControlPlaneOptions
-from crdharness.migrate import migrate
 from crdharness.progress import to_stderr
-from crdharness.versioned import (
+from crdharness.scenarios.migrate import migrate
+from crdharness.scenarios.versioned import (
     HOSTPORT_SCHEMA,
     VersionedCRD,
     crontab_manifest,
@@ -34,7 +35,7 @@ from crdharness.versioned import (
     version,
     webhook_conversion,
 )
-from crdharness.webhook import LocalWebhook
+from crdharness.webhooks.reference import LocalWebhook
 
 OUT = Path(__file__).resolve().parent.parent / "artifacts" / "bench"
 NAMESPACE = "default"

@@ -2,7 +2,7 @@
 
     python -m benchmarks.suite [--workers 0 6]      # 0 = serial (no xdist)
 
-The xdist workers share the session's control planes (crdharness.sharing); 6 is what
+The xdist workers share the session's control planes (crdharness.backends.sharing); 6 is what
 ``nox -s e2e`` runs by default. Binaries must be cached (``nox -s bench`` prepares them). Writes
 ``artifacts/bench/suite.json`` and prints a Markdown table.
 """

@@ -42,7 +42,7 @@ import psutil
 
 from benchmarks.webhook_throughput import review, run_together
 from crdharness import certs
-from crdharness.webhook import CONVERT_PATH, LocalWebhook
+from crdharness.webhooks.reference import CONVERT_PATH, LocalWebhook
 
 OUT = Path(__file__).resolve().parent.parent / "artifacts" / "bench"
 TIMEOUT = 10.0  # seconds an answer may take before the request counts as hung

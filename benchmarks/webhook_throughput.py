@@ -25,7 +25,7 @@ import uuid
 from pathlib import Path
 
 from crdharness import certs
-from crdharness.webhook import LocalWebhook
+from crdharness.webhooks.reference import LocalWebhook
 
 OUT = Path(__file__).resolve().parent.parent / "artifacts" / "bench"
 

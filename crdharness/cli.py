@@ -17,7 +17,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from crdharness import assets, backends, versions, workspace
+from crdharness import backends, workspace
+from crdharness.binaries import assets, versions
 from crdharness.errors import HarnessError
 from crdharness.progress import to_stderr
 
@@ -37,7 +38,7 @@ def _binaries(args) -> None:
     if args.controller_manager:
         print(assets.controller_manager(release, to_stderr))
     if args.upgrade_pair:
-        from crdharness.upgrade import upgrade_pair
+        from crdharness.backends.upgrade import upgrade_pair
 
         for other in upgrade_pair(release):
             if other != release:
@@ -67,14 +68,14 @@ def _down(args) -> None:
 
 
 def _image(args) -> None:
-    from crdharness import images
+    from crdharness.webhooks import images
 
     tag = images.build_webhook_image(to_stderr)
     print(f"{tag} {images.image_size(tag)} bytes")
 
 
 def _coverage(args) -> int:
-    from crdharness import coverage
+    from crdharness.reports import coverage
 
     result = coverage.report()
     print(result.render(verbose=args.verbose))

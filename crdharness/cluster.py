@@ -12,9 +12,9 @@ from pathlib import Path
 import requests
 from kubernetes import client, config
 
+from crdharness.binaries.versions import Release
 from crdharness.errors import HarnessError
 from crdharness.etcd import EtcdInspector, StoredObject
-from crdharness.versions import Release
 
 
 def new_api_client(kubeconfig: Path, credentials_dir: Path) -> client.ApiClient:

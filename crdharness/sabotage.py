@@ -15,10 +15,11 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-OUT = ROOT / "artifacts" / "sabotage.md"
+from crdharness import paths
+
+ROOT = paths.REPO
+OUT = paths.ARTIFACTS / "sabotage.md"
 
 
 @dataclass(frozen=True)

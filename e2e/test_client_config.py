@@ -6,14 +6,14 @@ import pytest
 from kubernetes.client import ApiException
 
 from crdharness import certs
-from crdharness.versioned import (
+from crdharness.scenarios.versioned import (
     HOSTPORT_SCHEMA,
     crontab_manifest,
     expect_invalid,
     version,
     webhook_conversion,
 )
-from crdharness.webhook import LocalWebhook
+from crdharness.webhooks.reference import LocalWebhook
 
 URL = "https://127.0.0.1:9443/crdconvert"
 

@@ -8,8 +8,8 @@ go through the reference conversion webhook (v1beta1 ``hostPort`` <-> v1 ``host`
 
 import pytest
 
-from crdharness.transcript import Transcript
-from crdharness.versioned import crontab_manifest, version, webhook_conversion
+from crdharness.scenarios.transcript import Transcript
+from crdharness.scenarios.versioned import crontab_manifest, version, webhook_conversion
 from e2e.test_hs_series import STEPS, short, snapshot, without_api_version
 
 SERVED = ("v1beta1", "v1")

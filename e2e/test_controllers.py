@@ -4,9 +4,10 @@ deletion purging its custom resources, and the built-in storage version migratio
 import pytest
 from kubernetes.client import ApiException
 
-from crdharness import storage_migration, versions
+from crdharness.binaries import versions
 from crdharness.polling import wait_for
-from crdharness.versioned import crontab_manifest, version
+from crdharness.scenarios import storage_migration
+from crdharness.scenarios.versioned import crontab_manifest, version
 
 SERVED = ("v1beta1", "v1")
 

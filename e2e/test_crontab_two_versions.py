@@ -6,7 +6,7 @@ persisted at v1beta1: the API server converts on read and leaves storage alone.
 
 import pytest
 
-from crdharness import crds
+from crdharness.scenarios import crds
 
 GROUP, PLURAL = "example.com", "crontabs"
 

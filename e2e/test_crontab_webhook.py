@@ -8,7 +8,7 @@ backend provides (a URL on 127.0.0.1 locally, its Service on kind) with its CA a
 import pytest
 from kubernetes.client import ApiException
 
-from crdharness import crds
+from crdharness.scenarios import crds
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from crdharness.versioned import crontab_manifest, expect_invalid, version
+from crdharness.scenarios.versioned import crontab_manifest, expect_invalid, version
 
 CUSTOM = (
     "example.com/v1alpha1 CronTab is deprecated; see http://example.com/v1alpha1-v1 for "

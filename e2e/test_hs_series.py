@@ -6,8 +6,8 @@ kind Passthrough), and proves every storage claim from etcd.
 
 import pytest
 
-from crdharness.transcript import Transcript
-from crdharness.versioned import crontab_manifest, version, webhook_conversion
+from crdharness.scenarios.transcript import Transcript
+from crdharness.scenarios.versioned import crontab_manifest, version, webhook_conversion
 
 STEPS = {
     1: "The storage version is v1beta1. You create an object. It is stored at version v1beta1",

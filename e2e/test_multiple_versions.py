@@ -6,7 +6,7 @@ import threading
 import pytest
 
 from crdharness.polling import wait_for
-from crdharness.versioned import (
+from crdharness.scenarios.versioned import (
     HOSTPORT_SCHEMA,
     OPEN_SCHEMA,
     crontab_manifest,

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from crdharness.polling import wait_for
-from crdharness.versioned import crontab_manifest, expect_invalid, version
+from crdharness.scenarios.versioned import crontab_manifest, expect_invalid, version
 
 CRON_PATTERN = r"^(\d+|\*)(/\d+)?(\s+(\d+|\*)(/\d+)?){4}$"
 SPEC_SCHEMA = {

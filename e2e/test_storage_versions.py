@@ -5,9 +5,9 @@ import json
 import pytest
 from kubernetes.client import ApiException
 
-from crdharness import crds
 from crdharness.polling import wait_for
-from crdharness.versioned import crontab_manifest, version
+from crdharness.scenarios import crds
+from crdharness.scenarios.versioned import crontab_manifest, version
 
 
 @pytest.fixture
@@ -144,7 +144,7 @@ def test_a_stored_version_cannot_be_removed_from_spec(beta_stored):
 
 @pytest.mark.behaviour("SF-07", "SF-05", "VW-10", "MG-06", "MG-02")
 def test_full_removal_workflow(cluster, beta_stored, group, namespace):
-    from crdharness.migrate import upgrade_storage
+    from crdharness.scenarios.migrate import upgrade_storage
 
     assert beta_stored.stored_versions() == ["v1beta1", "v1"]
     result = upgrade_storage(
@@ -216,7 +216,7 @@ def test_cleaning_stored_versions_before_migrating_breaks_reads(
 
 @pytest.mark.behaviour("MG-04")
 def test_migrator_retries_conflicts(cluster, make_crd, group, namespace):
-    from crdharness.migrate import migrate
+    from crdharness.scenarios.migrate import migrate
 
     crd = make_crd(crontab_manifest(group, [version("v1beta1", storage=True), version("v1")]))
     for name in ("a", "b", "c"):

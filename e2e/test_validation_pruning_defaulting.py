@@ -3,7 +3,12 @@
 import pytest
 
 from crdharness.polling import wait_for
-from crdharness.versioned import HOSTPORT_SCHEMA, crontab_manifest, expect_invalid, version
+from crdharness.scenarios.versioned import (
+    HOSTPORT_SCHEMA,
+    crontab_manifest,
+    expect_invalid,
+    version,
+)
 
 PORT_PATTERN_SCHEMA = {
     "type": "object",
@@ -17,7 +22,7 @@ def create_raw(crd, version_name, namespace, body, **params):
 
 @pytest.mark.behaviour("PD-01", "FL-09")
 def test_each_version_validates_with_its_own_schema(make_crd, group, namespace, conversion_webhook):
-    from crdharness.versioned import webhook_conversion
+    from crdharness.scenarios.versioned import webhook_conversion
 
     crd = make_crd(
         crontab_manifest(

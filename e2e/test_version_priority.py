@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from crdharness.versioned import OPEN_SCHEMA, crontab_manifest, version
+from crdharness.scenarios.versioned import OPEN_SCHEMA, crontab_manifest, version
 
 DOCUMENTED_ORDER = [
     "v10",

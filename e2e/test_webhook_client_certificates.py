@@ -24,11 +24,17 @@ import pytest
 from kubernetes import client
 from kubernetes.client import ApiException
 
-from crdharness import certs, ports, webhook_clients
+from crdharness import certs, ports
 from crdharness.cluster import Cluster
 from crdharness.polling import wait_for
-from crdharness.versioned import HOSTPORT_SCHEMA, crontab_manifest, version, webhook_conversion
-from crdharness.webhook import LocalWebhook
+from crdharness.scenarios.versioned import (
+    HOSTPORT_SCHEMA,
+    crontab_manifest,
+    version,
+    webhook_conversion,
+)
+from crdharness.webhooks import clients as webhook_clients
+from crdharness.webhooks.reference import LocalWebhook
 
 
 @dataclass

@@ -11,7 +11,7 @@ import pytest
 from crdconvert.faults import FAILURE_MESSAGE
 from kubernetes.client import ApiException
 
-from crdharness.versioned import OPEN_SCHEMA
+from crdharness.scenarios.versioned import OPEN_SCHEMA
 
 
 @pytest.fixture
@@ -304,7 +304,12 @@ def test_unreachable_webhook_is_a_conversion_failure(faulty):
 def test_webhook_must_be_up_before_the_crd_points_at_it(
     exact_cluster, exact_namespace, make_crd, group, isolated_webhook
 ):
-    from crdharness.versioned import HOSTPORT_SCHEMA, crontab_manifest, version, webhook_conversion
+    from crdharness.scenarios.versioned import (
+        HOSTPORT_SCHEMA,
+        crontab_manifest,
+        version,
+        webhook_conversion,
+    )
 
     crd = make_crd(
         crontab_manifest(

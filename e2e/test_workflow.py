@@ -8,16 +8,16 @@ import pytest
 from kubernetes.client import ApiException
 
 from crdharness import certs
-from crdharness.migrate import upgrade_storage
 from crdharness.polling import wait_for
-from crdharness.versioned import (
+from crdharness.scenarios.migrate import upgrade_storage
+from crdharness.scenarios.versioned import (
     HOSTPORT_SCHEMA,
     OPEN_SCHEMA,
     crontab_manifest,
     version,
     webhook_conversion,
 )
-from crdharness.webhook import LocalWebhook
+from crdharness.webhooks.reference import LocalWebhook
 
 
 @pytest.mark.behaviour("VW-07")

@@ -3,7 +3,7 @@ import threading
 
 import pytest
 
-from crdharness import assets, cache, versions
+from crdharness.binaries import assets, cache, versions
 from crdharness.errors import HarnessError
 from tests.fakes import write_binaries
 

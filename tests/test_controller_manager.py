@@ -3,7 +3,9 @@
 
 from pathlib import Path
 
-from crdharness import certs, controller_manager, versions
+from crdharness import certs
+from crdharness.backends.controlplane import controller_manager
+from crdharness.binaries import versions
 
 
 def args_for(minor: str, tmp_path: Path) -> list[str]:

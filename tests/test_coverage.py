@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from crdharness import coverage
+from crdharness.reports import coverage
 
 SHARED = coverage.ROOT.parent / "shared" / "spec" / "behaviours.md"
 

@@ -9,7 +9,7 @@ import threading
 import pytest
 import yaml
 
-from crdharness import assets, cache, envtest_archive, versions
+from crdharness.binaries import assets, cache, envtest_archive, versions
 from tests.fakes import SCRIPTS
 
 RELEASE = versions.resolve("1.37")

@@ -10,7 +10,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from crdharness import assets, versions
+from crdharness.binaries import assets, versions
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "gate"
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -186,7 +186,7 @@ def test_removing_a_version_still_stored_shows_the_servers_422(tmp_path):
 
 @pytest.mark.container
 def test_the_reference_webhook_from_its_image_passes(tmp_path):
-    from crdharness import images
+    from crdharness.webhooks import images
 
     code, report, output = gate(tmp_path, "crontab-image/gate.yaml")
     assert code == 0, output[-3000:]

@@ -4,7 +4,7 @@ schema translation for generation, the check plan, and conduct judgement."""
 import copy
 from types import SimpleNamespace
 
-from crdharness import versions
+from crdharness.binaries import versions
 from crdharness.gate import diff, manifests, objects, plan
 from crdharness.gate.conduct import conduct_problems
 from crdharness.gate.config import GateConfig, WebhookSpec

@@ -2,7 +2,7 @@ import textwrap
 
 import pytest
 
-from crdharness import gobuild, versions
+from crdharness.binaries import gobuild, versions
 from crdharness.errors import HarnessError
 
 UPSTREAM_GO_MOD = textwrap.dedent("""\

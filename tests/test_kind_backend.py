@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 from cryptography import x509
 
-from crdharness import certs, kind, versions
+from crdharness import certs
+from crdharness.backends import kind_cluster
+from crdharness.binaries import versions
 from crdharness.errors import HarnessError
 
 RELEASE = versions.resolve("1.37")
@@ -29,12 +31,12 @@ def test_every_release_pins_a_kind_node_image_by_digest(release):
 
 
 def test_cluster_names_are_unique_per_run():
-    names = {kind.cluster_name() for _ in range(50)}
+    names = {kind_cluster.cluster_name() for _ in range(50)}
     assert len(names) == 50 and all(n.startswith("crdharness-") for n in names)
 
 
 def test_cluster_config_is_one_control_plane_node():
-    assert kind.cluster_config(versions.resolve("1.37")) == {
+    assert kind_cluster.cluster_config(versions.resolve("1.37")) == {
         "kind": "Cluster",
         "apiVersion": "kind.x-k8s.io/v1alpha4",
         "nodes": [{"role": "control-plane"}],
@@ -42,10 +44,10 @@ def test_cluster_config_is_one_control_plane_node():
 
 
 def test_kind_turns_on_the_storage_migration_where_it_is_beta_or_alpha():
-    beta = kind.cluster_config(versions.resolve("1.36"))
+    beta = kind_cluster.cluster_config(versions.resolve("1.36"))
     assert beta["featureGates"] == {"StorageVersionMigrator": True}
     assert beta["runtimeConfig"] == {"storagemigration.k8s.io/v1beta1": "true"}
-    alpha = kind.cluster_config(versions.resolve("1.34"))
+    alpha = kind_cluster.cluster_config(versions.resolve("1.34"))
     assert alpha["runtimeConfig"] == {"storagemigration.k8s.io/v1alpha1": "true"}
     assert alpha["featureGates"] == {
         "StorageVersionMigrator": True,
@@ -54,7 +56,7 @@ def test_kind_turns_on_the_storage_migration_where_it_is_beta_or_alpha():
 
 
 def test_logs_command(tmp_path):
-    assert kind.export_logs_command("kind", "c", tmp_path) == [
+    assert kind_cluster.export_logs_command("kind", "c", tmp_path) == [
         "kind",
         "export",
         "logs",
@@ -75,13 +77,13 @@ class FakeRun:
 
 def test_image_load_uses_docker_image_when_it_works(tmp_path):
     run = FakeRun([0])
-    assert kind.load_image("kind", "c", "img:dev", tmp_path, run=run) == "docker-image"
+    assert kind_cluster.load_image("kind", "c", "img:dev", tmp_path, run=run) == "docker-image"
     assert run.calls == [["kind", "load", "docker-image", "--name", "c", "img:dev"]]
 
 
 def test_image_load_falls_back_to_an_archive(tmp_path):
     run = FakeRun([1, 0, 0])
-    assert kind.load_image("kind", "c", "img:dev", tmp_path, run=run) == "image-archive"
+    assert kind_cluster.load_image("kind", "c", "img:dev", tmp_path, run=run) == "image-archive"
     archive = str(tmp_path / "webhook-image.tar")
     assert run.calls[1:] == [
         ["docker", "save", "-o", archive, "img:dev"],
@@ -91,12 +93,12 @@ def test_image_load_falls_back_to_an_archive(tmp_path):
 
 def test_image_load_failure_is_one_clear_error(tmp_path):
     with pytest.raises(HarnessError, match="could not load img:dev into kind cluster c"):
-        kind.load_image("kind", "c", "img:dev", tmp_path, run=FakeRun([1, 1]))
+        kind_cluster.load_image("kind", "c", "img:dev", tmp_path, run=FakeRun([1, 1]))
 
 
 def test_webhook_manifests(tmp_path):
     ca = certs.CertificateAuthority(tmp_path)
-    secret, deployment, service = kind.webhook_manifests(ca, "crdharness/crdconvert:dev")
+    secret, deployment, service = kind_cluster.webhook_manifests(ca, "crdharness/crdconvert:dev")
     cert = x509.load_pem_x509_certificate(base64.b64decode(secret["data"]["tls.crt"]))
     names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     assert names.get_values_for_type(x509.DNSName) == [
@@ -117,7 +119,7 @@ def test_webhook_manifests(tmp_path):
 
 def test_crd_reaches_the_webhook_through_its_service(tmp_path):
     ca = certs.CertificateAuthority(tmp_path)
-    config = kind.service_client_config(ca)
+    config = kind_cluster.service_client_config(ca)
     assert config == {
         "service": {
             "namespace": "default",
@@ -129,7 +131,7 @@ def test_crd_reaches_the_webhook_through_its_service(tmp_path):
 
 
 def test_etcdctl_runs_in_the_nodes_etcd_container_with_its_certificates():
-    command = kind.etcdctl_command("c-control-plane", "/registry/g/crontabs/", prefix=True)
+    command = kind_cluster.etcdctl_command("c-control-plane", "/registry/g/crontabs/", prefix=True)
     assert command[:5] == ["docker", "exec", "c-control-plane", "sh", "-c"]
     script = command[5]
     assert script.startswith('exec crictl exec "$(crictl ps -q --name etcd)" ')
@@ -162,7 +164,9 @@ def test_kind_etcd_reads_what_etcdctl_prints():
     def run(command, **kwargs):
         return subprocess.CompletedProcess(command, 0, json.dumps(answer), "")
 
-    found = kind.KindEtcd("c-control-plane", run=run).custom_resource("g.io", "crontabs", "x", "ns")
+    found = kind_cluster.KindEtcd("c-control-plane", run=run).custom_resource(
+        "g.io", "crontabs", "x", "ns"
+    )
     assert (found.api_version, found.mod_revision, found.key) == (
         "g.io/v1beta1",
         7,
@@ -172,8 +176,8 @@ def test_kind_etcd_reads_what_etcdctl_prints():
 
 def test_export_logs_runs_the_pinned_command_and_notes_a_failure(tmp_path):
     run = FakeRun([1])
-    kind.export_logs("kind", "c", tmp_path / "logs", run=run)
-    assert run.calls == [kind.export_logs_command("kind", "c", tmp_path / "logs")]
+    kind_cluster.export_logs("kind", "c", tmp_path / "logs", run=run)
+    assert run.calls == [kind_cluster.export_logs_command("kind", "c", tmp_path / "logs")]
     assert (tmp_path / "logs" / "export-logs.error.txt").read_text() == "boom"
 
 
@@ -213,14 +217,15 @@ def test_what_the_kind_backend_runs_and_what_its_cluster_can_do(monkeypatch, tmp
     loopback. Nothing is left behind after stop, also not pytest-kind's ./.pytest-kind."""
     import pytest_kind.cluster
 
-    from crdharness import backends, cluster, images
+    from crdharness import backends, cluster
     from crdharness.backends import kind as kind_backend
+    from crdharness.webhooks import images
 
     commands = FakeKindCommands()
     monkeypatch.setattr(pytest_kind.cluster, "subprocess", commands)
     binary = tmp_path / "kind"  # pytest-kind downloads kind unless its path exists
     binary.write_text("")
-    monkeypatch.setattr(kind, "kind_binary", lambda: str(binary))
+    monkeypatch.setattr(kind_cluster, "kind_binary", lambda: str(binary))
     monkeypatch.setattr(images, "require_engine", lambda: None)
     monkeypatch.setattr(kind_backend.shutil, "which", lambda name: f"/usr/bin/{name}")
     monkeypatch.chdir(tmp_path)
@@ -246,8 +251,8 @@ def test_what_the_kind_backend_runs_and_what_its_cluster_can_do(monkeypatch, tmp
     assert RELEASE.kind_node_image.startswith(f"kindest/node:v{got.kubernetes}@")
 
     calls = []
-    monkeypatch.setattr(kind, "load_image", lambda *args: calls.append(("load", *args)))
-    monkeypatch.setattr(kind, "export_logs", lambda *args: calls.append(("export", *args)))
+    monkeypatch.setattr(kind_cluster, "load_image", lambda *args: calls.append(("load", *args)))
+    monkeypatch.setattr(kind_cluster, "export_logs", lambda *args: calls.append(("export", *args)))
     got.load_image("img:dev", tmp_path)
     got.export_logs(tmp_path / "logs")
     assert calls == [
@@ -256,7 +261,7 @@ def test_what_the_kind_backend_runs_and_what_its_cluster_can_do(monkeypatch, tmp
     ]
 
     assert isinstance(
-        got.deploy_webhook(certs.CertificateAuthority(tmp_path), "img"), kind.KindWebhook
+        got.deploy_webhook(certs.CertificateAuthority(tmp_path), "img"), kind_cluster.KindWebhook
     )
 
     running.stop()
@@ -273,9 +278,9 @@ def test_what_the_kind_backend_runs_and_what_its_cluster_can_do(monkeypatch, tmp
 
 def test_missing_kind_binary_is_one_clear_error(monkeypatch):
     monkeypatch.delenv("KIND", raising=False)
-    monkeypatch.setattr(kind.shutil, "which", lambda name: None)
+    monkeypatch.setattr(kind_cluster.shutil, "which", lambda name: None)
     with pytest.raises(HarnessError, match="--cluster=kind needs the kind binary"):
-        kind.kind_binary()
+        kind_cluster.kind_binary()
 
 
 def test_other_backends_deselect_local_only_tests_and_say_so():

@@ -65,7 +65,7 @@ def test_inner():
 
 
 def test_a_failure_names_its_behaviours_with_their_claims(tmp_path):
-    from crdharness.coverage import catalogue
+    from crdharness.reports.coverage import catalogue
     from tests.inner_session import inner_pytest
 
     claim = next(b.summary for b in catalogue() if b.id == "SV-03")

@@ -85,7 +85,7 @@ def test_prefix_range_end_is_the_next_key():
 def test_webhook_client_credentials_are_one_user_per_address_and_owner_only(tmp_path):
     import yaml
 
-    from crdharness import webhook_clients
+    from crdharness.webhooks import clients as webhook_clients
 
     ca = certs.CertificateAuthority(tmp_path)
     identity = ca.issue_client("kube-apiserver", "kube-apiserver")

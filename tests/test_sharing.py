@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from crdharness import assets, versions
-from crdharness.controlplane import ControlPlane, ControlPlaneOptions
+from crdharness.backends.controlplane import ControlPlane, ControlPlaneOptions
+from crdharness.binaries import assets, versions
 from crdharness.errors import HarnessError
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]

@@ -1,6 +1,6 @@
 import pytest
 
-from crdharness import versions
+from crdharness.binaries import versions
 from crdharness.errors import HarnessError
 
 
@@ -80,7 +80,7 @@ def test_the_builtin_storage_migration_is_switched_on_where_it_is_not_ga(
 
 
 def test_upgrade_pairs_cover_every_adjacent_pair_over_the_matrix():
-    from crdharness.upgrade import upgrade_pair
+    from crdharness.backends.upgrade import upgrade_pair
 
     pairs = {tuple(r.minor for r in upgrade_pair(release)) for release in versions.SUPPORTED}
     assert pairs == {("1.34", "1.35"), ("1.35", "1.36"), ("1.36", "1.37")}

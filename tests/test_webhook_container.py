@@ -5,8 +5,9 @@ import json
 import pytest
 import requests
 
-from crdharness import certs, images
-from crdharness.webhook import ContainerWebhook
+from crdharness import certs
+from crdharness.webhooks import images
+from crdharness.webhooks.reference import ContainerWebhook
 from tests import webhook_examples as ex
 
 pytestmark = pytest.mark.container

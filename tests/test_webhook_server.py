@@ -11,7 +11,7 @@ import trustme
 
 from crdharness import certs
 from crdharness.polling import wait_for
-from crdharness.webhook import LocalWebhook, probe_review
+from crdharness.webhooks.reference import LocalWebhook, probe_review
 from tests import webhook_examples as ex
 
 
@@ -165,8 +165,8 @@ def test_several_workers_share_the_port_record_every_review_and_stop_together(tm
 
 def test_every_form_of_the_reference_webhook_offers_the_same_interface():
     """Tests and fixtures use ConversionWebhook's methods only, whichever form runs."""
-    from crdharness.kind import KindWebhook
-    from crdharness.webhook import ContainerWebhook, ConversionWebhook, LocalWebhook
+    from crdharness.backends.kind_cluster import KindWebhook
+    from crdharness.webhooks.reference import ContainerWebhook, ConversionWebhook, LocalWebhook
 
     wanted = {
         name

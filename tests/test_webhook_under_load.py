@@ -10,7 +10,7 @@ import pytest
 
 from benchmarks import webhook_soak
 from crdharness import certs
-from crdharness.webhook import LocalWebhook
+from crdharness.webhooks.reference import LocalWebhook
 
 
 @pytest.fixture

@@ -7,9 +7,9 @@ import os
 import shutil
 from pathlib import Path
 
-from crdharness import assets, versions
 from crdharness import cluster as capability
 from crdharness.backends.base import Running, Settings
+from crdharness.binaries import assets, versions
 from crdharness.cluster import Cluster
 from crdharness.errors import HarnessError
 from crdharness.guardian import Guardian

@@ -1,5 +1,5 @@
 """The kind backend: a kind cluster, created and deleted by pytest-kind-ng, pinned to the
-release's node image; webhooks run in it behind a Service (helpers in ``crdharness.kind``)."""
+release's node image; webhooks run in it behind a Service (helpers in ``kind_cluster``)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,14 @@ from pathlib import Path
 
 import yaml
 
-from crdharness import assets, images, kind, versions
 from crdharness import cluster as capability
+from crdharness.backends import kind_cluster
 from crdharness.backends.base import Running, Settings
+from crdharness.binaries import assets, versions
 from crdharness.cluster import Cluster
 from crdharness.errors import HarnessError
 from crdharness.progress import Reporter, phase
+from crdharness.webhooks import images
 
 
 class KindBackend:
@@ -37,15 +39,15 @@ def _start_kind(settings: Settings, report: Reporter) -> Running:
     release = versions.resolve(settings.k8s_version)
     if not release.kind_node_image:
         raise HarnessError(f"no kind node image is pinned for Kubernetes {release.minor}")
-    binary = kind.kind_binary()
+    binary = kind_cluster.kind_binary()
     images.require_engine()
     kubectl = shutil.which("kubectl") or str(
         assets.resolve(release, settings.assets_dir, report).kubectl
     )
-    name = kind.cluster_name()
+    name = kind_cluster.cluster_name()
     workdir = Path(tempfile.mkdtemp(prefix=f"{name}-"))
     config = workdir / "kind.yaml"
-    config.write_text(yaml.safe_dump(kind.cluster_config(release)))
+    config.write_text(yaml.safe_dump(kind_cluster.cluster_config(release)))
     cluster_handle = KindCluster(
         name,
         kubeconfig=workdir / "kubeconfig",
@@ -60,15 +62,15 @@ def _start_kind(settings: Settings, report: Reporter) -> Running:
         backend="kind",
         kubeconfig=workdir / "kubeconfig",
         kubectl_path=Path(kubectl),
-        etcd=kind.KindEtcd(f"{name}-control-plane"),
+        etcd=kind_cluster.KindEtcd(f"{name}-control-plane"),
         capabilities=BACKEND.capabilities,
         kubernetes=release.kind_node_image.split(":")[1].split("@")[0][1:],
         credentials_dir=workdir / "client-credentials",
         details={"kind_name": name, "kind": binary, "workdir": workdir},
-        load_image=lambda image, scratch: kind.load_image(binary, name, image, scratch),
-        export_logs=lambda directory: kind.export_logs(binary, name, directory),
+        load_image=lambda image, scratch: kind_cluster.load_image(binary, name, image, scratch),
+        export_logs=lambda directory: kind_cluster.export_logs(binary, name, directory),
     )
-    cluster.deploy_webhook = lambda ca, image: kind.KindWebhook(cluster, ca, image)
+    cluster.deploy_webhook = lambda ca, image: kind_cluster.KindWebhook(cluster, ca, image)
 
     def stop() -> None:
         cluster.close()

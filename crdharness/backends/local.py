@@ -1,13 +1,14 @@
-"""The local backend: etcd and kube-apiserver on loopback (``crdharness.controlplane``),
+"""The local backend: etcd and kube-apiserver on loopback (``crdharness.backends.controlplane``),
 started for the session, shared by the run's xdist workers, or reused across runs."""
 
 from __future__ import annotations
 
-from crdharness import assets, sharing, upgrade, versions
 from crdharness import cluster as capability
+from crdharness.backends import sharing, upgrade
 from crdharness.backends.base import Running, Settings
+from crdharness.backends.controlplane import ControlPlane, ControlPlaneOptions
+from crdharness.binaries import assets, versions
 from crdharness.cluster import Cluster
-from crdharness.controlplane import ControlPlane, ControlPlaneOptions
 from crdharness.etcd import EtcdInspector
 from crdharness.progress import Reporter
 

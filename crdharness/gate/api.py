@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from crdharness import crds
 from crdharness.cluster import Cluster
 from crdharness.polling import wait_for
+from crdharness.scenarios import crds
 
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 WARNING = re.compile(r'\d{3} [^ ]+ "((?:[^"\\]|\\.)*)"')

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from crdharness import migrate
 from crdharness.gate import diff, objects
 from crdharness.gate.api import Answer, Resource, apply_crd, call, condition, read_crd, wait_settled
 from crdharness.gate.manifests import Release
 from crdharness.gate.results import NotConvertible
+from crdharness.scenarios import migrate
 
 HISTORY_NS = "gate-history"
 

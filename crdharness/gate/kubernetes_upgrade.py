@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import itertools
 
+from crdharness.binaries.versions import Release
 from crdharness.gate import diff
 from crdharness.gate.api import Resource, call
-from crdharness.versions import Release
 
 Reads = dict[tuple[str, str, str, str], dict]  # (crd, version, namespace, name) -> object
 ListErrors = dict[tuple[str, str], str]  # (crd, version) -> the server's message

@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
-from crdharness import versions
+from crdharness.binaries import versions
 from crdharness.gate.config import GateConfig
 from crdharness.gate.manifests import Release, uses_webhook
 

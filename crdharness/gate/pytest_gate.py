@@ -28,7 +28,7 @@ class GateSetup:
     samples: dict[str, list[dict]]
     admission: list[dict]
     checks: list[plan.PlannedCheck]
-    kubernetes_path: list  # crdharness.versions.Release, oldest first; empty: no upgrade
+    kubernetes_path: list  # crdharness.binaries.versions.Release, oldest first; empty: no upgrade
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

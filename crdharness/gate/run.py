@@ -11,6 +11,7 @@ import itertools
 import time
 from collections import Counter
 
+from crdharness.binaries.versions import Release as KubernetesRelease
 from crdharness.cluster import Cluster
 from crdharness.gate import objects
 from crdharness.gate.api import Answer, Resource, call, read_crd
@@ -23,7 +24,6 @@ from crdharness.gate.manifests import Release
 from crdharness.gate.results import CheckResult, NotConvertible
 from crdharness.gate.roundtrip import CandidatePhase
 from crdharness.progress import Reporter
-from crdharness.versions import Release as KubernetesRelease
 
 
 class GateRun(

@@ -254,7 +254,7 @@ class UserWebhook:
         return f"https://{ports.LOOPBACK}:{port}", cert_dir / "ca.crt"
 
     def _launch_image(self) -> tuple[str, Path]:
-        from crdharness import images
+        from crdharness.webhooks import images
 
         images.require_engine()
         if not images.image_exists(self.spec.image):
@@ -298,7 +298,7 @@ class UserWebhook:
         if self.process is not None:
             return self.process.running()
         if self.container is not None:
-            from crdharness import images
+            from crdharness.webhooks import images
 
             state = images.docker(
                 "inspect", "--format", "{{.State.Running}}", self.container, check=False, timeout=30
@@ -310,7 +310,7 @@ class UserWebhook:
         if self.process is not None:
             return self.process.log_tail(lines)
         if self.container is not None:
-            from crdharness import images
+            from crdharness.webhooks import images
 
             out = images.docker(
                 "logs", "--tail", str(lines), self.container, check=False, timeout=30
@@ -362,7 +362,7 @@ class UserWebhook:
         if self.process is not None:
             self.process.stop()
         if self.container is not None:
-            from crdharness import images
+            from crdharness.webhooks import images
 
             logs = images.docker("logs", self.container, check=False, timeout=60)
             self.log_path.write_text(logs.stdout + logs.stderr)

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
-from crdharness import backends, sharing
+from crdharness import backends
+from crdharness.backends import sharing
 from crdharness.cluster import CONTROL_PLANES
 from crdharness.errors import HarnessError
 from crdharness.processes import identity
@@ -149,7 +150,8 @@ def controllers(cluster, request: pytest.FixtureRequest):
 @pytest.fixture
 def upgrade_pair(request: pytest.FixtureRequest):
     """(older, newer): the adjacent supported minors that include the session's version."""
-    from crdharness import upgrade, versions
+    from crdharness.backends import upgrade
+    from crdharness.binaries import versions
 
     return upgrade.upgrade_pair(versions.resolve(request.config.getoption("--k8s-version")))
 
@@ -159,7 +161,7 @@ def upgradable_cluster(upgrade_pair, request: pytest.FixtureRequest):
     """A control plane of the test's own, started at the older release of ``upgrade_pair``;
     ``.switch_kubernetes(release)`` upgrades or rolls back its kube-apiserver on the same
     etcd. Local backend only."""
-    from crdharness import assets
+    from crdharness.binaries import assets
 
     chosen = settings(request.config, apiserver_port=None, etcd_port=None)
     capture = request.config.pluginmanager.getplugin("capturemanager")

@@ -10,7 +10,7 @@ import pytest
 @pytest.fixture
 def group(request):
     """An API group of the test's own."""
-    from crdharness.versioned import unique_group
+    from crdharness.scenarios.versioned import unique_group
 
     return unique_group(request.node.originalname or request.node.name)
 
@@ -20,7 +20,7 @@ def make_crd(cluster):
     """``make_crd(manifest, create=True, on=None)``: a ``VersionedCRD`` from a CRD manifest
     (a dict), created and Established in ``on`` (default: the session's cluster), deleted when
     the test ends."""
-    from crdharness.versioned import VersionedCRD
+    from crdharness.scenarios.versioned import VersionedCRD
 
     made = []
 
@@ -40,7 +40,7 @@ def make_crd(cluster):
 def webhook_crd(make_crd, group):
     """The documented webhook CronTab (v1beta1 hostPort, v1 host/port) in the test's group,
     converted by ``webhook``, reached by URL with its CA as caBundle."""
-    from crdharness.versioned import (
+    from crdharness.scenarios.versioned import (
         HOSTPORT_SCHEMA,
         crontab_manifest,
         version,

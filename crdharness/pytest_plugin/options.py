@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from crdharness import backends
-from crdharness.versions import ENV_VAR as K8S_VERSION_ENV
+from crdharness.binaries.versions import ENV_VAR as K8S_VERSION_ENV
 
 KEEP_CHOICES = ("never", "on-failure", "always")
 

@@ -11,7 +11,7 @@ import pytest
 
 
 def write_failure_bundle(config: pytest.Config, cluster) -> None:
-    from crdharness import bundle
+    from crdharness.reports import bundle
 
     basetemp = config._tmp_path_factory.getbasetemp()  # webhook logs and review records
     extra = [*basetemp.rglob("webhook-records.jsonl"), *basetemp.rglob("webhook.log")]
@@ -27,7 +27,7 @@ def write_failure_bundle(config: pytest.Config, cluster) -> None:
 @functools.cache
 def _claims() -> dict[str, str]:
     """Behaviour ID -> its one-line claim, from the catalogue (where this checkout has it)."""
-    from crdharness import coverage
+    from crdharness.reports import coverage
 
     if not coverage.CATALOGUE.exists():
         return {}
@@ -65,7 +65,7 @@ def pytest_runtest_makereport(item: pytest.Item, call):
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     """Show the transcripts of the documented scenarios that ran, and where they were saved;
     last, where the failure bundle is."""
-    from crdharness.transcript import written_since
+    from crdharness.scenarios.transcript import written_since
 
     for path in written_since(config._crdharness_started):
         terminalreporter.section(f"transcript {path.stem}")

@@ -11,11 +11,11 @@ import pytest
 from crdharness import certs, ports
 from crdharness.errors import HarnessError
 from crdharness.pytest_plugin.options import report
-from crdharness.webhook import WebhookServer
+from crdharness.webhooks.reference import WebhookServer
 
 
 def _start_webhook(config: pytest.Config, directory, cluster=None):
-    from crdharness.webhook import ContainerWebhook, LocalWebhook
+    from crdharness.webhooks.reference import ContainerWebhook, LocalWebhook
 
     if cluster is not None and not cluster.reaches_host_loopback:
         return _start_in_cluster_webhook(cluster, directory)
@@ -29,8 +29,8 @@ def _start_webhook(config: pytest.Config, directory, cluster=None):
 
 def _start_in_cluster_webhook(cluster, directory):
     """Build the image, load it into the nodes, deploy it behind its Service."""
-    from crdharness import images
     from crdharness.cluster import IMAGE_LOADER, SERVICE_ROUTING
+    from crdharness.webhooks import images
 
     if not (cluster.can(IMAGE_LOADER) and cluster.can(SERVICE_ROUTING)):
         pytest.fail(

@@ -4,17 +4,17 @@ A ``StorageVersionMigration`` object (API group ``storagemigration.k8s.io``) ask
 kube-controller-manager's storage version migrator to rewrite every object of one resource at
 the current storage version. Its API moved from v1alpha1 (spec.resource is a
 group/version/resource) to v1beta1 and v1 (a group/resource); from 1.36 the controller also
-trims the CRD's ``status.storedVersions`` when it succeeds. Compare ``crdharness.migrate``,
-which does Option 2 without any controller.
+trims the CRD's ``status.storedVersions`` when it succeeds. Compare
+``crdharness.scenarios.migrate``, which does Option 2 without any controller.
 """
 
 from __future__ import annotations
 
 import uuid
 
+from crdharness.binaries.versions import Release
 from crdharness.cluster import Cluster
 from crdharness.polling import wait_for
-from crdharness.versions import Release
 
 GROUP = "storagemigration.k8s.io"
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from crdharness import certs, kubeconfig, ports
-from crdharness.versions import Release
+from crdharness.binaries.versions import Release
 
 USER = "system:kube-controller-manager"
 CONTROLLERS = (

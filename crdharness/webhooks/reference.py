@@ -19,11 +19,12 @@ from typing import Protocol
 
 import requests
 
-from crdharness import certs, images, ports
+from crdharness import certs, ports
 from crdharness.errors import HarnessError
 from crdharness.guardian import Guardian
 from crdharness.polling import wait_for
 from crdharness.processes import ManagedProcess, identity
+from crdharness.webhooks import images
 
 CONVERT_PATH = "/crdconvert"
 

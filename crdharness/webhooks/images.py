@@ -15,10 +15,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+from crdharness import paths
 from crdharness.errors import HarnessError
 from crdharness.progress import Reporter, phase
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = paths.REPO
 WEBHOOK_CONTEXT = ROOT / "webhook_image"
 WEBHOOK_IMAGE = "crdharness/crdconvert:dev"
 WEBHOOK_IMAGE_UID = 10001  # the Dockerfile's USER

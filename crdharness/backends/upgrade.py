@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import time
 
-from crdharness import assets, versions
+from crdharness.backends.controlplane import ControlPlane
+from crdharness.binaries import assets, versions
+from crdharness.binaries.versions import Release
 from crdharness.cluster import Cluster
-from crdharness.controlplane import ControlPlane
 from crdharness.errors import HarnessError
 from crdharness.polling import wait_for
-from crdharness.versions import Release
 
 
 def upgrade_pair(release: Release) -> tuple[Release, Release]:

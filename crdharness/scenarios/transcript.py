@@ -10,7 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts" / "transcripts"
+from crdharness import paths
+
+ARTIFACTS = paths.ARTIFACTS / "transcripts"
 
 
 @dataclass

@@ -16,10 +16,10 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from crdharness import cache, envtest_archive, gobuild
+from crdharness.binaries import cache, envtest_archive, gobuild
+from crdharness.binaries.versions import Release
 from crdharness.errors import HarnessError
 from crdharness.progress import Reporter, to_stderr
-from crdharness.versions import Release
 
 ASSETS_ENV_VAR = "KUBEBUILDER_ASSETS"
 MINIMUM_ETCD = (3, 5, 13)

@@ -8,8 +8,8 @@ from pathlib import Path
 import requests
 
 from crdharness import certs, ports
-from crdharness.controlplane.server import ServerProcess
-from crdharness.versions import Release
+from crdharness.backends.controlplane.server import ServerProcess
+from crdharness.binaries.versions import Release
 
 
 @dataclass(frozen=True)

@@ -16,10 +16,10 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from crdharness import cache
+from crdharness.binaries import cache
+from crdharness.binaries.versions import Release
 from crdharness.errors import HarnessError
 from crdharness.progress import Reporter, phase
-from crdharness.versions import Release
 
 KUBERNETES_COMMANDS = ("kube-apiserver", "kubectl")
 # Everything the wrapper may build; agnhost carries the Go reference conversion webhook.

@@ -19,17 +19,20 @@ import requests
 from filelock import FileLock
 from kubernetes import client
 
-from crdharness import cache, certs, controller_manager, crds, kubeconfig, ports
-from crdharness.assets import Assets
+from crdharness import certs, kubeconfig, ports
+from crdharness.backends.controlplane import controller_manager
+from crdharness.backends.controlplane.apiserver import APIServer, APIServerFlags, APIServerPKI
+from crdharness.backends.controlplane.etcd_server import EtcdServer
+from crdharness.backends.controlplane.server import wait_until
+from crdharness.binaries import cache
+from crdharness.binaries.assets import Assets
+from crdharness.binaries.versions import Release
 from crdharness.cluster import new_api_client
-from crdharness.controlplane.apiserver import APIServer, APIServerFlags, APIServerPKI
-from crdharness.controlplane.etcd_server import EtcdServer
-from crdharness.controlplane.server import wait_until
 from crdharness.errors import HarnessError
 from crdharness.guardian import Guardian
 from crdharness.processes import AttachedProcess, ManagedProcess, command_line, identity
 from crdharness.progress import Reporter, to_stderr
-from crdharness.versions import Release
+from crdharness.scenarios import crds
 from crdharness.workspace import Workspace, sweep_stale
 
 # In the workspace: what another process needs to attach to a running control plane.

@@ -7,6 +7,6 @@
   (upgrades); adds kube-controller-manager on demand.
 """
 
-from crdharness.controlplane.plane import PLANE_FILE, ControlPlane, ControlPlaneOptions
+from crdharness.backends.controlplane.plane import PLANE_FILE, ControlPlane, ControlPlaneOptions
 
 __all__ = ["PLANE_FILE", "ControlPlane", "ControlPlaneOptions"]

@@ -16,10 +16,10 @@ from collections.abc import Callable
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from crdharness import crds
 from crdharness.cluster import Cluster
 from crdharness.etcd import StoredObject
 from crdharness.polling import wait_for
+from crdharness.scenarios import crds
 
 HOST_PORT_SCHEMA = {
     "type": "object",

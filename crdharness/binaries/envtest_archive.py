@@ -16,9 +16,9 @@ from pathlib import Path
 import requests
 import yaml
 
+from crdharness.binaries.versions import Release
 from crdharness.errors import HarnessError
 from crdharness.progress import Reporter, phase
-from crdharness.versions import Release
 
 INDEX_ENV_VAR = "CRDHARNESS_ENVTEST_INDEX"
 DEFAULT_INDEX = (

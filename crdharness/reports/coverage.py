@@ -16,7 +16,9 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
+from crdharness import paths
+
+ROOT = paths.REPO
 CATALOGUE = ROOT / "e2e" / "behaviours.md"
 REASONS = ROOT / "e2e" / "uncovered.yaml"
 TEST_DIRS = (ROOT / "e2e", ROOT / "tests")

@@ -7,7 +7,7 @@ from pathlib import Path
 import requests
 
 from crdharness import ports
-from crdharness.controlplane.server import ServerProcess
+from crdharness.backends.controlplane.server import ServerProcess
 
 
 class EtcdServer(ServerProcess):

@@ -15,9 +15,10 @@ from pathlib import Path
 
 import yaml
 
+from crdharness import paths
 from crdharness.cluster import Cluster
 
-ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
+ARTIFACTS = paths.ARTIFACTS
 
 
 def write(cluster: Cluster, extra_files: list[Path], root: Path = ARTIFACTS) -> Path:

@@ -17,12 +17,13 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from crdharness import cache, workspace
-from crdharness.assets import Assets
-from crdharness.controlplane import PLANE_FILE, ControlPlane, ControlPlaneOptions
+from crdharness import workspace
+from crdharness.backends.controlplane import PLANE_FILE, ControlPlane, ControlPlaneOptions
+from crdharness.binaries import cache
+from crdharness.binaries.assets import Assets
+from crdharness.binaries.versions import Release
 from crdharness.errors import HarnessError
 from crdharness.progress import Reporter
-from crdharness.versions import Release
 
 
 def attach_or_start(

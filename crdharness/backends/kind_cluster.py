@@ -24,14 +24,14 @@ from pathlib import Path
 
 import yaml
 
-from crdharness import certs
+from crdharness import certs, paths
+from crdharness.binaries.versions import Release
 from crdharness.errors import HarnessError
 from crdharness.etcd import StoredObject, custom_resource_key, parse_range
-from crdharness.versions import Release
-from crdharness.webhook import ReviewRecords
+from crdharness.webhooks.reference import ReviewRecords
 
 KIND_VERSION = "v0.33.0"  # the kind release whose node images versions.SUPPORTED pins
-MANIFESTS = Path(__file__).resolve().parent.parent / "manifests" / "webhook-deployment"
+MANIFESTS = paths.MANIFESTS / "webhook-deployment"
 WEBHOOK_NAMESPACE = "default"
 WEBHOOK_SERVICE = "example-conversion-webhook-server"
 ETCD_PKI = "/etc/kubernetes/pki/etcd"
@@ -213,7 +213,7 @@ class KindWebhook(ReviewRecords):
     def wait_ready(self, timeout: float = 120) -> None:
         """Ready means the API server converted an object through the webhook's Service."""
         from crdharness.polling import wait_for
-        from crdharness.versioned import (
+        from crdharness.scenarios.versioned import (
             OPEN_SCHEMA,
             VersionedCRD,
             crontab_manifest,
