@@ -398,8 +398,10 @@ def test_on_kind_what_the_gate_runs_is_load_apply_and_rollout(tmp_path):
     loaded = []
     cluster = Cluster()
     spec = WebhookSpec(image="example.com/conv:1", ready_timeout=60)
-    hook = KindUserWebhook(spec, tmp_path, cluster, lambda image, d: loaded.append(image))
-    hook.launch().wait_ready("/convert")
+    hook = KindUserWebhook(
+        spec, tmp_path, cluster, lambda image, d: loaded.append(image), ready_path="/convert"
+    )
+    hook.start()
     hook.stop()
     assert loaded == ["example.com/conv:1"]
     verbs = [args[0] for args, _ in cluster.calls]

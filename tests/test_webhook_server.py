@@ -164,9 +164,13 @@ def test_several_workers_share_the_port_record_every_review_and_stop_together(tm
 
 
 def test_every_form_of_the_reference_webhook_offers_the_same_interface():
-    """Tests and fixtures use ConversionWebhook's methods only, whichever form runs."""
+    """Tests, fixtures and the gate use ConversionWebhook's methods only, whichever form runs:
+    the reference webhook's three, and the user's own webhook in the gate."""
     from crdharness.backends.kind_cluster import KindWebhook
-    from crdharness.webhooks.reference import ContainerWebhook, ConversionWebhook, LocalWebhook
+    from crdharness.gate.kind_webhook import KindUserWebhook
+    from crdharness.gate.webhook import UserWebhook
+    from crdharness.webhooks.protocol import ConversionWebhook
+    from crdharness.webhooks.reference import ContainerWebhook, LocalWebhook
 
     wanted = {
         name
@@ -174,7 +178,7 @@ def test_every_form_of_the_reference_webhook_offers_the_same_interface():
         if callable(value) and not name.startswith("_")
     }
     assert wanted >= {"client_config", "records", "launch", "wait_ready", "start", "stop"}
-    for form in (LocalWebhook, ContainerWebhook, KindWebhook):
+    for form in (LocalWebhook, ContainerWebhook, KindWebhook, UserWebhook, KindUserWebhook):
         missing = {name for name in wanted if not callable(getattr(form, name, None))}
         assert not missing, f"{form.__name__} lacks {sorted(missing)}"
         overridden = {
@@ -183,3 +187,50 @@ def test_every_form_of_the_reference_webhook_offers_the_same_interface():
             if getattr(form, name) is not getattr(ConversionWebhook, name)
         }
         assert overridden == {"launch", "stop"}, form.__name__
+
+
+def test_the_users_webhook_records_are_the_proxys_exchanges_in_the_reference_shape(tmp_path):
+    from crdharness.errors import HarnessError
+    from crdharness.gate.config import WebhookSpec
+    from crdharness.gate.webhook import Exchange, UserWebhook
+
+    review = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "ConversionReview",
+        "request": {
+            "uid": "u1",
+            "desiredAPIVersion": "g.io/v2",
+            "objects": [{"apiVersion": "g.io/v1", "metadata": {"name": "a"}}, "not an object"],
+        },
+    }
+    answer = {"response": {"uid": "u1", "result": {"status": "Failed", "message": "no"}}}
+    webhook = UserWebhook(
+        WebhookSpec(url="https://127.0.0.1:1/convert"), tmp_path, tmp_path, tmp_path
+    )
+    webhook.proxy = type(
+        "Proxy",
+        (),
+        {
+            "exchanges": [
+                Exchange("/convert", review, 200, answer, 0.0021),
+                Exchange("/validate", {"kind": "AdmissionReview"}, 200, {}, 0.001),
+            ]
+        },
+    )()
+    assert webhook.records() == [
+        {
+            "path": "/convert",
+            "uid": "u1",
+            "reviewVersion": "apiextensions.k8s.io/v1",
+            "desiredAPIVersion": "g.io/v2",
+            "objects": [{"name": "a", "apiVersion": "g.io/v1"}, {"invalid": True}],
+            "result": "Failed",
+            "message": "no",
+            "status": 200,
+            "durationMs": 2.1,
+        }
+    ]
+    assert len(webhook.reviews_for("a", "g.io/v2")) == 1
+    assert webhook.reviews_for("a", "g.io/v1") == []
+    with pytest.raises(HarnessError, match="no fault control"):
+        webhook.set_faults("fail-500")

@@ -28,7 +28,7 @@ from crdharness import certs, paths
 from crdharness.binaries.versions import Release
 from crdharness.errors import HarnessError
 from crdharness.etcd import StoredObject, custom_resource_key, parse_range
-from crdharness.webhooks.reference import ReviewRecords
+from crdharness.webhooks.protocol import ReviewRecords
 
 KIND_VERSION = "v0.33.0"  # the kind release whose node images versions.SUPPORTED pins
 MANIFESTS = paths.MANIFESTS / "webhook-deployment"

@@ -94,11 +94,20 @@ def service_reach(ca_bundle: str) -> Callable[[str], dict]:
 
 
 class KindUserWebhook:
-    """Same face as ``UserWebhook`` (launch, wait_ready, reach, stop; ``proxy`` is None)."""
+    """Same face as ``UserWebhook`` (a ``ConversionWebhook``, and ``reach``), but ``proxy`` is
+    None: nothing sits between the API server and the webhook, so there are no records."""
 
     proxy = None
 
-    def __init__(self, spec: WebhookSpec, directory: Path, cluster, load_image: Callable):
+    def __init__(
+        self,
+        spec: WebhookSpec,
+        directory: Path,
+        cluster,
+        load_image: Callable,
+        ready_path: str | None = None,
+        ready_version: str | None = None,
+    ):
         if spec.form != "image":
             raise HarnessError(
                 f"webhook.{spec.form}: on --cluster=kind the gate deploys a webhook image behind "
@@ -113,6 +122,30 @@ class KindUserWebhook:
     def reach(self, path: str) -> dict:
         return service_reach(self.ca.bundle_b64)(path)
 
+    def client_config(self) -> dict:
+        return self.reach(self.spec.path)
+
+    def records(self) -> list[dict]:
+        raise HarnessError(
+            "on --cluster=kind the API server calls the webhook directly: no reviews are "
+            "recorded (run the gate on --cluster=local for them)"
+        )
+
+    def reviews_for(self, name: str, desired_api_version: str | None = None) -> list[dict]:
+        return self.records()
+
+    def set_faults(self, *faults: str) -> None:
+        raise HarnessError("the user's webhook has no fault control; only the reference has")
+
+    def start(self) -> KindUserWebhook:
+        self.launch()
+        try:
+            self.wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
     def launch(self) -> KindUserWebhook:
         self.load_image(self.spec.image, self.directory)
         serving = self.ca.issue_server("gate-webhook", SERVICE_HOST)
@@ -120,7 +153,7 @@ class KindUserWebhook:
         self.cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(documents))
         return self
 
-    def wait_ready(self, path: str | None, desired_api_version: str | None = None) -> None:
+    def wait_ready(self) -> None:
         # Ready pods; the first real conversion through the Service is the install check's.
         timeout = int(self.spec.ready_timeout)
         result = self.cluster.kubectl(

@@ -117,25 +117,28 @@ def _start_webhook(setup: GateSetup, cluster, directory: Path):
         )
     path, desired = _probe_target(setup)
     if cluster.reaches_host_loopback:
-        webhook = UserWebhook(spec, directory, cluster.kubeconfig, setup.config.root)
+        webhook = UserWebhook(
+            spec,
+            directory,
+            cluster.kubeconfig,
+            setup.config.root,
+            ready_path=path,
+            ready_version=desired,
+        )
     elif cluster.can(SERVICE_ROUTING) and cluster.load_image is not None:
         # kind: the API server runs in a container; the image goes behind a Service
         from crdharness.gate.kind_webhook import KindUserWebhook
 
-        webhook = KindUserWebhook(spec, directory, cluster, cluster.load_image)
+        webhook = KindUserWebhook(
+            spec, directory, cluster, cluster.load_image, ready_path=path, ready_version=desired
+        )
     else:
         raise HarnessError(
             f"the {cluster.backend} cluster can neither reach a webhook on this machine nor "
             "run one behind a Service"
         )
-    webhook.launch()
-    try:
-        _report(f"gate: waiting for the webhook ({spec.form}) at {path or '/'}")
-        webhook.wait_ready(path, desired)
-    except BaseException:
-        webhook.stop()
-        raise
-    return webhook
+    _report(f"gate: starting the webhook ({spec.form}), ready at {path or '/'}")
+    return webhook.start()
 
 
 def _probe_target(setup: GateSetup) -> tuple[str | None, str | None]:

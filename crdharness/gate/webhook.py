@@ -21,6 +21,7 @@ import uuid
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import requests
 
@@ -31,6 +32,8 @@ from crdharness.gate.manifests import url_reach
 from crdharness.guardian import Guardian
 from crdharness.polling import wait_for
 from crdharness.processes import ManagedProcess, identity
+from crdharness.webhooks import images
+from crdharness.webhooks.protocol import ReviewRecords
 
 PROBE_HEADER = "X-Crdharness-Probe"
 # Headers about the connection, not the request: not forwarded (RFC 9110, 7.6.1).
@@ -159,6 +162,31 @@ class RecordingProxy:
         self.server.server_close()
 
 
+def review_record(exchange: Exchange) -> dict:
+    """One exchange as the reference webhook records a review (``reviews_for`` reads both)."""
+    review = exchange.request or {}
+    request = review.get("request") or {}
+    result = ((exchange.answer or {}).get("response") or {}).get("result") or {}
+    objects = []
+    for obj in request.get("objects") or []:
+        if not isinstance(obj, dict):
+            objects.append({"invalid": True})
+            continue
+        metadata = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        objects.append({"name": metadata.get("name"), "apiVersion": obj.get("apiVersion")})
+    return {
+        "path": exchange.path,
+        "uid": request.get("uid"),
+        "reviewVersion": review.get("apiVersion"),
+        "desiredAPIVersion": request.get("desiredAPIVersion"),
+        "objects": objects,
+        "result": result.get("status"),
+        "message": result.get("message") or exchange.error,
+        "status": exchange.status,
+        "durationMs": round(exchange.seconds * 1000, 3),
+    }
+
+
 def _json(raw: bytes):
     try:
         return json.loads(raw)
@@ -166,11 +194,25 @@ def _json(raw: bytes):
         return None
 
 
-class UserWebhook:
-    """The user's webhook, started (or reached) with certificates the harness made."""
+class UserWebhook(ReviewRecords):
+    """The user's webhook, started (or reached) with certificates the harness made, behind
+    the recording proxy: a ``ConversionWebhook`` whose records are the proxy's exchanges.
 
-    def __init__(self, spec: WebhookSpec, directory: Path, kubeconfig: Path, root: Path):
+    Ready means it answered an empty ConversionReview at ``ready_path`` (converting to
+    ``ready_version``) through the proxy, or, with no ``ready_path`` (a webhook serving only
+    admission), that it answered HTTPS at all."""
+
+    def __init__(
+        self,
+        spec: WebhookSpec,
+        directory: Path,
+        kubeconfig: Path,
+        root: Path,
+        ready_path: str | None = None,
+        ready_version: str | None = None,
+    ):
         self.spec = spec
+        self.ready_path, self.ready_version = ready_path, ready_version
         self.directory = directory
         self.kubeconfig = kubeconfig
         self.root = root
@@ -185,6 +227,28 @@ class UserWebhook:
         """The clientConfig by which the API server reaches this webhook at ``path``."""
         assert self.proxy is not None, "launch() first"
         return url_reach(self.proxy.url, self.ca.bundle_b64)(path)
+
+    def client_config(self) -> dict:
+        return self.reach(self.spec.path)
+
+    def records(self) -> list[dict]:
+        """The ConversionReviews the API server sent, in the reference webhook's record shape."""
+        assert self.proxy is not None, "launch() first"
+        return [
+            review_record(e) for e in list(self.proxy.exchanges) if e.kind == "ConversionReview"
+        ]
+
+    def set_faults(self, *faults: str) -> None:
+        raise HarnessError("the user's webhook has no fault control; only the reference has")
+
+    def start(self) -> UserWebhook:
+        self.launch()
+        try:
+            self.wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+        return self
 
     # -- launching -------------------------------------------------------------------------
 
@@ -217,8 +281,6 @@ class UserWebhook:
             target, target_ca = self._launch_image()
         else:
             target, target_ca = self.spec.url, self.spec.ca
-            from urllib.parse import urlsplit
-
             parts = urlsplit(self.spec.url)
             target = f"{parts.scheme}://{parts.netloc}"
             if parts.path not in ("", "/"):
@@ -254,8 +316,6 @@ class UserWebhook:
         return f"https://{ports.LOOPBACK}:{port}", cert_dir / "ca.crt"
 
     def _launch_image(self) -> tuple[str, Path]:
-        from crdharness.webhooks import images
-
         images.require_engine()
         if not images.image_exists(self.spec.image):
             raise HarnessError(
@@ -298,8 +358,6 @@ class UserWebhook:
         if self.process is not None:
             return self.process.running()
         if self.container is not None:
-            from crdharness.webhooks import images
-
             state = images.docker(
                 "inspect", "--format", "{{.State.Running}}", self.container, check=False, timeout=30
             )
@@ -310,18 +368,17 @@ class UserWebhook:
         if self.process is not None:
             return self.process.log_tail(lines)
         if self.container is not None:
-            from crdharness.webhooks import images
-
             out = images.docker(
                 "logs", "--tail", str(lines), self.container, check=False, timeout=30
             )
             return (out.stdout + out.stderr).strip()
         return "(a webhook the harness did not start)"
 
-    def wait_ready(self, path: str | None, desired_api_version: str | None = None) -> None:
-        """Until the webhook answers an (empty) ConversionReview at ``path`` with its uid;
-        with no ``path`` (it serves only admission), until it answers HTTPS at all."""
+    def wait_ready(self) -> None:
+        """Until the webhook answers an (empty) ConversionReview at ``ready_path`` with its
+        uid; with no ``ready_path`` (it serves only admission), until it answers HTTPS."""
         assert self.proxy is not None, "launch() first"
+        path, desired_api_version = self.ready_path, self.ready_version
 
         def answers() -> bool:
             if not self.running():
@@ -362,8 +419,6 @@ class UserWebhook:
         if self.process is not None:
             self.process.stop()
         if self.container is not None:
-            from crdharness.webhooks import images
-
             logs = images.docker("logs", self.container, check=False, timeout=60)
             self.log_path.write_text(logs.stdout + logs.stderr)
             images.docker("rm", "-f", self.container, check=False, timeout=60)

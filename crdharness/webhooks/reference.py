@@ -8,14 +8,12 @@ succeeded, not merely that the port is open.
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import sys
 import tempfile
 import uuid
 from pathlib import Path
-from typing import Protocol
 
 import requests
 
@@ -25,6 +23,7 @@ from crdharness.guardian import Guardian
 from crdharness.polling import wait_for
 from crdharness.processes import ManagedProcess, identity
 from crdharness.webhooks import images
+from crdharness.webhooks.protocol import ReviewRecords
 
 CONVERT_PATH = "/crdconvert"
 
@@ -35,49 +34,6 @@ def probe_review() -> dict:
         "kind": "ConversionReview",
         "request": {"uid": str(uuid.uuid4()), "desiredAPIVersion": "example.com/v1", "objects": []},
     }
-
-
-class ConversionWebhook(Protocol):
-    """The reference webhook as tests use it, whichever form runs it: a local process
-    (``LocalWebhook``), a container from the image (``ContainerWebhook``), or a Deployment
-    behind a Service on kind (``kind.KindWebhook``). ``start`` is ``launch`` then
-    ``wait_ready``; each form is cleaned up after a killed run (a guardian, or the cluster)."""
-
-    def client_config(self) -> dict: ...  # the CRD's conversion.webhook.clientConfig
-
-    def records(self) -> list[dict]: ...
-
-    def reviews_for(self, name: str, desired_api_version: str | None = None) -> list[dict]: ...
-
-    def set_faults(self, *faults: str) -> None: ...  # HarnessError where it cannot
-
-    def launch(self) -> ConversionWebhook: ...
-
-    def wait_ready(self) -> None: ...
-
-    def start(self) -> ConversionWebhook: ...
-
-    def stop(self) -> None: ...
-
-
-class ReviewRecords:
-    """Reading a webhook's review records; the forms differ only in where the lines are."""
-
-    def _record_lines(self) -> list[str]:
-        raise NotImplementedError
-
-    def records(self) -> list[dict]:
-        """Every review (and rejected request) the webhook answered so far, oldest first."""
-        return [json.loads(line) for line in self._record_lines() if line.startswith("{")]
-
-    def reviews_for(self, name: str, desired_api_version: str | None = None) -> list[dict]:
-        """Reviews that carried object ``name`` (optionally converting it to a version)."""
-        return [
-            r
-            for r in self.records()
-            if any(o.get("name") == name for o in r.get("objects", []))
-            and (desired_api_version is None or r.get("desiredAPIVersion") == desired_api_version)
-        ]
 
 
 class WebhookServer(ReviewRecords):
