@@ -72,6 +72,17 @@ SERVICE_ROUTING = "service-routing"  # webhooks run in the cluster, reached thro
 
 
 @dataclass
+class LocalProcesses:
+    """What a control plane the harness started runs on this machine: the teardown tests,
+    ``crdharness down`` and the benchmarks check these; None for kind and existing clusters."""
+
+    pids: dict[str, int]  # by process name: etcd, kube-apiserver, kube-controller-manager
+    ports: list[int]  # every loopback port they listen on
+    guardian_pid: int | None  # the process that stops them if the run is killed
+    start_to_ready_seconds: float | None = None
+
+
+@dataclass
 class Cluster:
     name: str
     backend: str  # the --cluster name, for messages; ask ``capabilities`` what it can do
@@ -86,7 +97,10 @@ class Cluster:
     capabilities: frozenset[str] = frozenset({HOST_LOOPBACK})
     # The Kubernetes release the harness started ("1.37.2"); None for an existing cluster.
     kubernetes: str | None = None
-    details: dict = field(default_factory=dict)  # backend facts: pids, ports, workspace
+    # The backend's directory on this machine (the control plane's workspace, kind's work
+    # directory); None for an existing cluster.
+    workspace: Path | None = None
+    processes: LocalProcesses | None = None
     # IMAGE_LOADER: load a local image into the nodes (image, a scratch directory) and say how.
     load_image: Callable[[str, Path], str] | None = None
     # Write the backend's own logs (e.g. ``kind export logs``) into a directory, for the bundle.

@@ -231,7 +231,7 @@ def test_what_the_kind_backend_runs_and_what_its_cluster_can_do(monkeypatch, tmp
     monkeypatch.chdir(tmp_path)
     running = backends.start(backends.Settings(backend="kind", k8s_version="1.37"), print)
     got = running.cluster
-    workdir = got.details["workdir"]
+    workdir = got.workspace
     assert commands.calls == [
         [str(binary), "get", "clusters"],
         [

@@ -32,9 +32,9 @@ INNER_TEST = textwrap.dedent("""\
 
     def test_inner(controllers):  # the session's cluster with kube-controller-manager too
         cluster = controllers
-        d = cluster.details
-        info = {"workspace": str(d["workspace"]), "pids": list(d["pids"].values()),
-                "guardian": d["guardian_pid"], "ports": d["ports"],
+        p = cluster.processes
+        info = {"workspace": str(cluster.workspace), "pids": list(p.pids.values()),
+                "guardian": p.guardian_pid, "ports": p.ports,
                 "kubeconfig": str(cluster.kubeconfig)}
         Path(os.environ["INFO"]).write_text(json.dumps(info))
         mode = os.environ["MODE"]

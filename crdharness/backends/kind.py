@@ -66,7 +66,7 @@ def _start_kind(settings: Settings, report: Reporter) -> Running:
         capabilities=BACKEND.capabilities,
         kubernetes=release.kind_node_image.split(":")[1].split("@")[0][1:],
         credentials_dir=workdir / "client-credentials",
-        details={"kind_name": name, "kind": binary, "workdir": workdir},
+        workspace=workdir,
         load_image=lambda image, scratch: kind_cluster.load_image(binary, name, image, scratch),
         export_logs=lambda directory: kind_cluster.export_logs(binary, name, directory),
     )

@@ -8,7 +8,7 @@ from crdharness.backends import sharing, upgrade
 from crdharness.backends.base import Running, Settings
 from crdharness.backends.controlplane import ControlPlane, ControlPlaneOptions
 from crdharness.binaries import assets, versions
-from crdharness.cluster import Cluster
+from crdharness.cluster import Cluster, LocalProcesses
 from crdharness.etcd import EtcdInspector
 from crdharness.progress import Reporter
 
@@ -89,9 +89,9 @@ def local_cluster(plane: ControlPlane, assets_dir: str | None = None) -> Cluster
 
     def start_controllers() -> None:
         plane.start_controller_manager(assets.controller_manager(plane.release, plane.report))
-        cluster.details["pids"]["kube-controller-manager"] = plane.controller_manager.pid
-        if plane.controller_manager_port not in cluster.details["ports"]:
-            cluster.details["ports"].append(plane.controller_manager_port)
+        cluster.processes.pids["kube-controller-manager"] = plane.controller_manager.pid
+        if plane.controller_manager_port not in cluster.processes.ports:
+            cluster.processes.ports.append(plane.controller_manager_port)
 
     def switch_kubernetes(release: versions.Release) -> float:
         return upgrade.switch(plane, cluster, release, assets_dir)
@@ -108,12 +108,12 @@ def local_cluster(plane: ControlPlane, assets_dir: str | None = None) -> Cluster
         credentials_dir=plane.credentials_dir,
         start_controllers=start_controllers,
         switch_kubernetes=switch_kubernetes,
-        details={
-            "workspace": plane.path,
-            "pids": {"etcd": plane.etcd.pid, "kube-apiserver": plane.apiserver.pid},
-            "guardian_pid": plane.guardian_pid,
-            "ports": [plane.apiserver_port, plane.etcd_port, plane.etcd_peer_port],
-            "start_to_ready_seconds": plane.start_to_ready_seconds,
-        },
+        workspace=plane.path,
+        processes=LocalProcesses(
+            pids={"etcd": plane.etcd.pid, "kube-apiserver": plane.apiserver.pid},
+            ports=[plane.apiserver_port, plane.etcd_port, plane.etcd_peer_port],
+            guardian_pid=plane.guardian_pid,
+            start_to_ready_seconds=plane.start_to_ready_seconds,
+        ),
     )
     return cluster

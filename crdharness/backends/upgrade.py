@@ -40,7 +40,7 @@ def switch(plane: ControlPlane, cluster: Cluster, release: Release, assets_dir=N
     plane.replace_apiserver(binaries, release, controller_manager)
     cluster.kubectl_path = binaries.kubectl
     cluster.kubernetes = release.kubernetes
-    cluster.details["pids"]["kube-apiserver"] = plane.apiserver.pid
+    cluster.processes.pids["kube-apiserver"] = plane.apiserver.pid
     wait_custom_resources_served(cluster, plane.options.ready_timeout)
     return time.monotonic() - began
 

@@ -95,7 +95,8 @@ def gate_run(cluster, request: pytest.FixtureRequest, tmp_path_factory):
             webhook,
             setup.kubernetes_path,
         )
-        run.timings["control plane ready"] = cluster.details.get("start_to_ready_seconds")
+        if cluster.processes is not None:
+            run.timings["control plane ready"] = cluster.processes.start_to_ready_seconds
         run.timings["webhook ready"] = webhook_seconds
         request.config._gate_run = run
         yield run
