@@ -101,6 +101,7 @@ def repeat(runs: int, extra: list[str]) -> dict:
                 "seconds": round(time.monotonic() - started, 1),
                 "summary": pytest_output.summary(done.stdout),
                 "failed_tests": pytest_output.failed_tests(done.stdout),
+                "output": pytest_output.keep_if_failed(done, OUT / f"reliability-run-{i + 1}.log"),
                 "leftovers": left,
             }
         )

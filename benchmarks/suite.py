@@ -38,6 +38,7 @@ def run_suite(workers: int) -> dict:
         "wall_seconds": round(seconds, 1),
         "summary": summary,
         "failed_tests": pytest_output.failed_tests(done.stdout),
+        "output": pytest_output.keep_if_failed(done, OUT / f"suite-{workers or 'serial'}.log"),
         **counts,
     }
 

@@ -92,6 +92,7 @@ def local_cluster(plane: ControlPlane, assets_dir: str | None = None) -> Cluster
         cluster.processes.pids["kube-controller-manager"] = plane.controller_manager.pid
         if plane.controller_manager_port not in cluster.processes.ports:
             cluster.processes.ports.append(plane.controller_manager_port)
+        cluster.logs.update(plane.logs)  # the failure bundle takes its log too
 
     def switch_kubernetes(release: versions.Release) -> float:
         return upgrade.switch(plane, cluster, release, assets_dir)

@@ -37,11 +37,18 @@ def updates_stored_versions(release: Release) -> bool:
     return release.minor_number >= 36
 
 
-def condition(migration: dict, kind: str) -> dict | None:
+def condition(migration: dict, kind: str, status: str = "True") -> dict | None:
     for found in (migration.get("status") or {}).get("conditions") or []:
-        if found.get("type") == kind and found.get("status") == "True":
+        if found.get("type") == kind and found.get("status") == status:
             return found
     return None
+
+
+def finished_with_crd(migration: dict) -> bool:
+    """From 1.36 the migrator marks a migration Succeeded first and only on a later pass
+    trims the CRD's storedVersions, then turns its Running condition False: until then the
+    CRD still lists the old version."""
+    return condition(migration, "Running", status="False") is not None
 
 
 def migrate(
@@ -53,7 +60,8 @@ def migrate(
     timeout: float = 300.0,
 ) -> dict:
     """Create a migration for ``resource.group``, wait until it Succeeded (or fail with its
-    Failed condition), and return the final object."""
+    Failed condition) and, where the migrator updates the CRD, until it has done so; return
+    the final object."""
     path = f"/apis/{GROUP}/{release.storage_migration_api}/storageversionmigrations"
     name = f"migrate-{resource}-{uuid.uuid4().hex[:6]}"
     created = cluster.http.post(
@@ -70,7 +78,11 @@ def migrate(
         failed = condition(current, "Failed")
         if failed:
             raise AssertionError(f"StorageVersionMigration {name} failed: {failed}")
-        return current if condition(current, "Succeeded") else None
+        if not condition(current, "Succeeded"):
+            return None
+        if updates_stored_versions(release) and not finished_with_crd(current):
+            return None
+        return current
 
     def last_seen() -> str:
         return str(cluster.http.get(f"{path}/{name}").json().get("status"))
@@ -78,7 +90,8 @@ def migrate(
     return wait_for(
         finished,
         timeout,
-        f"StorageVersionMigration {name} to succeed",
+        f"StorageVersionMigration {name} to succeed"
+        + (" and update the CRD" if updates_stored_versions(release) else ""),
         interval=0.2,
         last_seen=last_seen,
         fatal=(AssertionError,),
