@@ -95,8 +95,9 @@ def gate_run(cluster, request: pytest.FixtureRequest, tmp_path_factory):
             webhook,
             setup.kubernetes_path,
         )
-        if cluster.processes is not None:
-            run.timings["control plane ready"] = cluster.processes.start_to_ready_seconds
+        ready = cluster.processes.start_to_ready_seconds if cluster.processes else None
+        if ready is not None:
+            run.timings["control plane ready"] = round(ready, 2)
         run.timings["webhook ready"] = webhook_seconds
         request.config._gate_run = run
         yield run
