@@ -1,5 +1,6 @@
-"""The Python HTTP stack's own cost per request: uvicorn + uvloop + TLS, exactly as crdconvert
-configures them, serving an app that does nothing (reads the body, answers ``{}``).
+"""The webhook's HTTP stack's own cost per request: crdconvert's server (asyncio + uvloop +
+httptools + TLS), exactly as crdconvert runs it, serving an app that does nothing (reads the
+body, answers ``{}``).
 
     python -m benchmarks.http_floor --tls-cert C --tls-key K --port P
 
@@ -12,23 +13,29 @@ from __future__ import annotations
 
 import argparse
 
-import uvicorn
-from crdconvert.__main__ import UVICORN_OPTIONS
+import uvloop
+from crdconvert import server, tls, workers
+from crdconvert.app import DEFAULT_MAX_BODY, Answer
+
+NOTHING = Answer(200, b"{}", b"application/json")
 
 
-async def app(scope, receive, send) -> None:
-    if scope["type"] != "http":
-        return
-    while (await receive()).get("more_body"):
-        pass
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 200,
-            "headers": [(b"content-type", b"application/json"), (b"content-length", b"2")],
-        }
-    )
-    await send({"type": "http.response.body", "body": b"{}"})
+class NothingApp:
+    """The interface crdconvert's server drives (see ``crdconvert.app.ConversionApp``)."""
+
+    max_body = DEFAULT_MAX_BODY
+
+    def head(self, method, path, headers) -> None:
+        return None
+
+    def answer(self, method, path, headers, body) -> Answer:
+        return NOTHING
+
+    def too_large(self, method, path) -> Answer:
+        return Answer(413, b"too large\n", close=True)
+
+    def client_went_away(self, method, path) -> None:
+        return None
 
 
 def main() -> None:
@@ -37,17 +44,9 @@ def main() -> None:
     parser.add_argument("--tls-key", required=True)
     parser.add_argument("--port", type=int, required=True)
     args = parser.parse_args()
-    uvicorn.run(
-        app,
-        host="127.0.0.1",
-        port=args.port,
-        ssl_certfile=args.tls_cert,
-        ssl_keyfile=args.tls_key,
-        lifespan="off",
-        loop="uvloop",
-        http="httptools",
-        **UVICORN_OPTIONS,
-    )
+    context = tls.server_context(tls.TLSFiles(args.tls_cert, args.tls_key))
+    sock = workers.bind("127.0.0.1", args.port)
+    uvloop.run(server.serve(NothingApp(), sock, context))
 
 
 if __name__ == "__main__":

@@ -40,7 +40,7 @@ def test_rejecting_an_unread_body_closes_the_connection(webhook):
 
 def test_clients_dropping_rejected_connections_do_not_pile_up_memory(webhook):
     """Before the fix, 2,000 such connections grew the process by about 100 MiB: each held
-    its TLS buffers until uvicorn's keep-alive timer fired."""
+    its TLS buffers until the keep-alive timer fired."""
     process = psutil.Process(webhook.process.pid)
     context = ssl.create_default_context(cafile=str(webhook.ca.cert_path))
     tally = webhook_soak.Tally()

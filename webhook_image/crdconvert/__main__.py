@@ -5,11 +5,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import socket
+import ssl
 import sys
 
-import uvicorn
-
-from crdconvert import crontab, tls, workers
+from crdconvert import crontab, server, tls, workers
 from crdconvert.app import DEFAULT_MAX_BODY, DEFAULT_PATH, ConversionApp
 from crdconvert.converters import ANY_GROUP, Registry
 from crdconvert.faults import NAMES, Faults, UnknownFault
@@ -64,21 +63,17 @@ def worker_count(args: argparse.Namespace) -> int:
     return int(args.workers)
 
 
-# What every request goes through (benchmarks.http_floor measures exactly this stack).
-UVICORN_OPTIONS = {
-    "log_level": "warning",
-    "access_log": False,
-    # Nothing sits in front of the webhook (no proxy headers to trust); no one reads Server.
-    "proxy_headers": False,
-    "server_header": False,
-}
-
-
 def log(line: str) -> None:
     print(f"crdconvert: {line}", file=sys.stderr, flush=True)
 
 
-async def serve(args: argparse.Namespace, faults: Faults, sock: socket.socket) -> None:
+async def serve(
+    args: argparse.Namespace,
+    faults: Faults,
+    sock: socket.socket,
+    context: ssl.SSLContext,
+    files: tls.TLSFiles,
+) -> None:
     registry = crontab.register(Registry())
     # The simplest converter of all, for CRDs whose versions share one schema (kind Passthrough).
     registry.add_identity(ANY_GROUP, "Passthrough")
@@ -92,33 +87,24 @@ async def serve(args: argparse.Namespace, faults: Faults, sock: socket.socket) -
         fault_control=args.fault_control,
         records=RecordSink.to_file(args.record_file) if args.record_file else None,
     )
-    files = tls.TLSFiles(args.tls_cert, args.tls_key, args.client_ca)
-    config = uvicorn.Config(
-        app,
-        host=args.host,
-        port=args.port,
-        ssl_certfile=files.cert,
-        ssl_keyfile=files.key,
-        lifespan="on",
-        timeout_graceful_shutdown=5,
-        **UVICORN_OPTIONS,
-    )
-    config.load()
-    tls.harden(config.ssl, files)
-    watcher = asyncio.create_task(tls.watch(config.ssl, files, log))
+    watcher = asyncio.create_task(tls.watch(context, files, log))
     try:
-        await uvicorn.Server(config).serve(sockets=[sock])
+        await server.serve(app, sock, context)
     finally:
         watcher.cancel()
 
 
 def _run(args: argparse.Namespace, faults: Faults, sock: socket.socket) -> None:
+    # Each process its own TLS context (loaded before binding: a bad file is one error) and
+    # its own watcher of the files.
+    files = tls.TLSFiles(args.tls_cert, args.tls_key, args.client_ca)
+    context = tls.server_context(files)
     try:
         import uvloop
 
-        uvloop.run(serve(args, faults, sock))
+        uvloop.run(serve(args, faults, sock, context, files))
     except ImportError:
-        asyncio.run(serve(args, faults, sock))
+        asyncio.run(serve(args, faults, sock, context, files))
 
 
 def main(argv=None) -> None:
@@ -128,6 +114,10 @@ def main(argv=None) -> None:
         faults = Faults.parse(args.fault) if args.fault else Faults.from_env()
     except UnknownFault as exc:
         raise SystemExit(f"crdconvert: {exc}") from None
+    try:
+        tls.server_context(tls.TLSFiles(args.tls_cert, args.tls_key, args.client_ca))
+    except (OSError, ssl.SSLError) as exc:
+        raise SystemExit(f"crdconvert: cannot load the TLS certificate or key: {exc}") from None
     sock = workers.bind(args.host, args.port)
     if faults.active:
         log(f"fault modes ON: {', '.join(faults.describe())}")

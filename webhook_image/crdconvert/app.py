@@ -1,13 +1,16 @@
-"""The ASGI application: routes, input limits, conversion, faults and records.
+"""The application: routes, input limits, conversion, faults and records, with no I/O.
 
-Plain ASGI rather than a framework: every cross-version read, list and watch event of the
-API server goes through ``_convert``, so the request path stays short.
+A server hands it a request in two steps: ``head`` (method, path, headers) before the body
+is read, so a request it will refuse is refused without reading its body; then ``answer``
+with the whole body. ``crdconvert.server`` is the HTTP server the webhook runs; ``__call__``
+makes the same application an ASGI app (the unit tests drive it that way).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import dataclass
 
 from crdconvert import json_codec, review
 from crdconvert.converters import Registry
@@ -18,6 +21,18 @@ DEFAULT_PATH = "/crdconvert"
 DEFAULT_MAX_BODY = 32 * 1024 * 1024
 HEALTH_PATHS = ("/healthz", "/readyz")
 CONTROL_PATH = "/control/faults"
+
+Headers = dict[bytes, bytes]  # lower-case names
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    body: bytes
+    content_type: bytes = b"text/plain"
+    headers: tuple[tuple[bytes, bytes], ...] = ()
+    delay: float = 0.0  # seconds to wait before sending it (the ``delay`` fault)
+    close: bool = False  # close the connection after it
 
 
 class Reply(Exception):
@@ -30,8 +45,8 @@ class Reply(Exception):
 
     def __init__(self, status: int, message: str, headers: tuple = (), body_read: bool = False):
         super().__init__(message)
-        self.status, self.message = status, message
-        self.headers = headers if body_read else (*headers, (b"connection", b"close"))
+        self.status, self.message, self.headers = status, message, headers
+        self.close = not body_read
 
 
 class ConversionApp:
@@ -51,46 +66,68 @@ class ConversionApp:
         self.fault_control = fault_control
         self.records = records or RecordSink()
 
-    async def __call__(self, scope, receive, send) -> None:
-        if scope["type"] == "lifespan":
-            await _lifespan(receive, send)
-            return
-        if scope["type"] != "http":
-            return
+    def head(self, method: str, path: str, headers: Headers) -> Answer | None:
+        """A refusal decided before the body is read (the connection then closes), or None:
+        read the body and call ``answer``."""
         try:
-            status, body, content_type = await self._route(scope, receive)
+            self._check_head(method, path, headers)
         except Reply as reply:
-            self.records.write(
-                {
-                    "rejected": reply.status,
-                    "message": reply.message,
-                    "path": scope["path"],
-                    "method": scope["method"],
-                }
-            )
-            await _send(
-                send, reply.status, reply.message.encode() + b"\n", b"text/plain", reply.headers
-            )
-            return
-        await _send(send, status, body, content_type)
+            return self._refuse(reply, method, path)
+        return None
 
-    async def _route(self, scope, receive) -> tuple[int, bytes, bytes]:
-        path, method = scope["path"], scope["method"]
+    def answer(self, method: str, path: str, headers: Headers, body: bytes) -> Answer:
+        """The answer to a whole request whose ``head`` was accepted."""
+        try:
+            if path in HEALTH_PATHS:
+                return Answer(200, b"ok")
+            if path == CONTROL_PATH and self.fault_control:
+                return self._control(method, body)
+            return self._convert(body, _content_type(headers))
+        except Reply as reply:
+            return self._refuse(reply, method, path)
+
+    def too_large(self, method: str, path: str) -> Answer:
+        """The answer once a body streams past ``max_body``; the rest is not read."""
+        reply = Reply(413, f"body exceeds the limit of {self.max_body} bytes")
+        return self._refuse(reply, method, path)
+
+    def client_went_away(self, method: str, path: str) -> Answer:
+        """A request whose client disconnected before sending the whole body (recorded; the
+        answer goes nowhere)."""
+        reply = Reply(400, "the client went away before sending the whole body")
+        return self._refuse(reply, method, path)
+
+    def _check_head(self, method: str, path: str, headers: Headers) -> None:
         if path in HEALTH_PATHS:
             if method not in ("GET", "HEAD"):
                 raise Reply(405, f"{path} answers GET", ((b"allow", b"GET, HEAD"),))
-            return 200, b"ok", b"text/plain"
+            return
         if path == CONTROL_PATH and self.fault_control:
-            return await self._control(scope, receive)
+            if method not in ("GET", "PUT"):
+                raise Reply(405, "PUT or GET", ((b"allow", b"GET, PUT"),))
+            return
         if path != self.path:
             raise Reply(404, f"no such path {path}; conversions are served at {self.path}")
         if method != "POST":
             raise Reply(405, f"{self.path} answers POST, not {method}", ((b"allow", b"POST"),))
-        content_type = _require_json(scope)
-        body = await self._read_body(scope, receive)
-        return await self._convert(body, content_type)
+        content_type = _content_type(headers)
+        if content_type != "application/json":
+            raise Reply(
+                415, f"Content-Type must be application/json, not {content_type or 'absent'}"
+            )
+        declared = headers.get(b"content-length", b"").decode("latin-1")
+        if declared.isdigit() and int(declared) > self.max_body:
+            raise Reply(413, f"body of {declared} bytes exceeds the limit of {self.max_body}")
 
-    async def _convert(self, body: bytes, content_type: str) -> tuple[int, bytes, bytes]:
+    def _refuse(self, reply: Reply, method: str, path: str) -> Answer:
+        self.records.write(
+            {"rejected": reply.status, "message": reply.message, "path": path, "method": method}
+        )
+        headers = (*reply.headers, (b"connection", b"close")) if reply.close else reply.headers
+        body = reply.message.encode() + b"\n"
+        return Answer(reply.status, body, headers=headers, close=reply.close)
+
+    def _convert(self, body: bytes, content_type: str) -> Answer:
         started = time.perf_counter()
         try:
             document = json_codec.loads(body)
@@ -105,8 +142,6 @@ class ConversionApp:
         faults = self.faults
         if faults.active:
             answer = faults.apply(answer, document["request"])
-            if faults.delay:
-                await asyncio.sleep(faults.delay)
         status = faults.http_status or 200
         result = answer.get("response", {}).get("result", {})
         self.records.write(
@@ -122,33 +157,16 @@ class ConversionApp:
                 "message": result.get("message"),
                 "status": status,
                 "faults": faults.describe(),
-                "durationMs": round((time.perf_counter() - started) * 1000, 3),
+                # Until the answer leaves, the ``delay`` fault included.
+                "durationMs": round((time.perf_counter() - started + faults.delay) * 1000, 3),
             }
         )
         if status != 200:
-            return status, b"internal error (fault mode)\n", b"text/plain"
-        return 200, json_codec.dumps(answer), b"application/json"
+            return Answer(status, b"internal error (fault mode)\n", delay=faults.delay)
+        return Answer(200, json_codec.dumps(answer), b"application/json", delay=faults.delay)
 
-    async def _read_body(self, scope, receive) -> bytes:
-        declared = _header(scope, b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_body:
-            raise Reply(413, f"body of {declared} bytes exceeds the limit of {self.max_body}")
-        chunks, size = [], 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                raise Reply(400, "the client went away before sending the whole body")
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.max_body:
-                raise Reply(413, f"body exceeds the limit of {self.max_body} bytes")
-            chunks.append(chunk)
-            if not message.get("more_body"):
-                return b"".join(chunks)
-
-    async def _control(self, scope, receive) -> tuple[int, bytes, bytes]:
-        if scope["method"] == "PUT":
-            body = await self._read_body(scope, receive)
+    def _control(self, method: str, body: bytes) -> Answer:
+        if method == "PUT":
             try:
                 specs = json_codec.loads(body)
                 if not isinstance(specs, list) or not all(isinstance(s, str) for s in specs):
@@ -156,38 +174,52 @@ class ConversionApp:
                 self.faults = Faults.parse(specs)
             except (UnknownFault, json_codec.DecodeError) as exc:
                 raise Reply(400, str(exc), body_read=True) from None
-        elif scope["method"] != "GET":
-            raise Reply(405, "PUT or GET", ((b"allow", b"GET, PUT"),))
-        return 200, json_codec.dumps(self.faults.describe()), b"application/json"
+        return Answer(200, json_codec.dumps(self.faults.describe()), b"application/json")
+
+    async def __call__(self, scope, receive, send) -> None:
+        """The same application over ASGI."""
+        if scope["type"] == "lifespan":
+            await _lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        method, path, headers = scope["method"], scope["path"], dict(scope["headers"])
+        answer = self.head(method, path, headers)
+        if answer is None:
+            body = await self._receive_body(method, path, receive)
+            answer = body if isinstance(body, Answer) else self.answer(method, path, headers, body)
+        if answer.delay:
+            await asyncio.sleep(answer.delay)
+        await send(
+            {
+                "type": "http.response.start",
+                "status": answer.status,
+                "headers": [
+                    (b"content-type", answer.content_type),
+                    (b"content-length", str(len(answer.body)).encode()),
+                    *answer.headers,
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": answer.body})
+
+    async def _receive_body(self, method: str, path: str, receive) -> bytes | Answer:
+        chunks, size = [], 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return self.client_went_away(method, path)
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body:
+                return self.too_large(method, path)
+            chunks.append(chunk)
+            if not message.get("more_body"):
+                return b"".join(chunks)
 
 
-def _header(scope, name: bytes) -> str | None:
-    for key, value in scope["headers"]:
-        if key == name:
-            return value.decode("latin-1")
-    return None
-
-
-def _require_json(scope) -> str:
-    content_type = (_header(scope, b"content-type") or "").split(";")[0].strip().lower()
-    if content_type != "application/json":
-        raise Reply(415, f"Content-Type must be application/json, not {content_type or 'absent'}")
-    return content_type
-
-
-async def _send(send, status: int, body: bytes, content_type: bytes, headers=()) -> None:
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", content_type),
-                (b"content-length", str(len(body)).encode()),
-                *headers,
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
+def _content_type(headers: Headers) -> str:
+    return headers.get(b"content-type", b"").decode("latin-1").split(";")[0].strip().lower()
 
 
 async def _lifespan(receive, send) -> None:

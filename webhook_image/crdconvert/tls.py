@@ -27,11 +27,14 @@ class TLSFiles:
         return tuple(stamps)
 
 
-def harden(context: ssl.SSLContext, files: TLSFiles) -> ssl.SSLContext:
+def server_context(files: TLSFiles) -> ssl.SSLContext:
+    """TLS 1.2 or newer with the certificate from ``files``; client certificates signed by
+    ``files.client_ca`` required when it is set."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     if files.client_ca:
         context.verify_mode = ssl.CERT_REQUIRED
-        context.load_verify_locations(files.client_ca)
+    reload(context, files)
     return context
 
 
