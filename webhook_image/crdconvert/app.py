@@ -140,7 +140,8 @@ class ConversionApp:
         review.convert(parsed, self.registry)
         answer = review.response(parsed)
         faults = self.faults
-        if faults.active:
+        active = faults.active
+        if active:
             answer = faults.apply(answer, document["request"])
         status = faults.http_status or 200
         result = answer.get("response", {}).get("result", {})
@@ -156,7 +157,7 @@ class ConversionApp:
                 "result": result.get("status"),
                 "message": result.get("message"),
                 "status": status,
-                "faults": faults.describe(),
+                "faults": faults.describe() if active else [],
                 # Until the answer leaves, the ``delay`` fault included.
                 "durationMs": round((time.perf_counter() - started + faults.delay) * 1000, 3),
             }

@@ -28,9 +28,18 @@ class RecordSink:
     def __init__(self, stream: IO[bytes] | None = None):
         self._stream = stream or sys.stdout.buffer
         self._lock = threading.Lock()
+        self._second, self._stamp = -1, ""
+
+    def _timestamp(self) -> str:
+        # Formatted once a second: at one object per review this is a review's hot path.
+        second = int(time.time())
+        if second != self._second:
+            self._second = second
+            self._stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(second))
+        return self._stamp
 
     def write(self, record: dict) -> None:
-        record = {"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **record}
+        record = {"time": self._timestamp(), **record}
         line = json_codec.dumps(record) + b"\n"
         with self._lock:
             self._stream.write(line)
