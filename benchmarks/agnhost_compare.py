@@ -18,6 +18,7 @@ offered too, to compare the servers with as little client cost as possible.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -65,7 +66,8 @@ def start_agnhost(binary: Path, serving: certs.KeyPair, port: int, log: Path) ->
     env = {**os.environ, "KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": "1"}
     process = ManagedProcess("agnhost", command, log, env=env).start()
 
-    wait_for(lambda: _listening(process, port), 30, "agnhost to listen", fatal=(HarnessError,))
+    with _stopped_on_failure(process):
+        wait_for(lambda: _listening(process, port), 30, "agnhost to listen", fatal=(HarnessError,))
     return process
 
 
@@ -75,13 +77,23 @@ def start_http_floor(serving: certs.KeyPair, port: int, log: Path) -> ManagedPro
     command += ["--tls-cert", str(serving.cert), "--tls-key", str(serving.key)]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     process = ManagedProcess("http-floor", command, log, env=env).start()
-    wait_for(
-        lambda: _listening(process, port),
-        30,
-        "the HTTP floor server to listen",
-        fatal=(HarnessError,),
-    )
+    with _stopped_on_failure(process):
+        wait_for(
+            lambda: _listening(process, port),
+            30,
+            "the HTTP floor server to listen",
+            fatal=(HarnessError,),
+        )
     return process
+
+
+@contextlib.contextmanager
+def _stopped_on_failure(process: ManagedProcess):
+    try:
+        yield
+    except BaseException:
+        process.stop()
+        raise
 
 
 def _listening(process: ManagedProcess, port: int) -> bool:
@@ -146,66 +158,65 @@ def main() -> None:
     release = versions.resolve()
     agnhost_binary = assets.agnhost(release)
     rows = []
-    with tempfile.TemporaryDirectory() as tmp:
+    # Each server is stopped on the way out, also when a later one fails to start.
+    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as running:
         directory = Path(tmp)
         ca = certs.CertificateAuthority(directory)
         serving = ca.issue_server("shared", *certs.LOOPBACK_NAMES)
-        ours = LocalWebhook(ca, directory, serving=serving, fault_control=False).start()
+        ours = LocalWebhook(ca, directory, serving=serving, fault_control=False)
+        running.callback(ours.stop)
+        ours.start()
         agnhost_port = ports.free_port()
         agnhost = start_agnhost(agnhost_binary, serving, agnhost_port, directory / "agnhost.log")
+        running.callback(agnhost.stop)
         floor = None
         if args.generator == "wrk":  # only wrk is light enough to show the floor
             floor_port = ports.free_port()
             floor = start_http_floor(serving, floor_port, directory / "floor.log")
-        try:
-            for clients in args.clients:
-                for batch in args.batches:
-                    mine = measure_port(
-                        ours.port, str(ca.cert_path), review(batch), batch, clients, args.seconds
-                    )
-                    theirs = measure_port(
-                        agnhost_port,
+            running.callback(floor.stop)
+        for clients in args.clients:
+            for batch in args.batches:
+                mine = measure_port(
+                    ours.port, str(ca.cert_path), review(batch), batch, clients, args.seconds
+                )
+                theirs = measure_port(
+                    agnhost_port,
+                    str(ca.cert_path),
+                    review(batch, "stable.example.com/v1", "stable.example.com/v2"),
+                    batch,
+                    clients,
+                    args.seconds,
+                )
+                row = {
+                    "batch": batch,
+                    "clients": clients,
+                    "ours": mine,
+                    "agnhost": theirs,
+                    "ratio_objects_per_second": round(
+                        mine["objects_per_second"] / theirs["objects_per_second"], 2
+                    ),
+                }
+                if floor is not None:
+                    row["http_floor"] = measure_port(
+                        floor_port,
                         str(ca.cert_path),
-                        review(batch, "stable.example.com/v1", "stable.example.com/v2"),
+                        review(batch),
                         batch,
                         clients,
                         args.seconds,
+                        check_answer=False,
                     )
-                    row = {
-                        "batch": batch,
-                        "clients": clients,
-                        "ours": mine,
-                        "agnhost": theirs,
-                        "ratio_objects_per_second": round(
-                            mine["objects_per_second"] / theirs["objects_per_second"], 2
-                        ),
-                    }
-                    if floor is not None:
-                        row["http_floor"] = measure_port(
-                            floor_port,
-                            str(ca.cert_path),
-                            review(batch),
-                            batch,
-                            clients,
-                            args.seconds,
-                            check_answer=False,
-                        )
-                    rows.append(row)
-                    print(
-                        json.dumps(
-                            {k: v for k, v in row.items() if k not in ("ours", "agnhost")}
-                            | {
-                                "ours": mine["objects_per_second"],
-                                "agnhost": theirs["objects_per_second"],
-                            }
-                        ),
-                        flush=True,
-                    )
-        finally:
-            if floor is not None:
-                floor.stop()
-            agnhost.stop()
-            ours.stop()
+                rows.append(row)
+                print(
+                    json.dumps(
+                        {k: v for k, v in row.items() if k not in ("ours", "agnhost")}
+                        | {
+                            "ours": mine["objects_per_second"],
+                            "agnhost": theirs["objects_per_second"],
+                        }
+                    ),
+                    flush=True,
+                )
     OUT.mkdir(parents=True, exist_ok=True)
     name = "agnhost_compare" if args.generator == "python" else f"agnhost_compare-{args.generator}"
     (OUT / f"{name}.json").write_text(json.dumps(rows, indent=2))
