@@ -164,6 +164,12 @@ class WebhookServer(ReviewRecords):
         if response.status_code != 200:
             raise HarnessError(f"webhook refused faults {faults}: {response.text.strip()}")
 
+    def _record_lines(self) -> list[str]:
+        try:
+            return self.records_path.read_text().splitlines()
+        except FileNotFoundError:
+            return []
+
 
 class LocalWebhook(WebhookServer):
     """crdconvert as a child process of the test run, with this venv's Python."""
@@ -204,12 +210,6 @@ class LocalWebhook(WebhookServer):
     def log_tail(self) -> str:
         return self.process.log_tail(5) if self.process else "(never started)"
 
-    def _record_lines(self) -> list[str]:
-        try:
-            return self.records_path.read_text().splitlines()
-        except FileNotFoundError:
-            return []
-
     def stop(self) -> None:
         if self.process is not None:
             self.process.stop()
@@ -234,8 +234,13 @@ class ContainerWebhook(WebhookServer):
         if not images.image_exists(image):
             raise HarnessError(f"image {image} does not exist: build it with `nox -s image`")
         mount = self._tls_mount()
+        # Records go to a file on the host, as the local process's do: written before each
+        # answer, so a test sees the review once its request returns (``docker logs`` lags).
+        records = self._container_dir("records-")
+        self.records_path = records / "webhook-records.jsonl"
         name = f"crdharness-webhook-{uuid.uuid4().hex[:8]}"
-        server = self.server_args(
+        server = ["--record-file", "/records/webhook-records.jsonl"]
+        server += self.server_args(
             "/tls/tls.crt", "/tls/tls.key", "/tls/client-ca.crt" if self.client_ca else None
         )
         environment = []
@@ -255,6 +260,8 @@ class ContainerWebhook(WebhookServer):
             f"{ports.LOOPBACK}:{self.port}:8443",
             "-v",
             f"{mount}:/tls:ro",
+            "-v",
+            f"{records}:/records",
             image,
             *server,
         )
@@ -280,6 +287,13 @@ class ContainerWebhook(WebhookServer):
                 os.chown(path, images.WEBHOOK_IMAGE_UID, images.WEBHOOK_IMAGE_UID)
         return mount
 
+    def _container_dir(self, prefix: str) -> Path:
+        """A directory of the test's own that the container's user may write."""
+        path = Path(tempfile.mkdtemp(prefix=prefix, dir=self.directory))  # 0700
+        if os.geteuid() == 0:
+            os.chown(path, images.WEBHOOK_IMAGE_UID, images.WEBHOOK_IMAGE_UID)
+        return path
+
     def _container_user(self) -> list[str]:
         return [] if os.geteuid() == 0 else ["--user", f"{os.geteuid()}:{os.getegid()}"]
 
@@ -296,12 +310,6 @@ class ContainerWebhook(WebhookServer):
             return "(never started)"
         logs = images.docker("logs", "--tail", "5", self.container, check=False, timeout=30)
         return (logs.stdout + logs.stderr).strip()
-
-    def _record_lines(self) -> list[str]:
-        if self.container is None:
-            return []
-        # Records go to stdout, diagnostics to stderr: read stdout only.
-        return images.docker("logs", self.container, check=False, timeout=60).stdout.splitlines()
 
     def stop(self) -> None:
         if self.container is not None:
