@@ -68,7 +68,6 @@ def migration_site(cluster, request) -> MigrationSite:
     return MigrationSite(controllers, request.getfixturevalue("namespace"), lambda: None)
 
 
-@pytest.mark.slow
 @pytest.mark.behaviour("MG-07")
 def test_builtin_storage_version_migration_rewrites_every_object(
     migration_site, make_crd, group, request

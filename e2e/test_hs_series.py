@@ -71,7 +71,6 @@ def without_api_version(obj):
     "MV-09",
     "MV-10",
 )
-@pytest.mark.slow
 @pytest.mark.parametrize("strategy", ["None", "Webhook"])
 def test_hypothetical_series_of_events(cluster, make_crd, group, namespace, strategy, request):
     webhook = request.getfixturevalue("conversion_webhook") if strategy == "Webhook" else None

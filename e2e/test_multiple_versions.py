@@ -78,7 +78,6 @@ def test_name_must_be_plural_dot_group(cluster, group):
     assert 'must be spec.names.plural+"."+spec.group' in expect_invalid(cluster, manifest)
 
 
-@pytest.mark.slow  # five kubectl runs, each discovering the API first
 @pytest.mark.behaviour("MV-06", "PP-07")
 def test_plural_singular_short_and_kind_names_all_work(cluster, make_crd, group, namespace):
     manifest = two_versions(group)

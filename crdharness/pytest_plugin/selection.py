@@ -1,6 +1,5 @@
-"""Which collected tests run, and in which order: ``--behaviour`` picks by catalogue ID; tests
-that only the local backend can run are deselected elsewhere, and said so; slow tests start
-first."""
+"""Which collected tests run: ``--behaviour`` picks by catalogue ID, and tests that only the
+local backend can run are deselected elsewhere, and said so."""
 
 from __future__ import annotations
 
@@ -16,36 +15,9 @@ LOCAL_ONLY_FIXTURES = (
 )
 
 
-# Tests that start a control plane of their own or wait on controllers take 10-20 s, as do
-# those marked ``slow``.
-SLOW_FIXTURES = ("own_control_plane", "upgradable_cluster", "controllers")
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers", "slow: takes 10 s or more; started before the others in parallel runs"
-    )
-    # xdist hands each worker a run of consecutive tests at first; one at a time, the slow
-    # tests (first in the order) spread over the workers, and the run does not end with one
-    # worker still busy on a slow test it was handed late. An explicit --maxschedchunk wins.
-    if getattr(config.option, "maxschedchunk", 0) is None:
-        config.option.maxschedchunk = 1
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     _deselect_local_only(config, items)
     _select_behaviours(config, items)
-    _slow_first(items)
-
-
-def _slow_first(items: list[pytest.Item]) -> None:
-    """Slow tests first, each group in its collected order (the sort is stable)."""
-
-    def slow(item: pytest.Item) -> bool:
-        fixtures = set(getattr(item, "fixturenames", ()))
-        return bool(fixtures & set(SLOW_FIXTURES)) or item.get_closest_marker("slow") is not None
-
-    items.sort(key=lambda item: not slow(item))
 
 
 def _deselect_local_only(config: pytest.Config, items: list[pytest.Item]) -> None:
