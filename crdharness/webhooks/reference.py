@@ -276,14 +276,14 @@ class ContainerWebhook(WebhookServer):
         The key stays 0600, as Kubernetes mounts a Secret with ``defaultMode: 0400``: as root
         the copy is handed to the image's user; otherwise the container runs as this user.
         """
-        mount = Path(tempfile.mkdtemp(prefix="tls-", dir=self.directory))  # 0700
+        mount = self._container_dir("tls-")
         pairs = [(self.serving.cert, "tls.crt"), (self.serving.key, "tls.key")]
         if self.client_ca:
             pairs.append((self.client_ca, "client-ca.crt"))
         for source, name in pairs:
             certs.write_private(mount / name, Path(source).read_bytes())
         if os.geteuid() == 0:
-            for path in (mount, *mount.iterdir()):
+            for path in mount.iterdir():
                 os.chown(path, images.WEBHOOK_IMAGE_UID, images.WEBHOOK_IMAGE_UID)
         return mount
 

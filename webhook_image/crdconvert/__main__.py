@@ -94,11 +94,13 @@ async def serve(
         watcher.cancel()
 
 
-def _run(args: argparse.Namespace, faults: Faults, sock: socket.socket) -> None:
-    # Each process its own TLS context (loaded before binding: a bad file is one error) and
-    # its own watcher of the files.
-    files = tls.TLSFiles(args.tls_cert, args.tls_key, args.client_ca)
-    context = tls.server_context(files)
+def _run(
+    args: argparse.Namespace,
+    faults: Faults,
+    sock: socket.socket,
+    context: ssl.SSLContext,
+    files: tls.TLSFiles,
+) -> None:
     try:
         import uvloop
 
@@ -114,8 +116,11 @@ def main(argv=None) -> None:
         faults = Faults.parse(args.fault) if args.fault else Faults.from_env()
     except UnknownFault as exc:
         raise SystemExit(f"crdconvert: {exc}") from None
+    files = tls.TLSFiles(args.tls_cert, args.tls_key, args.client_ca)
     try:
-        tls.server_context(tls.TLSFiles(args.tls_cert, args.tls_key, args.client_ca))
+        # Loaded once, before binding: a bad file is one error. Each forked worker has its own
+        # copy of the context and reloads it itself when the files change.
+        context = tls.server_context(files)
     except (OSError, ssl.SSLError) as exc:
         raise SystemExit(f"crdconvert: cannot load the TLS certificate or key: {exc}") from None
     sock = workers.bind(args.host, args.port)
@@ -123,9 +128,9 @@ def main(argv=None) -> None:
         log(f"fault modes ON: {', '.join(faults.describe())}")
     log(f"serving {args.path} on https://{args.host}:{args.port} ({count} worker processes)")
     if count == 1:
-        _run(args, faults, sock)
+        _run(args, faults, sock, context, files)
         return
-    sys.exit(workers.run(count, sock, lambda s: _run(args, faults, s), log))
+    sys.exit(workers.run(count, sock, lambda s: _run(args, faults, s, context, files), log))
 
 
 if __name__ == "__main__":

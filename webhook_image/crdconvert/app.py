@@ -21,6 +21,7 @@ DEFAULT_PATH = "/crdconvert"
 DEFAULT_MAX_BODY = 32 * 1024 * 1024
 HEALTH_PATHS = ("/healthz", "/readyz")
 CONTROL_PATH = "/control/faults"
+JSON = "application/json"
 
 Headers = dict[bytes, bytes]  # lower-case names
 
@@ -82,7 +83,7 @@ class ConversionApp:
                 return Answer(200, b"ok")
             if path == CONTROL_PATH and self.fault_control:
                 return self._control(method, body)
-            return self._convert(body, _content_type(headers))
+            return self._convert(body)
         except Reply as reply:
             return self._refuse(reply, method, path)
 
@@ -111,7 +112,7 @@ class ConversionApp:
         if method != "POST":
             raise Reply(405, f"{self.path} answers POST, not {method}", ((b"allow", b"POST"),))
         content_type = _content_type(headers)
-        if content_type != "application/json":
+        if content_type != JSON:
             raise Reply(
                 415, f"Content-Type must be application/json, not {content_type or 'absent'}"
             )
@@ -127,7 +128,7 @@ class ConversionApp:
         body = reply.message.encode() + b"\n"
         return Answer(reply.status, body, headers=headers, close=reply.close)
 
-    def _convert(self, body: bytes, content_type: str) -> Answer:
+    def _convert(self, body: bytes) -> Answer:
         started = time.perf_counter()
         try:
             document = json_codec.loads(body)
@@ -149,7 +150,7 @@ class ConversionApp:
             {
                 "method": "POST",
                 "path": self.path,
-                "contentType": content_type,
+                "contentType": JSON,  # ``head`` refused any other
                 "uid": parsed.uid,
                 "reviewVersion": parsed.api_version,
                 "desiredAPIVersion": parsed.desired_api_version,

@@ -70,6 +70,7 @@ class Connection(asyncio.Protocol):
 
     def _new_request(self) -> None:
         self.url = b""
+        self.method = self.path = ""  # set once the headers are complete
         self.headers: dict[bytes, bytes] = {}
         self.body: list[bytes] = []
         self.size = 0
@@ -99,7 +100,7 @@ class Connection(asyncio.Protocol):
         self.closing = True
         if self.idle_timer is not None:
             self.idle_timer.cancel()
-        if self.in_request and not self.refused:
+        if self.in_request and self.method and not self.refused:
             self.app.client_went_away(self.method, self.path)
 
     # httptools callbacks
