@@ -47,6 +47,12 @@ def all_at(crd: VersionedCRD, storage: str, count: int) -> None:
     assert len(stored) == count and at == {f"{crd.group}/{storage}"}, (len(stored), at)
 
 
+def nudge(crd: VersionedCRD, version: str) -> None:
+    """A write the garbage collector's watch sees (see storage_migration.migrate)."""
+    crd.create_object(version, "default", "nudge", host="nudge", port="1")
+    crd.delete_object(version, "default", "nudge")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--objects", type=int, default=10000)
@@ -78,7 +84,13 @@ def main() -> None:
                     migrate(cluster.api_client, crd.group, target, crd.plural, workers=workers)
                 else:
                     storage_migration.migrate(
-                        cluster, release, crd.group, crd.plural, target, timeout=1800
+                        cluster,
+                        release,
+                        crd.group,
+                        crd.plural,
+                        target,
+                        timeout=1800,
+                        nudge=lambda: nudge(crd, target),
                     )
                 seconds = time.perf_counter() - began
                 all_at(crd, target, args.objects)

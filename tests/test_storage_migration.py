@@ -31,10 +31,12 @@ class Answers:
         return SimpleNamespace(json=lambda: state)
 
 
-def migrate(minor: str, answers: Answers) -> dict:
+def migrate(minor: str, answers: Answers, nudge=None) -> dict:
     cluster = SimpleNamespace(http=answers)
     release = versions.resolve(minor)
-    return storage_migration.migrate(cluster, release, "g.example.com", "things", "v1", 10)
+    return storage_migration.migrate(
+        cluster, release, "g.example.com", "things", "v1", 10, nudge=nudge
+    )
 
 
 def test_from_1_36_the_wait_lasts_until_the_migrator_has_updated_the_crd():
@@ -55,3 +57,14 @@ def test_a_failed_migration_ends_the_wait_with_its_condition():
     failed = {"type": "Failed", "status": "True", "message": "no such resource"}
     with pytest.raises(AssertionError, match="no such resource"):
         migrate("1.37", Answers([failed]))
+
+
+def test_the_nudge_comes_once_when_the_migrator_waits_for_the_garbage_collector():
+    """A quiet resource's garbage-collector watch moves past the migration's resourceVersion
+    only with a new event: the nudge is that event, sent once the version is taken."""
+    nudges = []
+    answers = Answers([], [], [RUNNING], [RUNNING, SUCCEEDED], [SUCCEEDED, COMPLETED])
+    answers.states[1]["status"]["resourceVersion"] = "42"
+    answers.states[2]["status"]["resourceVersion"] = "42"
+    migrate("1.37", answers, nudge=lambda: nudges.append(answers.gets))
+    assert nudges == [2], "nudged before the version was taken, or more than once"

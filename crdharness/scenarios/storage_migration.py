@@ -11,6 +11,7 @@ trims the CRD's ``status.storedVersions`` when it succeeds. Compare
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 
 from crdharness.binaries.versions import Release
 from crdharness.cluster import Cluster
@@ -51,6 +52,15 @@ def finished_with_crd(migration: dict) -> bool:
     return condition(migration, "Running", status="False") is not None
 
 
+def waits_for_the_collector(migration: dict) -> bool:
+    """The migrator has taken the resource's current resourceVersion but not started: it
+    starts only once the garbage collector's watch of the resource has seen that version."""
+    status = migration.get("status") or {}
+    return bool(status.get("resourceVersion")) and not (
+        condition(migration, "Running") or condition(migration, "Succeeded")
+    )
+
+
 def migrate(
     cluster: Cluster,
     release: Release,
@@ -58,10 +68,17 @@ def migrate(
     resource: str,
     storage_version: str,
     timeout: float = 300.0,
+    nudge: Callable[[], None] | None = None,
 ) -> dict:
     """Create a migration for ``resource.group``, wait until it Succeeded (or fail with its
     Failed condition) and, where the migrator updates the CRD, until it has done so; return
-    the final object."""
+    the final object.
+
+    ``nudge``, if given, writes to the resource (say, creates and deletes an object). It is
+    called once, when the migrator waits for the garbage collector: on a quiet resource the
+    collector's watch moves past the migration's resourceVersion only with the next event or
+    watch bookmark, which can take a minute or more; Kubernetes' own integration test of the
+    migrator does the same."""
     path = f"/apis/{GROUP}/{release.storage_migration_api}/storageversionmigrations"
     name = f"migrate-{resource}-{uuid.uuid4().hex[:6]}"
     created = cluster.http.post(
@@ -73,8 +90,12 @@ def migrate(
             f"{created.text[:300]}"
         )
 
+    nudges = [nudge] if nudge else []
+
     def finished() -> dict | None:
         current = cluster.http.get(f"{path}/{name}").json()
+        if nudges and waits_for_the_collector(current):
+            nudges.pop()()
         failed = condition(current, "Failed")
         if failed:
             raise AssertionError(f"StorageVersionMigration {name} failed: {failed}")
