@@ -90,7 +90,7 @@ def main() -> None:
                         crd.plural,
                         target,
                         timeout=1800,
-                        nudge=lambda: nudge(crd, target),
+                        nudge=lambda target=target: nudge(crd, target),
                     )
                 seconds = time.perf_counter() - began
                 all_at(crd, target, args.objects)
