@@ -1,11 +1,12 @@
-"""Behaviour that needs kube-controller-manager (the ``controllers`` fixture): a namespace's
-deletion purging its custom resources, and the built-in storage version migration."""
+"""Behaviour that needs kube-controller-manager: a namespace's deletion purging its custom
+resources, and the built-in storage version migration."""
 
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import pytest
-from kubernetes.client import ApiException
+from kubernetes.client import ApiException, V1Namespace, V1ObjectMeta
 
 from crdharness.binaries import versions
 from crdharness.cluster import CONTROL_PLANES, Cluster
@@ -26,13 +27,17 @@ def namespace_gone(cluster, name) -> bool:
 
 @pytest.mark.behaviour("PP-03")
 def test_deleting_a_namespace_deletes_its_custom_objects_at_every_version(
-    controllers, make_crd, group, namespace
+    controller_site, make_crd, group
 ):
-    crd = make_crd(crontab_manifest(group, [version("v1beta1", storage=True), version("v1")]))
+    controllers, namespace = controller_site.cluster, controller_site.namespace
+    crd = make_crd(
+        crontab_manifest(group, [version("v1beta1", storage=True), version("v1")]), on=controllers
+    )
     crd.create_object("v1beta1", namespace, "via-v1beta1", host="a", port="1")
     crd.set_storage("v1")
     crd.create_object("v1", namespace, "via-v1", host="b", port="2")
     assert {crd.stored_version_of(n, namespace) for n in ("via-v1beta1", "via-v1")} == set(SERVED)
+    controller_site.start_controllers()
 
     controllers.core.delete_namespace(namespace)
     wait_for(
@@ -48,32 +53,41 @@ def test_deleting_a_namespace_deletes_its_custom_objects_at_every_version(
 
 
 @dataclass
-class MigrationSite:
+class ControllerSite:
     cluster: Cluster
     namespace: str
     start_controllers: Callable[[], None]  # called once the test's CRD exists
 
 
 @pytest.fixture
-def migration_site(cluster, request) -> MigrationSite:
-    """Where MG-07 runs. The built-in migrator waits until the garbage collector watches the
-    resource, which the collector learns from discovery at start-up and then only every 30 s
-    (not configurable); on the shared cluster the test waited 13-44 s for that tick. So where
-    the harness runs control planes, the test gets one of its own whose controllers start
-    after its CRD exists; elsewhere the cluster's controllers already run."""
+def controller_site(cluster, request) -> ControllerSite:
+    """Where a test that needs kube-controller-manager runs. Where the harness runs control
+    planes, a control plane of the test's own, whose controllers the test starts once its CRD
+    exists:
+
+    - the garbage collector, which the built-in migrator waits for, learns of a new resource
+      from discovery at start-up and then only every 30 s (not configurable): on the shared
+      cluster MG-07 waited 13-44 s for that tick;
+    - on the shared cluster the namespace controller would also take up every namespace the
+      other tests delete (each at least 5 s after its deletion, hard-coded), loading that API
+      server for the rest of the run; PP-03 took 20 s in a parallel run, 7.6 s alone.
+
+    Elsewhere (kind, an existing cluster) the cluster's own controllers already run."""
     if cluster.can(CONTROL_PLANES):
         own = request.getfixturevalue("own_control_plane")()
-        return MigrationSite(own, "default", own.start_controllers)
+        namespace = f"test-{uuid.uuid4().hex[:6]}"
+        own.core.create_namespace(V1Namespace(metadata=V1ObjectMeta(name=namespace)))
+        return ControllerSite(own, namespace, own.start_controllers)
     controllers = request.getfixturevalue("controllers")
-    return MigrationSite(controllers, request.getfixturevalue("namespace"), lambda: None)
+    return ControllerSite(controllers, request.getfixturevalue("namespace"), lambda: None)
 
 
 @pytest.mark.behaviour("MG-07")
 def test_builtin_storage_version_migration_rewrites_every_object(
-    migration_site, make_crd, group, request
+    controller_site, make_crd, group, request
 ):
     release = versions.resolve(request.config.getoption("--k8s-version"))
-    cluster, namespace = migration_site.cluster, migration_site.namespace
+    cluster, namespace = controller_site.cluster, controller_site.namespace
     crd = make_crd(
         crontab_manifest(group, [version("v1beta1", storage=True), version("v1")]), on=cluster
     )
@@ -83,7 +97,7 @@ def test_builtin_storage_version_migration_rewrites_every_object(
     crd.set_storage("v1")
     assert crd.stored_versions() == ["v1beta1", "v1"]
     revisions = {s.key: s.mod_revision for s in crd.all_stored()}
-    migration_site.start_controllers()
+    controller_site.start_controllers()
 
     def nudge():  # a write the garbage collector's watch sees (see storage_migration.migrate)
         crd.create_object("v1", namespace, "nudge", host="nudge", port="1")

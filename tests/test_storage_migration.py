@@ -63,8 +63,10 @@ def test_the_nudge_comes_once_when_the_migrator_waits_for_the_garbage_collector(
     """A quiet resource's garbage-collector watch moves past the migration's resourceVersion
     only with a new event: the nudge is that event, sent once the version is taken."""
     nudges = []
-    answers = Answers([], [], [RUNNING], [RUNNING, SUCCEEDED], [SUCCEEDED, COMPLETED])
-    answers.states[1]["status"]["resourceVersion"] = "42"
-    answers.states[2]["status"]["resourceVersion"] = "42"
+    answers = Answers(
+        [], [RUNNING], [RUNNING], [RUNNING], [RUNNING, SUCCEEDED], [SUCCEEDED, COMPLETED]
+    )
+    for taken in answers.states[2:]:
+        taken["status"]["resourceVersion"] = "42"
     migrate("1.37", answers, nudge=lambda: nudges.append(answers.gets))
-    assert nudges == [2], "nudged before the version was taken, or more than once"
+    assert nudges == [3], "nudged before the version was taken, or more than once"

@@ -53,12 +53,11 @@ def finished_with_crd(migration: dict) -> bool:
 
 
 def waits_for_the_collector(migration: dict) -> bool:
-    """The migrator has taken the resource's current resourceVersion but not started: it
-    starts only once the garbage collector's watch of the resource has seen that version."""
+    """The migrator has taken the resource's current resourceVersion and not yet succeeded:
+    it rewrites objects only once the garbage collector's watch of the resource has seen that
+    version. (From 1.36 the migration is Running before it takes the version.)"""
     status = migration.get("status") or {}
-    return bool(status.get("resourceVersion")) and not (
-        condition(migration, "Running") or condition(migration, "Succeeded")
-    )
+    return bool(status.get("resourceVersion")) and not condition(migration, "Succeeded")
 
 
 def migrate(
