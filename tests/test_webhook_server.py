@@ -1,5 +1,6 @@
 """The webhook as a real HTTPS server on 127.0.0.1: TLS rules, client certificates, reload."""
 
+import json
 import shutil
 import socket
 import ssl
@@ -13,6 +14,8 @@ from crdharness import certs
 from crdharness.polling import wait_for
 from crdharness.webhooks.reference import LocalWebhook, probe_review
 from tests import webhook_examples as ex
+
+JSON_HEADERS = {"Content-Type": "application/json"}
 
 
 @pytest.fixture
@@ -160,6 +163,46 @@ def test_several_workers_share_the_port_record_every_review_and_stop_together(tm
             "the workers to die with their parent",
         )
     finally:
+        server.stop()
+
+
+def test_connections_are_spread_evenly_over_the_workers(tmp_path):
+    """Four connections made at once (as a load generator or the API server makes them) to two
+    workers: two each. Workers that accepted on the shared socket themselves often left one
+    idle: the first to wake took every connection waiting."""
+    import http.client
+
+    import psutil
+
+    ca = certs.CertificateAuthority(tmp_path)
+    server = LocalWebhook(ca, tmp_path, fault_control=False, workers=2).start()
+    context = ssl.create_default_context(cafile=str(ca.cert_path))
+    waiting = [socket.create_connection(("127.0.0.1", server.port), timeout=10) for _ in range(4)]
+    clients = []
+    try:
+        for raw in waiting:  # all four are queued before the first is accepted
+            client = http.client.HTTPSConnection("127.0.0.1", server.port, context=context)
+            client.sock = context.wrap_socket(raw, server_hostname="127.0.0.1")
+            clients.append(client)
+            client.request("POST", "/crdconvert", json.dumps(probe_review()), JSON_HEADERS)
+            assert client.getresponse().read()
+
+        def per_worker() -> list[int]:
+            return sorted(
+                sum(
+                    1
+                    for c in worker.net_connections(kind="tcp")
+                    if c.status == psutil.CONN_ESTABLISHED and c.laddr.port == server.port
+                )
+                for worker in psutil.Process(server.process.pid).children()
+            )
+
+        assert per_worker() == [2, 2]
+    finally:
+        for raw in waiting:
+            raw.close()
+        for client in clients:
+            client.close()
         server.stop()
 
 

@@ -73,6 +73,7 @@ async def serve(
     sock: socket.socket,
     context: ssl.SSLContext,
     files: tls.TLSFiles,
+    handed: bool,
 ) -> None:
     registry = crontab.register(Registry())
     # The simplest converter of all, for CRDs whose versions share one schema (kind Passthrough).
@@ -89,7 +90,7 @@ async def serve(
     )
     watcher = asyncio.create_task(tls.watch(context, files, log))
     try:
-        await server.serve(app, sock, context)
+        await server.serve(app, sock, context, handed)
     finally:
         watcher.cancel()
 
@@ -100,13 +101,14 @@ def _run(
     sock: socket.socket,
     context: ssl.SSLContext,
     files: tls.TLSFiles,
+    handed: bool = False,
 ) -> None:
     try:
         import uvloop
 
-        uvloop.run(serve(args, faults, sock, context, files))
+        uvloop.run(serve(args, faults, sock, context, files, handed))
     except ImportError:
-        asyncio.run(serve(args, faults, sock, context, files))
+        asyncio.run(serve(args, faults, sock, context, files, handed))
 
 
 def main(argv=None) -> None:
@@ -130,7 +132,11 @@ def main(argv=None) -> None:
     if count == 1:
         _run(args, faults, sock, context, files)
         return
-    sys.exit(workers.run(count, sock, lambda s: _run(args, faults, s, context, files), log))
+    sys.exit(
+        workers.run(
+            count, sock, lambda channel: _run(args, faults, channel, context, files, True), log
+        )
+    )
 
 
 if __name__ == "__main__":

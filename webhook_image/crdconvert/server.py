@@ -22,6 +22,7 @@ from collections import deque
 
 import httptools
 
+from crdconvert import workers
 from crdconvert.app import Answer, ConversionApp
 
 KEEP_ALIVE = 5.0  # seconds an idle connection is kept
@@ -201,19 +202,26 @@ class Connection(asyncio.Protocol):
             self.transport.close()
 
 
-async def serve(app: ConversionApp, sock: socket.socket, context: ssl.SSLContext) -> None:
-    """Serve ``app`` on the listening ``sock`` until SIGTERM or SIGINT, then let answers in
-    progress finish (up to ``GRACE`` seconds)."""
+async def serve(
+    app: ConversionApp, sock: socket.socket, context: ssl.SSLContext, handed: bool = False
+) -> None:
+    """Serve ``app`` until SIGTERM or SIGINT, then let answers in progress finish (up to
+    ``GRACE`` seconds). ``sock`` is the listening socket or, if ``handed``, the channel on
+    which a supervisor hands over the connections it accepted (``workers.run``)."""
     loop = asyncio.get_running_loop()
     connections: set[Connection] = set()
-    server = await loop.create_server(
-        lambda: Connection(app, connections), sock=sock, ssl=context, backlog=2048
-    )
     stop = asyncio.Event()
+    if handed:
+        stop_receiving = _receive_handed(loop, sock, lambda: Connection(app, connections), context)
+    else:
+        server = await loop.create_server(
+            lambda: Connection(app, connections), sock=sock, ssl=context, backlog=2048
+        )
+        stop_receiving = server.close
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     await stop.wait()
-    server.close()
+    stop_receiving()
     for connection in list(connections):
         if not connection.busy():
             connection.close()
@@ -222,3 +230,32 @@ async def serve(app: ConversionApp, sock: socket.socket, context: ssl.SSLContext
         await asyncio.sleep(0.05)
     for connection in list(connections):
         connection.close()
+
+
+def _receive_handed(loop, channel: socket.socket, factory, context: ssl.SSLContext):
+    """Serve each connection handed over on ``channel``; the function that stops that."""
+    handshakes: set[asyncio.Task] = set()
+
+    async def start(sock: socket.socket) -> None:
+        try:
+            await loop.connect_accepted_socket(factory, sock, ssl=context)
+        except (OSError, ssl.SSLError, asyncio.TimeoutError):
+            sock.close()  # a client that went away or failed the handshake: nothing to answer
+
+    def accept(sock: socket.socket) -> None:
+        task = loop.create_task(start(sock))
+        handshakes.add(task)
+        task.add_done_callback(handshakes.discard)
+
+    def readable() -> None:
+        if not workers.receive_connections(channel, accept):
+            stop()
+
+    def stop() -> None:
+        if channel.fileno() != -1:
+            loop.remove_reader(channel.fileno())
+            channel.close()
+
+    channel.setblocking(False)
+    loop.add_reader(channel.fileno(), readable)
+    return stop

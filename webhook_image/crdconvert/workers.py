@@ -2,9 +2,10 @@
 server sends many small reviews at once (every read, write and LIST of a converted CRD).
 
 The parent binds the listening socket (so a busy port is one error, before anything forks),
-forks the workers, and supervises them: SIGTERM or SIGINT stops them all; a worker that dies
-on its own stops the rest, and the parent exits non-zero, so whoever runs the webhook sees it
-fail. Workers die with the parent (PR_SET_PDEATHSIG) even when it is killed outright.
+forks the workers, hands each accepted connection to the next worker, and supervises them:
+SIGTERM or SIGINT stops them all; a worker that dies on its own stops the rest, and the
+parent exits non-zero, so whoever runs the webhook sees it fail. Workers die with the parent
+(PR_SET_PDEATHSIG) even when it is killed outright.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import selectors
 import signal
 import socket
 import sys
@@ -50,10 +52,17 @@ def _die_with_parent() -> None:
 
 
 def run(count: int, sock: socket.socket, serve: Callable[[socket.socket], None], log) -> int:
-    """Run ``serve(sock)`` in ``count`` forked workers until told to stop; the exit status."""
+    """Run ``serve(channel)`` in ``count`` forked workers until told to stop; the exit status.
+
+    The parent accepts the connections and hands them to the workers in turn, each over its
+    ``channel`` (a Unix socket; see ``receive_connections``). Workers accepting on the shared
+    socket themselves took connections greedily: one often took all four of a benchmark's,
+    and the other core stayed idle."""
     parent = os.getpid()
     workers: dict[int, int] = {}
+    channels: list[socket.socket] = []
     for number in range(count):
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         pid = os.fork()
         if pid == 0:
             _die_with_parent()
@@ -61,14 +70,17 @@ def run(count: int, sock: socket.socket, serve: Callable[[socket.socket], None],
                 os._exit(1)
             signal.signal(signal.SIGINT, signal.SIG_DFL)
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            for other in (sock, ours, *channels):
+                other.close()
             try:
-                serve(sock)
+                serve(theirs)
             except BaseException as exc:  # report, then leave at once
                 print(f"crdconvert: worker {number} failed: {exc!r}", file=sys.stderr, flush=True)
                 os._exit(1)
             os._exit(0)
+        theirs.close()
+        channels.append(ours)
         workers[pid] = number
-    sock.close()  # the workers hold it now
 
     stopping = False
 
@@ -78,22 +90,63 @@ def run(count: int, sock: socket.socket, serve: Callable[[socket.socket], None],
         for pid in workers:
             _signal(pid, signal.SIGTERM)
 
+    # Signals wake the select() below through this pipe; SIGCHLD says a worker ended.
+    wakeup_read, wakeup_write = os.pipe()
+    os.set_blocking(wakeup_read, False)
+    os.set_blocking(wakeup_write, False)
+    signal.set_wakeup_fd(wakeup_write)
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    status = 0
+    signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+    sock.setblocking(False)
+    events = selectors.DefaultSelector()
+    events.register(sock, selectors.EVENT_READ)
+    events.register(wakeup_read, selectors.EVENT_READ)
+    status, turn = 0, 0
     while workers:
-        try:
-            pid, code = os.wait()
-        except ChildProcessError:
-            break
-        number = workers.pop(pid, None)
-        if number is None:
-            continue
-        if not stopping:
-            log(f"worker {number} exited unexpectedly ({_describe(code)}); stopping the others")
-            status = 1
-            stop(None, None)
+        for key, _ in events.select():
+            if key.fileobj is sock:
+                turn = _hand_over(sock, channels, turn)
+            else:
+                with contextlib.suppress(BlockingIOError):
+                    os.read(wakeup_read, 512)
+        if stopping and sock.fileno() != -1:
+            events.unregister(sock)
+            sock.close()  # no new connections; the workers finish theirs
+        for pid, code in _ended_children():
+            number = workers.pop(pid, None)
+            if number is not None and not stopping:
+                log(f"worker {number} exited unexpectedly ({_describe(code)}); stopping the others")
+                status = 1
+                stop(None, None)
     return status
+
+
+def _hand_over(sock: socket.socket, channels: list[socket.socket], turn: int) -> int:
+    """Accept what is waiting and give each connection to the next worker; the next turn."""
+    while True:
+        try:
+            connection, _ = sock.accept()
+        except (BlockingIOError, InterruptedError):
+            return turn
+        except OSError:  # e.g. out of file descriptors: it stays queued for the next round
+            return turn
+        # Once sent, the worker has its own copy of the descriptor; a worker that is gone
+        # (the send fails) is noticed through SIGCHLD.
+        with connection, contextlib.suppress(OSError):
+            socket.send_fds(channels[turn], [b"c"], [connection.fileno()])
+        turn = (turn + 1) % len(channels)
+
+
+def _ended_children():
+    while True:
+        try:
+            pid, code = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        yield pid, code
 
 
 def _signal(pid: int, signum: int) -> None:
@@ -105,3 +158,17 @@ def _describe(code: int) -> str:
     if os.WIFSIGNALED(code):
         return f"signal {os.WTERMSIG(code)}"
     return f"status {os.WEXITSTATUS(code)}"
+
+
+def receive_connections(channel: socket.socket, accept: Callable[[socket.socket], None]) -> bool:
+    """A worker's side of ``run``: pass each connection waiting on ``channel`` to ``accept``;
+    False once the parent has closed the channel."""
+    while True:
+        try:
+            message, descriptors, _, _ = socket.recv_fds(channel, 1, 8)
+        except (BlockingIOError, InterruptedError):
+            return True
+        if not message and not descriptors:
+            return False
+        for descriptor in descriptors:
+            accept(socket.socket(fileno=descriptor))
