@@ -177,8 +177,9 @@ def main() -> None:
             running.callback(floor.stop)
 
         def measure(port: int, body: bytes, batch: int, clients: int) -> dict:
-            # A short run first, not counted: the first requests a freshly started server
-            # answers are slower (ours measured first would be the one to pay for that).
+            # A short run of the same load first, not counted (the generators' own warm-up is
+            # one Python client for 0.5 s): a fresh server's first seconds under a load are
+            # slower, and ours, measured first, would be the one to pay for that.
             measure_port(port, str(ca.cert_path), body, batch, clients, WARM_UP)
             return measure_port(port, str(ca.cert_path), body, batch, clients, args.seconds)
 
