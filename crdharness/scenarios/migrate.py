@@ -15,7 +15,10 @@ from dataclasses import dataclass, field
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from crdharness.polling import wait_for
+
 MAX_ATTEMPTS = 10
+BUSY_TIMEOUT = 60.0  # seconds a request is repeated while the API server answers 429
 # Deliberate bugs, for `python -m crdharness sabotage` to check that the suite notices them.
 SABOTAGE_ENV = "CRDHARNESS_SABOTAGE"
 
@@ -32,6 +35,28 @@ class MigrationResult:
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
 
+def _patiently(call: Callable[[], object], what: str):
+    """``call()``, repeated while the API server answers 429. It does while it (re)builds a
+    CRD's storage right after the CRD changed, which is exactly when a migration is started;
+    client-go, and so kube-storage-version-migrator, retries those too."""
+
+    def attempt():
+        try:
+            return (call(),)
+        except ApiException as exc:
+            if exc.status == 429:
+                return None
+            raise
+
+    return wait_for(
+        attempt,
+        BUSY_TIMEOUT,
+        f"{what} to be answered without 429",
+        interval=0.1,
+        fatal=(ApiException,),
+    )[0]
+
+
 def migrate(
     api_client: client.ApiClient,
     group: str,
@@ -46,7 +71,9 @@ def migrate(
     hook."""
     api = client.CustomObjectsApi(api_client)
     result = MigrationResult()
-    items = api.list_cluster_custom_object(group, version, plural)["items"]
+    items = _patiently(
+        lambda: api.list_cluster_custom_object(group, version, plural), f"LIST of {plural}"
+    )["items"]
     if _sabotaged("migrator-skips-one") and items:
         items = items[:-1]
     if workers > 1:
@@ -75,11 +102,19 @@ def _rewrite(api, group, version, plural, item, before_write, result: MigrationR
             before_write(current)
         try:
             if namespace:
-                api.replace_namespaced_custom_object(
-                    group, version, namespace, plural, name, current
+                _patiently(
+                    lambda current=current: api.replace_namespaced_custom_object(
+                        group, version, namespace, plural, name, current
+                    ),
+                    f"the write of {key}",
                 )
             else:
-                api.replace_cluster_custom_object(group, version, plural, name, current)
+                _patiently(
+                    lambda current=current: api.replace_cluster_custom_object(
+                        group, version, plural, name, current
+                    ),
+                    f"the write of {key}",
+                )
             result.rewritten.append(key)
             break
         except ApiException as exc:
@@ -92,10 +127,13 @@ def _rewrite(api, group, version, plural, item, before_write, result: MigrationR
             if _sabotaged("migrator-no-retry"):
                 break
             try:
-                current = (
-                    api.get_namespaced_custom_object(group, version, namespace, plural, name)
-                    if namespace
-                    else api.get_cluster_custom_object(group, version, plural, name)
+                current = _patiently(
+                    lambda: (
+                        api.get_namespaced_custom_object(group, version, namespace, plural, name)
+                        if namespace
+                        else api.get_cluster_custom_object(group, version, plural, name)
+                    ),
+                    f"the read of {key}",
                 )
             except ApiException as gone:
                 if gone.status != 404:
