@@ -63,6 +63,10 @@ def run_inner(tmp_path: Path, request, mode: str, *extra: str) -> tuple[subproce
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        # Interruptible like a session in a terminal: a shell without job control starts
+        # background commands with SIGINT ignored, and the child would inherit that (seen when
+        # CI itself was started with `&`: the inner pytest never noticed the SIGINT).
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     return proc, info
 
