@@ -160,7 +160,9 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=None)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("pytest_args", nargs="*")
-    args = parser.parse_args()
+    # Intermixed: `repeat --runs 8 -- -n 6` (the nox session appends the suite's -n after the
+    # options one passes it) would otherwise leave "-n 6" unrecognised.
+    args = parser.parse_intermixed_args()
     BASELINE_PORTS.update(listening_ports())
     BASELINE_TMP.update(temporary_entries())
     if args.mode == "repeat":
