@@ -47,12 +47,6 @@ def all_at(crd: VersionedCRD, storage: str, count: int) -> None:
     assert len(stored) == count and at == {f"{crd.group}/{storage}"}, (len(stored), at)
 
 
-def nudge(crd: VersionedCRD, version: str) -> None:
-    """A write the garbage collector's watch sees (see storage_migration.migrate)."""
-    crd.create_object(version, "default", "nudge", host="nudge", port="1")
-    crd.delete_object(version, "default", "nudge")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--objects", type=int, default=10000)
@@ -90,7 +84,7 @@ def main() -> None:
                         crd.plural,
                         target,
                         timeout=1800,
-                        nudge=lambda target=target: nudge(crd, target),
+                        nudge=lambda target=target: crd.touch(target, "default"),
                     )
                 seconds = time.perf_counter() - began
                 all_at(crd, target, args.objects)
