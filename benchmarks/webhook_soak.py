@@ -15,7 +15,11 @@ now and then it hangs up half-way through a body. Checked afterwards:
 - memory stable: RSS is sampled twice a second; the median of the last quarter of the run may
   exceed the median of the second quarter by at most 5 % + 4 MiB. (Before keep-alive
   connections were closed after rejecting an unread body it grew from 67 to 77 MiB in a
-  minute; since then it stays within 1 MiB.)
+  minute; since then it stays within 1 MiB.) Only a run of a minute or more can tell: in the
+  first tens of seconds glibc's allocator keeps growing its heap while connections the webhook
+  closes come and go (8 s of this mix: 39 to 46 MiB; ``malloc_trim`` hands 6-15 MiB of it
+  back at any moment, and Python's own allocations stay flat under ``tracemalloc``), so
+  ``soak(check_memory=False)`` leaves the verdict out of ``problems`` for short runs.
 
 Writes ``artifacts/bench/webhook-soak.json``.
 """
@@ -273,8 +277,12 @@ def memory_verdict(rss: list[int]) -> dict:
     }
 
 
-def soak(webhook: LocalWebhook, seconds: float, clients: int, seed: int = 1) -> dict:
-    """Run the mix against a started ``webhook``; the report (``ok`` says if all held)."""
+def soak(
+    webhook: LocalWebhook, seconds: float, clients: int, seed: int = 1, check_memory: bool = True
+) -> dict:
+    """Run the mix against a started ``webhook``; the report (``ok`` says if all held).
+    ``check_memory``: a memory verdict that is not stable is a problem (for runs of a minute
+    or more; the verdict is in the report either way)."""
     tally = Tally()
     stop = threading.Event()
     samples: list[int] = []
@@ -301,7 +309,7 @@ def soak(webhook: LocalWebhook, seconds: float, clients: int, seed: int = 1) -> 
             problems.append(f"the webhook no longer answers: {exc}")
     problems += reconcile(webhook.records(), tally)
     memory = memory_verdict(samples) if len(samples) >= 4 else {"stable": False}
-    if not memory["stable"]:
+    if check_memory and not memory["stable"]:
         problems.append(f"memory grew: {memory}")
     answered = sum(tally.sent.values())
     return {

@@ -21,7 +21,10 @@ def webhook(tmp_path):
 
 
 def test_mixed_concurrent_load_loses_nothing_and_never_hangs(webhook):
-    report = webhook_soak.soak(webhook, seconds=8, clients=4)
+    # Memory is judged by the minute-long ``nox -s webhook_soak``: over 8 s the allocator's
+    # heap is still growing (see benchmarks.webhook_soak), and the one leak seen so far has
+    # a test of its own below.
+    report = webhook_soak.soak(webhook, seconds=8, clients=4, check_memory=False)
     assert report["problems"] == []
     # The mix really was mixed: every kind of request was sent.
     assert {"good", "unconvertible", "truncated", "random-bytes", "wrong-method"} <= set(
