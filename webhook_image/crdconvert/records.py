@@ -28,19 +28,21 @@ class RecordSink:
     def __init__(self, stream: IO[bytes] | None = None):
         self._stream = stream or sys.stdout.buffer
         self._lock = threading.Lock()
-        self._second, self._stamp = -1, ""
+        self._second, self._stamp = -1, b""
 
-    def _timestamp(self) -> str:
+    def _line_start(self) -> bytes:
         # Formatted once a second: at one object per review this is a review's hot path.
         second = int(time.time())
         if second != self._second:
             self._second = second
-            self._stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(second))
+            stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(second))
+            self._stamp = b'{"time":"%s",' % stamp.encode()
         return self._stamp
 
     def write(self, record: dict) -> None:
-        record = {"time": self._timestamp(), **record}
-        line = json_codec.dumps(record) + b"\n"
+        """Append ``record`` (a dict with at least one key) with the time as its first key."""
+        # Spliced in as bytes rather than by copying the record into a new dict.
+        line = self._line_start() + json_codec.dumps(record)[1:] + b"\n"
         with self._lock:
             self._stream.write(line)
             self._stream.flush()

@@ -19,7 +19,7 @@ class BadReview(Exception):
     """The body is not a ConversionReview we can answer (HTTP 400)."""
 
 
-@dataclass
+@dataclass(slots=True)
 class Review:
     api_version: str
     uid: str

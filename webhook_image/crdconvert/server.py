@@ -41,14 +41,15 @@ CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 
 
 def response_bytes(answer: Answer, head_only: bool = False) -> bytes:
-    reason = REASONS.get(answer.status, b"Unknown")
-    lines = [
-        b"HTTP/1.1 %d %s" % (answer.status, reason),
-        b"content-type: " + answer.content_type,
-        b"content-length: %d" % len(answer.body),
-        *(name + b": " + value for name, value in answer.headers),
-    ]
-    head = b"\r\n".join(lines) + b"\r\n\r\n"
+    head = b"HTTP/1.1 %d %s\r\ncontent-type: %s\r\ncontent-length: %d\r\n" % (
+        answer.status,
+        REASONS.get(answer.status, b"Unknown"),
+        answer.content_type,
+        len(answer.body),
+    )
+    for name, value in answer.headers:
+        head += name + b": " + value + b"\r\n"
+    head += b"\r\n"
     return head if head_only else head + answer.body
 
 
