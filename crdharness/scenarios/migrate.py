@@ -96,25 +96,25 @@ def _rewrite(api, group, version, plural, item, before_write, result: MigrationR
     """Write one object back unchanged; on a conflict read it again and retry."""
     name, namespace = item["metadata"]["name"], item["metadata"].get("namespace")
     key = f"{namespace or ''}/{name}"
+
+    def write(body):
+        if namespace:
+            return api.replace_namespaced_custom_object(
+                group, version, namespace, plural, name, body
+            )
+        return api.replace_cluster_custom_object(group, version, plural, name, body)
+
+    def read():
+        if namespace:
+            return api.get_namespaced_custom_object(group, version, namespace, plural, name)
+        return api.get_cluster_custom_object(group, version, plural, name)
+
     current = item
     for _ in range(MAX_ATTEMPTS):
         if before_write is not None:
             before_write(current)
         try:
-            if namespace:
-                _patiently(
-                    lambda current=current: api.replace_namespaced_custom_object(
-                        group, version, namespace, plural, name, current
-                    ),
-                    f"the write of {key}",
-                )
-            else:
-                _patiently(
-                    lambda current=current: api.replace_cluster_custom_object(
-                        group, version, plural, name, current
-                    ),
-                    f"the write of {key}",
-                )
+            _patiently(lambda body=current: write(body), f"the write of {key}")
             result.rewritten.append(key)
             break
         except ApiException as exc:
@@ -127,14 +127,7 @@ def _rewrite(api, group, version, plural, item, before_write, result: MigrationR
             if _sabotaged("migrator-no-retry"):
                 break
             try:
-                current = _patiently(
-                    lambda: (
-                        api.get_namespaced_custom_object(group, version, namespace, plural, name)
-                        if namespace
-                        else api.get_cluster_custom_object(group, version, plural, name)
-                    ),
-                    f"the read of {key}",
-                )
+                current = _patiently(read, f"the read of {key}")
             except ApiException as gone:
                 if gone.status != 404:
                     raise
