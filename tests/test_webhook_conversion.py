@@ -178,3 +178,12 @@ def test_identity_kinds_change_only_the_api_version():
     }
     out = registry.convert(source, "g.io/v1")
     assert out == {**source, "apiVersion": "g.io/v1"}
+
+
+def test_each_record_is_one_json_line_with_the_time_first():
+    stream = io.BytesIO()
+    sink = RecordSink(stream)
+    sink.write({"uid": "a", "status": 200})
+    sink.write({})
+    lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+    assert [list(line) for line in lines] == [["time", "uid", "status"], ["time"]]

@@ -40,9 +40,10 @@ class RecordSink:
         return self._stamp
 
     def write(self, record: dict) -> None:
-        """Append ``record`` (a dict with at least one key) with the time as its first key."""
+        """Append ``record`` with the time as its first key."""
         # Spliced in as bytes rather than by copying the record into a new dict.
-        line = self._line_start() + json_codec.dumps(record)[1:] + b"\n"
+        start = self._line_start()
+        line = (start + json_codec.dumps(record)[1:] if record else start[:-1] + b"}") + b"\n"
         with self._lock:
             self._stream.write(line)
             self._stream.flush()
