@@ -17,6 +17,7 @@ from crdharness.gate import diff, objects
 from crdharness.gate.api import Answer, Resource, apply_crd, call, condition, read_crd, wait_settled
 from crdharness.gate.manifests import Release
 from crdharness.gate.results import NotConvertible
+from crdharness.polling import WaitTimeout
 from crdharness.scenarios import migrate
 
 HISTORY_NS = "gate-history"
@@ -64,7 +65,18 @@ class HistoryPhase:
                 result.fail(f"the API server refused {name}: {answer.message}")
                 self._explain_refusal(release, name, stored_before.get(name, []), answer)
                 return False
-            wait_settled(self.cluster, manifest)
+            try:
+                wait_settled(self.cluster, manifest)
+            except WaitTimeout as exc:
+                # Seen: stored objects the webhook cannot convert keep the API server from
+                # building its cache of the resource, and every LIST answers 429 from then on.
+                result.fail(
+                    f"{name} was applied but does not serve: {exc}",
+                    "if the objects earlier releases stored cannot be converted, the API "
+                    "server cannot build its cache of the resource (see kube-apiserver.log "
+                    "in the failure bundle and the webhook's answers)",
+                )
+                return False
             crd = read_crd(self.cluster, name) or {}
             names = condition(crd, "NamesAccepted")
             if names.get("status") != "True":

@@ -58,11 +58,13 @@ def wait_serving(
     """Wait until a LIST answers at every version: right after a CRD is created or changed,
     the API server answers 429 while it (re)builds its storage for the CRD."""
     objects = client.CustomObjectsApi(api_client)
+    last = {"answer": "none yet"}
 
     def answers(version: str) -> bool:
         try:
             objects.list_cluster_custom_object(group, version, plural, _preload_content=False)
         except ApiException as exc:
+            last["answer"] = f"{exc.status} {_message(exc)}"
             # Not routed yet (404) or storage still initialising (429): wait. Anything else
             # (a conversion failure a test provoked on purpose) is an answer.
             return exc.status not in (404, 429)
@@ -73,6 +75,7 @@ def wait_serving(
             lambda v=version: answers(v),
             timeout,
             f"LIST of {plural}.{group} at {version} to answer",
+            last_seen=lambda: last["answer"],
         )
 
 
@@ -164,3 +167,11 @@ def wait_crds_work(api_client: client.ApiClient, timeout: float = 60) -> None:
         "the readiness CRD to serve LIST",
     )
     delete_and_wait(api_client, READINESS_CRD["metadata"]["name"])
+
+
+def _message(exc: ApiException) -> str:
+    """The Status message of an API error (the body as it came if it is not a Status)."""
+    try:
+        return json.loads(exc.body)["message"]
+    except (TypeError, ValueError, KeyError):
+        return str(exc.body or exc.reason)
