@@ -5,13 +5,14 @@ import copy
 from types import SimpleNamespace
 
 from crdharness.binaries import versions
-from crdharness.gate import diff, manifests, objects, plan
+from crdharness.gate import diff, manifests, migration, objects, plan
 from crdharness.gate.conduct import conduct_problems
-from crdharness.gate.config import GateConfig, WebhookSpec
+from crdharness.gate.config import GateConfig, Migration, WebhookSpec
 from crdharness.gate.deprecation import default_warning, priority
 from crdharness.gate.kubernetes_upgrade import KubernetesUpgradeCheck
 from crdharness.gate.manifests import Release
 from crdharness.gate.results import CheckResult
+from crdharness.gate.run import GateRun
 from crdharness.gate.webhook import Exchange
 
 CRD = {
@@ -102,6 +103,25 @@ def test_the_diff_names_each_path_lost_changed_or_added():
     found = {d.path: d.change for d in diff.differences(before, after)}
     assert found == {"status": "lost", "spec.list[1].n": "changed", "spec.b": "added"}
     assert diff.differences({"x": True}, {"x": 1}) != []  # true is not 1 in JSON
+
+
+def test_an_empty_value_read_back_absent_is_normalised_not_lost():
+    found = diff.differences({"status": {}, "spec": {"a": [], "b": [1]}}, {"spec": {}})
+    assert {d.path: d.normalised for d in found} == {
+        "status": True,
+        "spec.a": True,
+        "spec.b": False,
+    }
+
+
+def test_leaves_name_every_scalar_by_its_path_and_schema_path():
+    obj = {"spec": {"ports": [{"name": "a", "port": 1}], "on": True}}
+    assert diff.leaves(obj) == {
+        "spec.ports[0].name": "a",
+        "spec.ports[0].port": 1,
+        "spec.on": True,
+    }
+    assert diff.schema_path("spec.ports[12].name") == "spec.ports[].name"
 
 
 def test_comparable_drops_what_every_write_changes():
@@ -249,6 +269,81 @@ def test_the_plan_names_every_check_the_history_calls_for():
     ]
 
 
+def test_a_release_that_ships_a_migration_plans_its_migration_check():
+    history = [
+        release(0, [{"name": "v1alpha1", "served": True, "storage": True}]),
+        release(1, [{"name": "v1alpha1", "served": True, "storage": True}]),
+    ]
+    config = GateConfig(source=None, crds=[], migrations={1: Migration("rewrite")})
+    assert "migration[release 2]" in [c.test_id for c in plan.plan(config, history)]
+    config.migrations = {}
+    assert "migration[release 2]" not in [c.test_id for c in plan.plan(config, history)]
+
+
+def test_removal_advice_says_whether_rewriting_can_migrate_the_data():
+    def version(name, field, storage):
+        schema = {
+            "type": "object",
+            "properties": {"spec": {"type": "object", "properties": {field: {"type": "string"}}}},
+        }
+        return {
+            "name": name,
+            "served": True,
+            "storage": storage,
+            "schema": {"openAPIV3Schema": schema},
+        }
+
+    same = [
+        release(0, [version("v1alpha1", "colour", True)]),
+        release(1, [version("v1alpha1", "colour", False), version("v1", "colour", True)]),
+        release(2, [version("v1", "colour", True)]),
+    ]
+    config = GateConfig(source=None, crds=[])
+    advice = migration.removal_advice(same, same[2], "things.example.com", ["v1alpha1"], config)
+    assert advice[0] == "v1alpha1 has been in status.storedVersions since release 1 stored it"
+    assert "a conversion path to v1 exists" in advice[1]
+    assert "migrate: rewrite" in advice[1]
+    renamed = [
+        same[0],
+        release(1, [version("v1alpha1", "colour", False), version("v1", "color", True)]),
+        release(2, [version("v1", "color", True)]),
+    ]
+    for r in renamed:  # strategy None: rewriting changes only apiVersion
+        r.crds["things.example.com"]["spec"].pop("conversion")
+    advice = migration.removal_advice(
+        renamed, renamed[2], "things.example.com", ["v1alpha1"], config
+    )
+    assert "rewriting cannot migrate the data" in advice[1]
+    assert "spec.colour exists at v1alpha1 but not at v1" in advice[1]
+
+
+def test_a_phase_that_raises_fails_every_check_it_had_not_decided():
+    history = [release(0, [{"name": "v1", "served": True, "storage": True}])]
+    config = GateConfig(source=None, crds=[])
+    checks = plan.plan(config, history)
+    run = GateRun(None, config, history, {}, lambda line: None, planned=checks)
+
+    def history_phase():
+        run.result("install", "release 1").evidence = "1 CRDs created"  # decided: stays
+        raise ConnectionError("the API server went away\nsecond line")
+
+    run._history = history_phase
+    run.run("history")
+    assert run.decision(checks[0]).status == "pass"
+    undecided = [c for c in checks if c.phase == "history" and c.key != checks[0].key]
+    for check in undecided:
+        result = run.decision(check)
+        assert result.status == "FAIL"
+        assert result.evidence == (
+            "the gate could not finish this check: ConnectionError: the API server went away"
+        )
+        assert result.details[0].startswith("raised at gate/")
+    # A phase that never ran says so; none shows pass without evidence.
+    strategy = run.decision(next(c for c in checks if c.phase == "candidate"))
+    assert strategy.status == "not proven" and "not run" in strategy.evidence
+    assert {r.key for r in run.decide_all()} >= {c.key for c in checks}
+
+
 def test_the_kubernetes_upgrade_is_planned_only_in_the_run_on_the_oldest_listed_version():
     history = [release(0, [{"name": "v1", "served": True, "storage": True}])]
     config = GateConfig(source=None, crds=[], webhook=None)
@@ -332,14 +427,17 @@ def test_conduct_accepts_a_correct_answer_and_names_each_misdeed():
             "metadata": {"name": "a", "uid": "1", "labels": {"x": "y"}},
         }
     ]
-    assert conduct_problems(review(sent, good), {}) == []
+    assert conduct_problems(review(sent, good)) == []
     renamed = [{"apiVersion": "example.com/v2", "metadata": {"name": "b", "uid": "1"}}]
-    assert "changed metadata.name" in conduct_problems(review(sent, renamed), {})[0]
-    assert "answered uid u2" in conduct_problems(review(sent, good, uid="u2"), {})[0]
-    assert "1 objects sent, 0 returned" in conduct_problems(review(sent, []), {})[0]
+    assert "changed metadata.name" in conduct_problems(review(sent, renamed))[0]
+    assert "answered uid u2" in conduct_problems(review(sent, good, uid="u2"))[0]
+    assert "1 objects sent, 0 returned" in conduct_problems(review(sent, []))[0]
+    # A CRD has no timeoutSeconds for conversion: kube-apiserver's fixed 30 s is the limit.
     slow = review(sent, good)
-    slow.seconds = 3
-    assert "over the CRD's timeout" in conduct_problems(slow, {"example.com": 2})[0]
+    slow.seconds = 12
+    assert conduct_problems(slow) == []
+    slow.seconds = 31
+    assert "kube-apiserver gives up after 30 s" in conduct_problems(slow)[0]
 
 
 def test_on_kind_the_users_image_runs_behind_a_service(tmp_path):

@@ -45,8 +45,42 @@ def _answer(response) -> Answer:
     return Answer(response.status_code, body, WARNING.findall(header), response.text)
 
 
+# Longer than kube-apiserver's own 30 s limit on a conversion webhook call, so a request
+# that waits on a hanging webhook gets the server's answer rather than the client's timeout.
+REQUEST_TIMEOUT = 60.0
+
+
 def call(cluster: Cluster, method: str, path: str, body: dict | None = None) -> Answer:
-    return _answer(cluster.http.request(method, path, json=body))
+    return _answer(cluster.http.request(method, path, json=body, timeout=REQUEST_TIMEOUT))
+
+
+def apply(cluster: Cluster, path: str, body: dict, manager: str) -> Answer:
+    """Server-side apply of ``body`` (as ``kubectl apply --server-side`` sends it)."""
+    import json
+
+    return _answer(
+        cluster.http.request(
+            "PATCH",
+            f"{path}?fieldManager={manager}",
+            data=json.dumps(body),
+            headers={"Content-Type": "application/apply-patch+yaml"},
+            timeout=REQUEST_TIMEOUT,
+        )
+    )
+
+
+def write_with_retry(cluster: Cluster, path: str, change, read_path: str | None = None) -> Answer:
+    """PUT ``change(current)``, reading the object again after a conflict: the user's
+    controllers (a manager's reconcilers run beside its webhook) may write it meanwhile."""
+    answer = None
+    for _ in range(5):
+        current = call(cluster, "GET", read_path or path)
+        if not current.ok:
+            return current
+        answer = call(cluster, "PUT", path, change(current.body))
+        if answer.status != 409:
+            return answer
+    return answer
 
 
 @dataclass(frozen=True)
@@ -100,7 +134,8 @@ def condition(crd: dict, kind: str) -> dict:
 
 
 def wait_settled(cluster: Cluster, manifest: dict, timeout: float = 60) -> None:
-    """Established, names accepted, and every served version listed and answering."""
+    """Established, names accepted, and every served version of this resource listed in its
+    group's discovery and answering. Per resource: a group holds other CRDs too."""
     name = manifest["metadata"]["name"]
     wait_for(
         lambda: condition(read_crd(cluster, name) or {}, "Established").get("status") == "True",
@@ -110,8 +145,10 @@ def wait_settled(cluster: Cluster, manifest: dict, timeout: float = 60) -> None:
     )
     spec = manifest["spec"]
     served = {v["name"] for v in spec["versions"] if v.get("served")}
-    crds.wait_discovery(cluster.api_client, spec["group"], served, timeout)
-    crds.wait_serving(cluster.api_client, spec["group"], spec["names"]["plural"], served, timeout)
+    unserved = {v["name"] for v in spec["versions"]} - served
+    group, plural = spec["group"], spec["names"]["plural"]
+    crds.wait_resource_discovery(cluster.api_client, group, plural, served, unserved, timeout)
+    crds.wait_serving(cluster.api_client, group, plural, served, timeout)
 
 
 def delete_crd(cluster: Cluster, name: str) -> None:

@@ -8,10 +8,12 @@ passed, non-zero otherwise.
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 import pytest
 
+from crdharness import paths
 from crdharness.errors import HarnessError
 from crdharness.gate import config as gate_config
 
@@ -22,7 +24,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("gate_file", help="the gate file (YAML)")
     parser.add_argument("--cluster", default="local", help="local (default), kind or existing")
     parser.add_argument("--k8s-version", default=None, help="overrides the file's `kubernetes:`")
-    parser.add_argument("--artifacts", default="artifacts/gate", help="where reports go")
+    parser.add_argument(
+        "--artifacts",
+        default="artifacts/gate",
+        help="where everything the run writes goes (default: ./artifacts/gate)",
+    )
     parser.add_argument("pytest_args", nargs="*", help="after --: passed on to pytest")
 
 
@@ -35,9 +41,11 @@ def run(args: argparse.Namespace) -> int:
     versions = [args.k8s_version] if args.k8s_version else (config.kubernetes or [None])
     status = 0
     for version in versions:
-        artifacts = Path(args.artifacts)
+        artifacts = Path(args.artifacts).resolve()  # of the working directory, as documented
         if len(versions) > 1:
             artifacts = artifacts / f"k8s-{version}"
+        # The failure bundle and transcripts go there too, never into the harness's checkout.
+        os.environ[paths.ARTIFACTS_ENV] = str(artifacts)
         argv = [
             str(HERE / "gate_checks.py"),
             "-p",
@@ -54,6 +62,7 @@ def run(args: argparse.Namespace) -> int:
             f"--gate-artifacts={artifacts}",
             f"--junitxml={artifacts / 'junit.xml'}",
             f"--cluster={args.cluster}",
+            "--log-lines=0",  # kube-apiserver's log goes to the failure bundle, not the checks
             "-q",
             *([f"--k8s-version={version}"] if version else []),
             *args.pytest_args,

@@ -36,6 +36,26 @@ class Allowance:
         return path == self.path or path.startswith((self.path + ".", self.path + "["))
 
 
+MIGRATION_KINDS = ("storage-version-migration", "rewrite", "command")
+
+
+@dataclass(frozen=True)
+class Migration:
+    """What a release's upgrade ships to move stored objects to its storage version. Real
+    clusters migrate nothing on their own: without one, ``status.storedVersions`` keeps every
+    version objects were ever stored at."""
+
+    kind: str  # one of MIGRATION_KINDS
+    command: tuple[str, ...] = ()  # kind "command": the project's own tool ({kubeconfig})
+
+    def describe(self) -> str:
+        if self.kind == "command":
+            return f"the project's command `{shlex.join(self.command)}`"
+        if self.kind == "rewrite":
+            return "a rewrite of every object (as kube-storage-version-migrator does)"
+        return "Kubernetes' StorageVersionMigration (kube-controller-manager)"
+
+
 @dataclass
 class WebhookSpec:
     """How to run (or reach) the user's webhook. Exactly one of command, image, url."""
@@ -55,6 +75,7 @@ class WebhookSpec:
     convert: list[str] = field(default_factory=list)
     path: str = "/convert"
     review_versions: list[str] = field(default_factory=lambda: ["v1"])
+    latency_budget_ms: float | None = None  # a finding when the p99 of reviews exceeds it
 
     @property
     def form(self) -> str:
@@ -74,6 +95,9 @@ class GateConfig:
     kubernetes: list[str] = field(default_factory=list)
     require_deprecation_before_removal: bool = True
     upgrade_objects: int = 3  # generated objects per served version for the upgrade check
+    migrations: dict[int, Migration] = field(default_factory=dict)  # release index -> shipped
+    timeout: float = 1800.0  # seconds the whole run may take
+    strict: bool = False  # an empty value read back absent (or the reverse) is a finding
 
     @property
     def root(self) -> Path:
@@ -91,7 +115,10 @@ TOP_KEYS = {
     "kubernetes",
     "policy",
     "upgrade_objects",
+    "timeout",
+    "strict",
 }
+RELEASE_KEYS = {"path", "migrate"}
 WEBHOOK_KEYS = {
     "command",
     "image",
@@ -106,6 +133,7 @@ WEBHOOK_KEYS = {
     "convert",
     "path",
     "review_versions",
+    "latency_budget_ms",
 }
 ALLOW_KEYS = {"path", "between", "reason"}
 POLICY_KEYS = {"require_deprecation_before_removal"}
@@ -182,7 +210,8 @@ def load(source: Path | str) -> GateConfig:
     top = reader.mapping(reader.node, "", TOP_KEYS)
     if "crds" not in top:
         raise reader.fail(reader.node, "crds", "missing: list the CRD release history")
-    config = GateConfig(source=source, crds=_history(reader, top["crds"]))
+    crds, migrations = _history(reader, top["crds"])
+    config = GateConfig(source=source, crds=crds, migrations=migrations)
     if "webhook" in top:
         config.webhook = _webhook(reader, top["webhook"])
     if "admission" in top:
@@ -200,6 +229,12 @@ def load(source: Path | str) -> GateConfig:
             if value < 0:
                 raise reader.fail(top[name], name, "must be 0 or more")
             setattr(config, name, value)
+    if "timeout" in top:
+        config.timeout = reader.scalar(top["timeout"], "timeout", float)
+        if config.timeout <= 0:
+            raise reader.fail(top["timeout"], "timeout", "must be more than 0 (seconds)")
+    if "strict" in top:
+        config.strict = reader.scalar(top["strict"], "strict", bool)
     if "allow" in top:
         config.allow = [
             _allowance(reader, n, f"allow[{i}]")
@@ -225,12 +260,20 @@ def _sequence(reader: _Reader, top: dict, key: str) -> list[yaml.Node]:
     return node.value
 
 
-def _history(reader: _Reader, node) -> list[list[Path]]:
+def _history(reader: _Reader, node) -> tuple[list[list[Path]], dict[int, Migration]]:
     if not isinstance(node, yaml.SequenceNode) or not node.value:
         raise reader.fail(node, "crds", "must be a non-empty list of releases, oldest first")
-    history = []
+    history, migrations = [], {}
     for i, entry in enumerate(node.value):
         key = f"crds[{i}]"
+        if isinstance(entry, yaml.MappingNode):  # {path: ..., migrate: ...}
+            keys = reader.mapping(entry, key, RELEASE_KEYS)
+            if "path" not in keys:
+                raise reader.fail(entry, f"{key}.path", "missing: the release's CRD files")
+            if "migrate" in keys:
+                migrations[i] = _migration(reader, keys["migrate"], f"{key}.migrate")
+            entry = keys["path"]
+            key = f"{key}.path"
         if isinstance(entry, yaml.SequenceNode):  # one release made of several paths
             paths = [reader.path(p, f"{key}[{j}]") for j, p in enumerate(entry.value)]
         else:
@@ -238,7 +281,34 @@ def _history(reader: _Reader, node) -> list[list[Path]]:
         if not paths:
             raise reader.fail(entry, key, "an empty release")
         history.append(paths)
-    return history
+    return history, migrations
+
+
+def _migration(reader: _Reader, node, key: str) -> Migration:
+    """``storage-version-migration``, ``rewrite``, or ``{command: ...}``."""
+    if isinstance(node, yaml.MappingNode):
+        keys = reader.mapping(node, key, {"command"})
+        if "command" not in keys:
+            raise reader.fail(node, f"{key}.command", "missing")
+        command = keys["command"]
+        if isinstance(command, yaml.ScalarNode):
+            try:
+                words = shlex.split(reader.scalar(command, f"{key}.command", str))
+            except ValueError as exc:
+                raise reader.fail(command, f"{key}.command", f"cannot split: {exc}") from None
+        else:
+            words = reader.strings(command, f"{key}.command")
+        if not words:
+            raise reader.fail(command, f"{key}.command", "is empty")
+        for j, word in enumerate(words):
+            _check_placeholders(reader, command, f"{key}.command[{j}]", word)
+        return Migration("command", tuple(words))
+    kind = reader.scalar(node, key, str)
+    if kind not in MIGRATION_KINDS[:2]:
+        raise reader.fail(
+            node, key, "must be storage-version-migration, rewrite, or {command: ...}"
+        )
+    return Migration(kind)
 
 
 def _webhook(reader: _Reader, node) -> WebhookSpec:
@@ -295,6 +365,10 @@ def _webhook(reader: _Reader, node) -> WebhookSpec:
         spec.path = reader.scalar(keys["path"], "webhook.path", str)
         if not spec.path.startswith("/"):
             raise reader.fail(keys["path"], "webhook.path", "must start with /")
+    if "latency_budget_ms" in keys:
+        spec.latency_budget_ms = reader.scalar(
+            keys["latency_budget_ms"], "webhook.latency_budget_ms", float
+        )
     if "review_versions" in keys:
         spec.review_versions = reader.strings(keys["review_versions"], "webhook.review_versions")
     return spec

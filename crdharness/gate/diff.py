@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 # Written by the API server on every write, or by the gate itself: never a finding.
@@ -22,6 +23,12 @@ class Difference:
     change: str  # "lost", "added" or "changed"
     before: object = None
     after: object = None
+
+    @property
+    def normalised(self) -> bool:
+        """An empty object or list that came back absent, or the reverse: how servers and
+        Go structs with ``omitempty`` normalise, no data lost."""
+        return all(v in (None, {}, []) for v in (self.before, self.after))
 
     def describe(self) -> str:
         if self.change == "lost":
@@ -62,16 +69,36 @@ def differences(before, after, path: str = "") -> list[Difference]:
         for i, (b, a) in enumerate(zip(before, after, strict=True)):
             found += differences(b, a, join(path, i))
         return found
-    if _same(before, after):
+    if same(before, after):
         return []
     return [Difference(path, "changed", before, after)]
 
 
-def _same(a, b) -> bool:
+def same(a, b) -> bool:
     # JSON has one number type: 1 and 1.0 are the same value (Go may decode either).
     if isinstance(a, bool) or isinstance(b, bool):
         return a is b
     return a == b
+
+
+def leaves(obj, path: str = "") -> dict[str, object]:
+    """Every scalar in ``obj`` by its path (``spec.ports[1].name``)."""
+    if isinstance(obj, dict):
+        found: dict[str, object] = {}
+        for key, value in obj.items():
+            found |= leaves(value, join(path, key))
+        return found
+    if isinstance(obj, list):
+        found = {}
+        for i, value in enumerate(obj):
+            found |= leaves(value, join(path, i))
+        return found
+    return {path: obj}
+
+
+def schema_path(path: str) -> str:
+    """A concrete path as its schema names it: list indexes become ``[]``."""
+    return re.sub(r"\[\d+\]", "[]", path)
 
 
 def comparable(obj: dict, ignore_annotations: tuple[str, ...] = ()) -> dict:

@@ -1,24 +1,37 @@
-"""Phase *history*: replay the release history on the cluster (checks *install*, *upgrade*,
-*migration*; the removal policy and Warning headers come from ``deprecation``).
+"""Phase *history*: replay the release history on the cluster as clusters live it (checks
+*install*, *upgrade*, *migration*; the removal policy and Warning headers come from
+``deprecation``, the migrations a release ships from ``migration``).
 
 Each release is applied on top of the previous one. Objects written at every served version
 under release i must read back unchanged under release i+1 (GET and LIST at every served
-version) with their etcd keys untouched. Where a release changes the storage version the
-gate migrates, as the documentation tells users to; a release that removes a version still in
-``status.storedVersions`` is refused by the API server (422), and *migration* says what to
-ship instead.
+version) with their etcd keys untouched, and must still be writable (``upgrade_writes``).
+Nothing migrates unless the gate file says the release ships a migration, so
+``status.storedVersions`` accumulates exactly as the API server keeps it, and a release that
+removes a version still listed there is refused (422) as it would be on a real cluster.
+
+A release is many CRDs: one CRD the API server refuses is left out of the later releases
+(they cannot be applied on top of it); the others go on.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from crdharness.gate import diff, objects
-from crdharness.gate.api import Answer, Resource, apply_crd, call, condition, read_crd, wait_settled
+from crdharness.gate import diff, migration, objects
+from crdharness.gate.api import (
+    Answer,
+    Resource,
+    apply_crd,
+    call,
+    condition,
+    ensure_namespace,
+    read_crd,
+    wait_settled,
+)
 from crdharness.gate.manifests import Release
 from crdharness.gate.results import NotConvertible
+from crdharness.gate.upgrade_writes import write_again
 from crdharness.polling import WaitTimeout
-from crdharness.scenarios import migrate
 
 HISTORY_NS = "gate-history"
 
@@ -38,33 +51,63 @@ class HistoryPhase:
     """``GateRun``'s history phase (``gate.run`` holds the state it uses)."""
 
     def _history(self) -> None:
-        from crdharness.gate.api import ensure_namespace
-
         ensure_namespace(self.cluster, HISTORY_NS)
         written: list[Written] = []
         for release in self.releases:
             i = release.index
+            live = self.live(release)
+            if not live:
+                continue  # every CRD of it was refused earlier: its checks are not reached
             self.report(f"gate: release {i + 1}/{len(self.releases)} ({release.label})")
+            self.check_deadline(f"release {i + 1}")
+            self.working_on(
+                *(p.key for p in self.planned if p.phase == "history" and _about(p.subject, i))
+            )
+            written = [w for w in written if w.crd not in self.refused_crds]
             before = self._etcd_snapshot(written) if i else {}
-            stored_before = {name: self._stored_versions(name) for name in release.crds}
-            if not self._install(release, stored_before):
-                return  # later releases cannot be applied on top of a refused one
+            stored_before = {name: migration.stored_versions(self.cluster, name) for name in live}
+            self.refused_crds |= self._install(release, live, stored_before)
+            live = self.live(release)
+            written = [w for w in written if w.crd not in self.refused_crds]
             if i:
                 self._check_upgrade(release, written, before, stored_before)
                 self._check_removal_policy(release)
             self._check_warnings(release, f"release {i + 1}")
             written += self._write_objects(release)
-            self._migrate_if_needed(release, written)
-        self.history_completed = True
+            self._migrate(release, live, stored_before)
+            self.stored_after[i] = {
+                name: migration.stored_versions(self.cluster, name) for name in live
+            }
+        self.history_completed = True  # to its end: refused CRDs are in refused_crds
+        self.working_on()
 
-    def _install(self, release: Release, stored_before: dict[str, list[str]]) -> bool:
+
+def _about(subject: str, index: int) -> bool:
+    """Whether a history check's subject ("release 3", "release 2->3") is release
+    ``index``'s work."""
+    return subject.endswith(f"release {index + 1}") or subject.endswith(f"->{index + 1}")
+
+    def live(self, release: Release) -> list[str]:
+        """The CRDs of ``release`` the history still carries (none refused before)."""
+        return [name for name in release.crds if name not in self.refused_crds]
+
+    def _install(
+        self, release: Release, live: list[str], stored_before: dict[str, list[str]]
+    ) -> set[str]:
+        """Apply every CRD of ``release``; the names the API server refused or never served."""
         result = self.result("install", f"release {release.index + 1}")
-        for name, manifest in release.crds.items():
+        refused: set[str] = set()
+        for name in live:
+            manifest = release.crds[name]
             answer = apply_crd(self.cluster, self._pointed(manifest))
             if not answer.ok:
-                result.fail(f"the API server refused {name}: {answer.message}")
+                result.fail(
+                    f"the API server refused {name}: {answer.message}",
+                    f"{name}: {answer.status} {answer.message}",
+                )
                 self._explain_refusal(release, name, stored_before.get(name, []), answer)
-                return False
+                refused.add(name)
+                continue
             try:
                 wait_settled(self.cluster, manifest)
             except WaitTimeout as exc:
@@ -76,25 +119,32 @@ class HistoryPhase:
                     "server cannot build its cache of the resource (see kube-apiserver.log "
                     "in the failure bundle and the webhook's answers)",
                 )
-                return False
+                refused.add(name)
+                continue
             crd = read_crd(self.cluster, name) or {}
             names = condition(crd, "NamesAccepted")
             if names.get("status") != "True":
                 result.fail(f"{name}: names not accepted: {names.get('message')}")
-        for name in release.crds:
+        transition = f"release {release.index}->{release.index + 1}"
+        for name in live:
+            if name in refused or not self.planned_check("migration", transition):
+                continue
             removed = [v for v in stored_before.get(name, []) if v not in release.names(name)]
             dropped = self._dropped_versions(release, name)
-            if dropped and not removed:
-                self.result(
-                    "migration", f"release {release.index}->{release.index + 1}"
-                ).evidence = (
-                    f"{name}: removed {', '.join(dropped)} no longer in status.storedVersions "
+            if dropped and not removed and self.result("migration", transition).passed:
+                self.result("migration", transition).evidence = (
+                    f"{name}: removed {', '.join(dropped)}, no longer in status.storedVersions "
                     f"{stored_before.get(name)}: accepted"
                 )
         if result.passed:
             verb = "created" if release.index == 0 else "applied on top of the previous release"
-            result.evidence = f"{', '.join(release.crds)} {verb}; Established, names accepted"
-        return result.passed is not False
+            left_out = [n for n in release.crds if n not in live]
+            result.evidence = f"{len(live)} CRDs {verb}; Established, names accepted" + (
+                f" ({', '.join(left_out)} left out: refused by an earlier release)"
+                if left_out
+                else ""
+            )
+        return refused
 
     def _dropped_versions(self, release: Release, name: str) -> list[str]:
         if release.index == 0:
@@ -110,9 +160,10 @@ class HistoryPhase:
         result = self.result("migration", f"release {release.index}->{release.index + 1}")
         versions = ", ".join(removed)
         result.fail(
-            f"clusters that still store {versions} reject this revision with {answer.status}: "
-            "ship a release that migrates first",
-            f"status.storedVersions before the upgrade: {stored}",
+            f"{name}: clusters that still store {versions} reject this revision with "
+            f"{answer.status}: ship a release that migrates first",
+            f"{name}: status.storedVersions before the upgrade: {stored}",
+            *migration.removal_advice(self.releases, release, name, removed, self.config),
             f"the API server said: {answer.message}",
         )
 
@@ -168,11 +219,12 @@ class HistoryPhase:
                         f"LIST at {version}: {listed.status} {'' if listed.ok else listed.message}",
                     )
         proven_untouched = self._check_untouched(result, written, before)
-        for name in release.crds:
+        writes = self._write_again(result, release, written)
+        for name in self.live(release):
             expected = set(stored_before.get(name) or []) | {release.storage(name)}
             if not stored_before.get(name):
                 expected = {release.storage(name)}
-            actual = set(self._stored_versions(name))
+            actual = set(migration.stored_versions(self.cluster, name))
             if actual != expected:
                 result.fail(
                     f"{name}: status.storedVersions is {sorted(actual)}, the documentation says "
@@ -186,8 +238,35 @@ class HistoryPhase:
             )
             result.evidence = (
                 f"{len(written)} objects read at every served version ({checked} reads), "
-                f"unchanged{etcd}"
+                f"unchanged{etcd}; written again {writes} times (update, annotation, "
+                "server-side apply, status), all accepted"
             )
+
+    def _write_again(self, result, release: Release, written: list[Written]) -> int:
+        """Every old object written again at every served version (see ``upgrade_writes``);
+        then what each version reads, for the next release's comparison."""
+        writes = 0
+        for obj in written:
+            resource = self._resource(obj.crd)
+            has_status = any(
+                (v.get("subresources") or {}).get("status") is not None
+                for v in release.versions(obj.crd)
+            )
+            for version in release.served(obj.crd):
+                path = resource.path(version, obj.namespace, obj.name)
+                refused = write_again(self.cluster, path, version, has_status)
+                writes += 3 + has_status
+                if refused:
+                    result.fail(
+                        f"{obj.name} (stored under release {release.index}) cannot be written "
+                        f"under release {release.index + 1}: {refused[0]}",
+                        *(f"{obj.name}: {line}" for line in refused),
+                    )
+            for version in release.served(obj.crd):
+                got = call(self.cluster, "GET", resource.path(version, obj.namespace, obj.name))
+                if got.ok:
+                    obj.seen[version] = got.body
+        return writes
 
     def _check_untouched(self, result, written, before) -> int:
         if self.cluster.etcd is None:
@@ -216,24 +295,37 @@ class HistoryPhase:
         """Objects at every served version (samples, then ``count`` generated, by default
         ``upgrade_objects``), read back at each."""
         written = []
-        for name, manifest in release.crds.items():
+        for name in self.live(release):
+            manifest = release.crds[name]
             resource = Resource.of(manifest)
             for entry in release.versions(name):
                 if not entry.get("served"):
                     continue
                 version = entry["name"]
-                bodies = [
+                samples = [
                     objects.sample_body(s)
                     for s in self.samples.get(name, [])
                     if s["apiVersion"].endswith(f"/{version}")
                 ]
-                bodies += objects.first_examples(
+                generated = objects.first_examples(
                     entry, self.config.upgrade_objects if count is None else count, self.config.seed
                 )
-                for body in bodies:
+                for n, body in enumerate(samples + generated):
                     obj_name = self._name(f"{prefix}{release.index + 1}-{version}")
+                    # The user's samples are written for the candidate: one it refuses is a
+                    # finding (any other release may predate the sample's fields).
+                    judged = n < len(samples) and release is self.candidate
+                    refusals: list[Answer] = []
                     try:
-                        created = self._create(manifest, entry, version, obj_name, HISTORY_NS, body)
+                        created = self._create(
+                            manifest,
+                            entry,
+                            version,
+                            obj_name,
+                            HISTORY_NS,
+                            body,
+                            refusals=refusals if judged else None,
+                        )
                     except NotConvertible as failure:
                         # The candidate's convertibility check judges this on its own
                         # objects; here it only means one object fewer for the upgrade.
@@ -241,6 +333,19 @@ class HistoryPhase:
                         self.refused[why] += 1
                         self.refused_examples.setdefault(why, failure.evidence[:300])
                         continue
+                    for answer in refusals:
+                        check = "upgrade" if release.index else "install"
+                        subject = (
+                            f"release {release.index}->{release.index + 1}"
+                            if release.index
+                            else "release 1"
+                        )
+                        self.result(check, subject).fail(
+                            f"the candidate refuses your sample {name} at {version}: "
+                            f"{answer.status} {answer.message}",
+                            f"sample {samples[n].get(objects.NAME, '?')} at {version}: "
+                            f"{answer.message}",
+                        )
                     if created is None:
                         continue
                     record = Written(
@@ -256,49 +361,51 @@ class HistoryPhase:
         self.report(f"gate: release {release.index + 1}: {len(written)} objects written")
         return written
 
-    def _migrate_if_needed(self, release: Release, written: list[Written]) -> None:
-        for name in release.crds:
-            storage = release.storage(name)
-            stored = self._stored_versions(name)
-            if set(stored) == {storage}:
-                continue
-            subject = f"release {release.index + 1}"
-            result = self.result("migration", subject)
-            resource = Resource.of(release.crds[name])
-            self.report(f"gate: {name}: migrating every object to {storage} (stored: {stored})")
-            outcome = migrate.migrate(
-                self.cluster.api_client, resource.group, storage, resource.plural
-            )
-            if self.cluster.etcd is not None:
-                keys = self.cluster.etcd.list(f"/registry/{resource.group}/{resource.plural}/")
-                behind = [k.key for k in keys if k.api_version != f"{resource.group}/{storage}"]
-                if behind:
-                    result.fail(
-                        f"{len(behind)} etcd keys still not at {storage} after migration", *behind
-                    )
-                    continue
-                proof = f"all {len(keys)} etcd keys at {storage}"
-            else:
-                # Every object was rewritten through the API, which stores at the storage
-                # version: the documented procedure, completed; only the proof is missing.
-                result.passed = None
-                proof = "not proven from etcd (no etcd access on this cluster)"
-            patched = call(
-                self.cluster,
-                "PUT",
-                f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}/status",
-                _with_stored_versions(read_crd(self.cluster, name), [storage]),
-            )
-            if not patched.ok:
-                result.fail(f"{name}: cannot set status.storedVersions: {patched.message}")
-                continue
+    def _migrate(self, release: Release, live: list[str], stored_before) -> None:
+        """Run what the release ships (``migrate:``), nothing otherwise, and say what a
+        cluster then stores."""
+        subject = f"release {release.index + 1}"
+        shipped = self.config.migrations.get(release.index)
+        if shipped is None and not self.planned_check("migration", subject):
+            return
+        result = self.result("migration", subject)
+        if shipped is None:
+            notes = []
+            for name in live:
+                stored = migration.stored_versions(self.cluster, name)
+                if set(stored) != {release.storage(name)}:
+                    notes.append(f"{name}: storedVersions {stored}")
             result.evidence = (
-                f"{name}: {len(outcome.rewritten)} objects rewritten ({outcome.conflicts} "
-                f"conflicts retried); {proof}; storedVersions {stored} -> [{storage}]"
+                "nothing migrates (no `migrate:` on this release): " + "; ".join(notes)
+                if notes
+                else f"storedVersions hold only the storage version of {', '.join(live)}"
             )
-
-
-def _with_stored_versions(crd: dict, versions: list[str]) -> dict:
-    crd = dict(crd)
-    crd["status"] = {**(crd.get("status") or {}), "storedVersions": versions}
-    return crd
+            return
+        outcomes = migration.run_shipped(
+            self.cluster, self.config, release.subset(live), shipped, self.report
+        )
+        shown = []
+        for name in live:
+            outcome, storage = outcomes[name], release.storage(name)
+            for failure in outcome.failures:
+                result.fail(f"{shipped.describe()} failed: {failure}", failure)
+            if outcome.output and outcome.failures:
+                result.details += [f"output: {line}" for line in outcome.output.splitlines()]
+            stored = migration.stored_versions(self.cluster, name)
+            if self.cluster.etcd is None:
+                if result.passed:
+                    result.passed = None
+                shown.append(f"{name}: not proven from etcd (no etcd access); stored {stored}")
+                continue
+            total, behind = migration.keys_behind(
+                self.cluster, Resource.of(release.crds[name]), storage
+            )
+            if behind:
+                result.fail(
+                    f"{name}: {len(behind)} of {total} etcd keys are not at {storage} after "
+                    f"{shipped.describe()}",
+                    *behind[:20],
+                )
+            shown.append(f"{name}: all {total} etcd keys at {storage}, storedVersions {stored}")
+        if result.passed is not False:
+            result.evidence = f"{shipped.describe()}: " + "; ".join(shown)

@@ -73,6 +73,10 @@ class Release:
             if v.get("served") and v.get("deprecated")
         }
 
+    def subset(self, names: list[str]) -> Release:
+        """This release with only the CRDs ``names``."""
+        return Release(self.index, self.label, {n: self.crds[n] for n in names})
+
     def strategy(self, crd: str) -> str:
         return (self.crds[crd]["spec"].get("conversion") or {}).get("strategy", "None")
 

@@ -27,7 +27,12 @@ EXTRA_ITEMS = 3  # items beyond minItems
 EXTRA_LENGTH = 20  # characters beyond minLength
 OPTIONAL_DEPTH = 4  # below this depth only required fields are generated
 TOP_LEVEL = ("apiVersion", "kind", "metadata")
-LABELS = "__labels__"  # a sample's labels travel in its body under this key
+# A body's labels and annotations travel under this key (generated, or a sample's own), and a
+# sample's name under NAME, for reports: the gate names every object itself.
+METADATA = "__metadata__"
+NAME = "__name__"
+PRIVATE = (METADATA, NAME)
+LABEL_TEXT = st.from_regex(r"[a-z0-9]([a-z0-9-]{0,10}[a-z0-9])?", fullmatch=True)
 KEYS = st.text("abcdefghijklmnopqrstuvwxyz0123456789-", min_size=1, max_size=8)
 
 
@@ -131,12 +136,36 @@ def body_schema(version: dict) -> dict:
     return {"type": "object", "properties": properties, "required": required}
 
 
+def generated_metadata() -> st.SearchStrategy[dict]:
+    """Labels and annotations as users and tools set them (``kubectl apply`` keeps its
+    last-applied-configuration in one): a webhook must carry them across versions."""
+    return st.fixed_dictionaries(
+        {},
+        optional={
+            "labels": st.dictionaries(LABEL_TEXT, LABEL_TEXT, min_size=1, max_size=2),
+            "annotations": st.dictionaries(
+                LABEL_TEXT.map(lambda k: f"gate.example.com/{k}"),
+                st.text(max_size=12),
+                min_size=1,
+                max_size=2,
+            ),
+        },
+    )
+
+
 def bodies(version: dict) -> st.SearchStrategy[dict]:
-    """Object bodies valid (as far as the schema's structure says) at ``version``."""
+    """Object bodies valid (as far as the schema's structure says) at ``version``, with
+    generated labels and annotations."""
     schema = body_schema(version)
-    if not schema["properties"]:
-        return st.just({})
-    return _objects(schema, 0)
+    fields = _objects(schema, 0) if schema["properties"] else st.just({})
+    return st.tuples(fields, generated_metadata()).map(
+        lambda pair: {**pair[0], METADATA: pair[1]} if pair[1] else pair[0]
+    )
+
+
+def intent(body: dict) -> dict:
+    """A body's own fields, without what travels beside them (metadata, a sample's name)."""
+    return {k: v for k, v in body.items() if k not in PRIVATE}
 
 
 def manifest(crd: dict, version: str, name: str, namespace: str | None, body: dict) -> dict:
@@ -144,8 +173,8 @@ def manifest(crd: dict, version: str, name: str, namespace: str | None, body: di
     obj = {
         "apiVersion": f"{spec['group']}/{version}",
         "kind": spec["names"]["kind"],
-        "metadata": {"name": name},
-        **copy.deepcopy(body),
+        "metadata": {"name": name, **copy.deepcopy(body.get(METADATA) or {})},
+        **copy.deepcopy(intent(body)),
     }
     if namespace and spec.get("scope", "Namespaced") == "Namespaced":
         obj["metadata"]["namespace"] = namespace
@@ -153,11 +182,14 @@ def manifest(crd: dict, version: str, name: str, namespace: str | None, body: di
 
 
 def sample_body(sample: dict) -> dict:
-    """A sample's fields without apiVersion, kind and metadata (its name is the gate's)."""
-    labels = (sample.get("metadata") or {}).get("labels")
+    """A sample's fields without apiVersion and kind, its labels and annotations under
+    METADATA (its name is the gate's)."""
+    given = sample.get("metadata") or {}
     body = {k: copy.deepcopy(v) for k, v in sample.items() if k not in TOP_LEVEL}
-    if labels:
-        body[LABELS] = dict(labels)
+    kept = {k: dict(given[k]) for k in ("labels", "annotations") if given.get(k)}
+    if kept:
+        body[METADATA] = kept
+    body[NAME] = given.get("name", "(unnamed)")
     return body
 
 

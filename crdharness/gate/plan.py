@@ -33,6 +33,10 @@ class PlannedCheck:
         return PHASE[self.check]
 
     @property
+    def key(self) -> str:
+        return f"{self.check}:{self.subject}"
+
+    @property
     def test_id(self) -> str:
         return f"{self.check}[{self.subject}]"
 
@@ -67,6 +71,8 @@ def plan(
             if [v for v in previous.served(name) if v not in release.served(name)]:
                 checks.append(PlannedCheck("deprecation", transition))
     for release in releases:
+        if release.index in config.migrations:
+            checks.append(PlannedCheck("migration", f"release {release.index + 1}"))
         if any(release.deprecated(name) for name in release.crds):
             checks.append(PlannedCheck("deprecation", f"release {release.index + 1}"))
     candidate = releases[-1]

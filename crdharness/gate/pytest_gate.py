@@ -6,6 +6,8 @@ brings the cluster, ``--cluster``, ``--keep-cluster`` and the failure bundle).
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import sys
 import time
 from dataclasses import dataclass
@@ -94,18 +96,39 @@ def gate_run(cluster, request: pytest.FixtureRequest, tmp_path_factory):
             _report,
             webhook,
             setup.kubernetes_path,
+            setup.checks,
         )
         ready = cluster.processes.start_to_ready_seconds if cluster.processes else None
         if ready is not None:
             run.timings["control plane ready"] = round(ready, 2)
         run.timings["webhook ready"] = webhook_seconds
         request.config._gate_run = run
-        yield run
+        with _bounded(run):
+            yield run
     except HarnessError as exc:
         pytest.fail(f"crdharness gate: {exc}", pytrace=False)
     finally:
         if webhook is not None:
             webhook.stop()
+
+
+@contextlib.contextmanager
+def _bounded(run):
+    """Interrupt whatever a phase is waiting on when the run's ``timeout:`` passes: that
+    phase turns its undecided checks into failures that say so, and later phases do not start
+    (``GateRun.check_deadline``). Between phases the alarm only lets the deadline pass."""
+
+    def expire(signum, frame):
+        if run.running_phase is not None:
+            run.check_deadline(f"the {run.running_phase} phase could finish")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, max(run.deadline - time.monotonic(), 0.01))
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def _start_webhook(setup: GateSetup, cluster, directory: Path):
@@ -194,17 +217,19 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
     if run.kubernetes_path and "kubernetes-upgrade" in {r.check for r in run.results.values()}:
         later = ", ".join(r.kubernetes for r in run.kubernetes_path[1:])
         kubernetes = f"{run.kubernetes_path[0].kubernetes}, then upgraded in place to {later}"
+    results = run.decide_all()
     directory = report.write(
         Path(config.getoption("--gate-artifacts")),
-        list(run.results.values()),
+        results,
         kubernetes,
         dict(run.refused),
         notes,
         run.timings,
         run.refused_examples,
+        run.stored_after,
     )
     terminalreporter.section("crdharness upgrade gate")
-    for line in report.table(list(run.results.values()), kubernetes):
+    for line in report.table(results, kubernetes):
         terminalreporter.write_line(line)
     if run.refused:
         refused = ", ".join(f"{why}: {n}" for why, n in sorted(run.refused.items()))

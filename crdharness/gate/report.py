@@ -39,6 +39,7 @@ def write(
     notes: list[str],
     timings: dict[str, float] | None = None,
     refused_examples: dict[str, str] | None = None,
+    stored_after: dict[int, dict[str, list[str]]] | None = None,
 ) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     failing_dir = directory / "objects"
@@ -63,6 +64,9 @@ def write(
                 "refused_examples": refused_examples or {},
                 "notes": notes,
                 "seconds": timings or {},
+                "stored_versions_after_release": {
+                    f"release {i + 1}": crds for i, crds in (stored_after or {}).items()
+                },
             },
             indent=2,
         )
@@ -73,11 +77,18 @@ def write(
         evidence = r.evidence.replace("|", "\\|")
         md.append(f"| {r.check} | {r.subject} | {r.status} | {evidence} |")
     for r in results:
-        if r.passed is False or r.allowed or (r.details and r.passed is None):
+        if r.passed is False or r.allowed or r.normalised or (r.details and r.passed is None):
             md += ["", f"## {r.check} [{r.subject}]: {r.status}", "", r.evidence, ""]
             md += [f"- {line}" for line in r.details[:50]]
             if r.allowed:
                 md += ["", "Allowed differences:", *[f"- {a}" for a in r.allowed]]
+            if r.normalised:
+                md += [
+                    "",
+                    "Normalised, not lost (an empty value read back absent, or the reverse; "
+                    "`strict: true` makes these findings):",
+                    *[f"- {n}" for n in r.normalised[:20]],
+                ]
             for title, obj in r.objects:
                 md += [
                     "",
@@ -87,6 +98,11 @@ def write(
                     yaml.safe_dump(obj, sort_keys=False).rstrip(),
                     "```",
                 ]
+    if stored_after:
+        md += ["", "## status.storedVersions a cluster holds after each release", ""]
+        md += ["| release | CRD | storedVersions |", "| --- | --- | --- |"]
+        for i, crds in sorted(stored_after.items()):
+            md += [f"| {i + 1} | {name} | {', '.join(v)} |" for name, v in crds.items()]
     if refused:
         md += ["", "## Objects refused before any check (not findings)", ""]
         for why, count in sorted(refused.items()):

@@ -26,6 +26,7 @@ class CheckResult:
     details: list[str] = field(default_factory=list)
     objects: list[tuple[str, dict]] = field(default_factory=list)  # (title, object) to show
     allowed: list[str] = field(default_factory=list)  # differences an `allow` entry excused
+    normalised: list[str] = field(default_factory=list)  # {} or [] read back absent, or back
     counts: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -51,6 +52,7 @@ class CheckResult:
             "evidence": self.evidence,
             "details": self.details,
             "allowed": self.allowed,
+            "normalised": self.normalised,
             "counts": self.counts,
             "objects": [title for title, _ in self.objects],
         }

@@ -10,9 +10,10 @@ import itertools
 import time
 from collections import Counter
 
-from crdharness.gate import diff, objects
+from crdharness.gate import diff, objects, schemas
 from crdharness.gate.api import Resource, apply_crd, call, read_crd, wait_settled
 from crdharness.gate.results import DataChanged, NotConvertible, RoundTripFailure
+from crdharness.gate.schemas import schema_differences
 
 TOUCH = "gate.crdharness.io/round-trip"
 ROUND_TRIP_NS = "gate-round-trip"
@@ -24,26 +25,38 @@ class CandidatePhase:
     def _candidate(self) -> None:
         from crdharness.gate.api import delete_crd, ensure_namespace
 
-        if not self.history_completed:
-            # Round trips need the candidate installed; without the history (or after a
-            # release was refused) it is installed on its own.
-            for name, manifest in self.candidate.crds.items():
-                if read_crd(self.cluster, name) is not None:
-                    delete_crd(self.cluster, name)
-                answer = apply_crd(self.cluster, self._pointed(manifest))
-                if not answer.ok:
-                    for check in ("round-trip", "convertibility"):
-                        for subject in self.pairs(name):
-                            self.result(check, subject).fail(
-                                f"the candidate's {name} cannot be installed: {answer.message}"
-                            )
-                    return
-                wait_settled(self.cluster, manifest)
+        # Round trips need the candidate installed; without the history (or for a CRD a
+        # release of it refused) it is installed on its own.
+        alone = [
+            name
+            for name in self.candidate.crds
+            if not self.history_completed or name in self.refused_crds
+        ]
+        uninstallable = set()
+        for name in alone:
+            manifest = self.candidate.crds[name]
+            if read_crd(self.cluster, name) is not None:
+                delete_crd(self.cluster, name)
+            answer = apply_crd(self.cluster, self._pointed(manifest))
+            if not answer.ok:
+                for check in ("round-trip", "convertibility"):
+                    for subject in self.pairs(name):
+                        self.result(check, subject).fail(
+                            f"the candidate's {name} cannot be installed: {answer.message}"
+                        )
+                uninstallable.add(name)
+                continue
+            wait_settled(self.cluster, manifest)
         ensure_namespace(self.cluster, ROUND_TRIP_NS)
         for name in self.candidate.crds:
+            if name in uninstallable:
+                continue
             self._check_strategy(name)
             for a, b in itertools.permutations(self.candidate.served(name), 2):
+                self.check_deadline(f"the round trips of {name} {a}->{b}")
+                self.working_on(f"round-trip:{name} {a}->{b}", f"convertibility:{name} {a}->{b}")
                 self._round_trips(name, a, b)
+        self.working_on()
 
     def pairs(self, name: str) -> list[str]:
         return [
@@ -158,12 +171,11 @@ class CandidatePhase:
             call(self.cluster, "DELETE", resource.path(a, namespace, name))
 
     def _compare(self, resource, namespace, name, a, b, body, tally):
+        crd = self._crd_of(resource)
+        result = self.result("round-trip", f"{crd} {a}->{b}")
+        sent = objects.manifest(self.candidate.crds[crd], a, name, namespace, body)
         read = call(self.cluster, "GET", resource.path(a, namespace, name))
         if not read.ok:
-            intent = {k: v for k, v in body.items() if k != objects.LABELS}
-            sent = objects.manifest(
-                self.candidate.crds[self._crd_of(resource)], a, name, namespace, intent
-            )
             return NotConvertible(
                 f"an object written at {a} cannot be read back at {a}: {read.message}",
                 [f"GET at {a}: {read.status} {read.message}"],
@@ -175,15 +187,13 @@ class CandidatePhase:
         # storage version goes through the webhook on the way in, and can lose data there.
         # Fields that appear (defaults) are not losses. (A dry-run create cannot serve as the
         # reference: it converts to the storage version too, and hides the loss.)
-        intent = {k: v for k, v in body.items() if k != objects.LABELS}
-        kept = {k: v for k, v in original.items() if k in intent}
-        lost = [d for d in diff.differences(intent, kept) if d.change != "added"]
-        lost = [d for d in lost if not any(r.covers(d.path, a, b) for r in self.config.allow)]
+        wanted = {**objects.intent(body), "metadata": sent["metadata"]}
+        kept = {k: v for k, v in original.items() if k in wanted}
+        kept["metadata"] = {k: v for k, v in original["metadata"].items() if k in sent["metadata"]}
+        lost = [d for d in diff.differences(wanted, kept) if d.change != "added"]
+        lost = self._judged(result, lost, a, b)
         if lost:
             paths = ", ".join(sorted({d.path for d in lost}))
-            sent = objects.manifest(
-                self.candidate.crds[self._crd_of(resource)], a, name, namespace, intent
-            )
             return DataChanged(
                 f"written at {a}, read back at {a}: changed {paths}",
                 [d.describe() for d in lost],
@@ -197,6 +207,18 @@ class CandidatePhase:
                 shown,
             )
         shown.append((f"read at {b}", _clean(at_b.body)))
+        # A field with the same path and type at both versions means the same at both: a
+        # webhook that swaps two fields both ways survives A->B->A, yet every client of B
+        # reads wrong values.
+        moved = self._judged(result, self._read_differently(crd, a, b, original, at_b.body), a, b)
+        if moved:
+            paths = ", ".join(sorted({d.path for d in moved}))
+            return DataChanged(
+                f"written at {a}, read at {b}: {paths} (same path and type at both) read "
+                "differently",
+                [f"at {a} -> at {b}: {d.describe()}" for d in moved],
+                shown,
+            )
 
         def touch(current: dict) -> dict:
             current.setdefault("metadata", {}).setdefault("annotations", {})[TOUCH] = b
@@ -209,6 +231,16 @@ class CandidatePhase:
                 [f"PUT at {b}: {updated.status} {updated.message}"],
                 shown,
             )
+        if self._has_status(crd, b):  # status written at B, through its own endpoint
+            path = resource.path(b, namespace, name)
+            status = self._write_with_retry(path + "/status", lambda c: c, read_path=path)
+            if not status.ok:
+                return NotConvertible(
+                    f"an object read at {b} cannot have its status written at {b}: "
+                    f"{status.message}",
+                    [f"PUT {b}/status: {status.status} {status.message}"],
+                    shown,
+                )
         back = call(self.cluster, "GET", resource.path(a, namespace, name))
         if not back.ok:
             return NotConvertible(
@@ -221,14 +253,7 @@ class CandidatePhase:
         found = diff.differences(
             diff.comparable(original), diff.comparable(back.body, ignore_annotations=(TOUCH,))
         )
-        excused = [d for d in found if any(rule.covers(d.path, a, b) for rule in self.config.allow)]
-        result = self.result("round-trip", f"{self._crd_of(resource)} {a}->{b}")
-        for d in excused:
-            reason = next(r.reason for r in self.config.allow if r.covers(d.path, a, b))
-            note = f"{d.path} ({reason})"
-            if note not in result.allowed:
-                result.allowed.append(note)
-        found = [d for d in found if d not in excused]
+        found = self._judged(result, found, a, b)
         if found:
             paths = ", ".join(sorted({d.path for d in found}))
             return DataChanged(
@@ -237,6 +262,41 @@ class CandidatePhase:
                 shown,
             )
         return None
+
+    def _judged(self, result, found: list, a: str, b: str) -> list:
+        """The differences that are findings: not excused by an ``allow`` entry (noted in
+        ``result.allowed``) and, unless ``strict``, not an empty value that came back absent
+        or the reverse (noted in ``result.normalised``)."""
+        findings = []
+        for d in found:
+            rule = next((r for r in self.config.allow if r.covers(d.path, a, b)), None)
+            if rule is not None:
+                note = f"{d.path} ({rule.reason})"
+                if note not in result.allowed:
+                    result.allowed.append(note)
+            elif not self.config.strict and d.normalised:
+                if d.describe() not in result.normalised:
+                    result.normalised.append(d.describe())
+            else:
+                findings.append(d)
+        return findings
+
+    def _read_differently(self, crd: str, a: str, b: str, at_a: dict, at_b: dict) -> list:
+        shared = schemas.shared_fields(self.candidate, crd, a, b)
+        there = diff.leaves(at_b)
+        found = []
+        for path, value in diff.leaves(at_a).items():
+            if path.startswith("metadata.") or diff.schema_path(path) not in shared:
+                continue
+            if path not in there:
+                found.append(diff.Difference(path, "lost", value))
+            elif not diff.same(value, there[path]):
+                found.append(diff.Difference(path, "changed", value, there[path]))
+        return found
+
+    def _has_status(self, crd: str, version: str) -> bool:
+        entry = next(v for v in self.candidate.versions(crd) if v["name"] == version)
+        return (entry.get("subresources") or {}).get("status") is not None
 
     def _crd_of(self, resource: Resource) -> str:
         return f"{resource.plural}.{resource.group}"
@@ -252,16 +312,9 @@ class CandidatePhase:
                 "" if strategy != "None" else " with one served version"
             )
             return
-        fields = {v["name"]: _schema_fields(v) for v in served}
         problems = []
-        for a, b in itertools.permutations(fields, 2):
-            for path, kind in sorted(fields[a].items()):
-                if path not in fields[b]:
-                    problems.append(f"{path} exists at {a} but not at {b}: lost when read at {b}")
-                elif fields[b][path] != kind:
-                    problems.append(
-                        f"{path} is {kind} at {a} but {fields[b][path]} at {b}: invalid at {b}"
-                    )
+        for a, b in itertools.permutations([v["name"] for v in served], 2):
+            problems += schema_differences(self.candidate, name, a, b)
         if problems:
             result.fail(
                 f"strategy None but the served versions' schemas differ ({len(problems)} fields): "
@@ -277,22 +330,3 @@ def _clean(obj: dict) -> dict:
     shown = diff.comparable(obj)
     shown["apiVersion"] = obj.get("apiVersion")
     return {"apiVersion": shown.pop("apiVersion"), **shown}
-
-
-def _schema_fields(version: dict, prefix: str = "") -> dict[str, str]:
-    """Every field path of a version's schema, with its type."""
-    root = (version.get("schema") or {}).get("openAPIV3Schema") or {}
-    found: dict[str, str] = {}
-
-    def walk(node: dict, path: str) -> None:
-        for key, child in (node.get("properties") or {}).items():
-            if not path and key in ("apiVersion", "kind", "metadata"):
-                continue
-            here = f"{path}.{key}" if path else key
-            found[here] = str(child.get("type", "any"))
-            walk(child, here)
-        if isinstance(node.get("items"), dict):
-            walk(node["items"], f"{path}[]")
-
-    walk(root, prefix)
-    return found

@@ -1,26 +1,32 @@
 """One gate run: the cluster, the user's releases and webhook, and the check results.
 
 ``GateRun`` holds the state and the helpers every phase uses (writing objects, counting what
-the server refused); the phases live in their own modules (``history`` with ``deprecation``,
-``roundtrip``, ``conduct``) and each runs once, when a check needs it.
+the server refused); the phases live in their own modules (``history`` with ``deprecation``
+and ``migration``, ``roundtrip``, ``conduct``) and each runs once, when a check needs it.
+
+Every planned check ends with a decision: a phase that raises (the gate's own failure, a
+timeout) turns each check it had not decided into a failure that says why, and a check the
+run never reached says so ("not proven"); none is left showing pass without evidence.
 """
 
 from __future__ import annotations
 
 import itertools
 import time
+import traceback
 from collections import Counter
 
 from crdharness.binaries.versions import Release as KubernetesRelease
 from crdharness.cluster import Cluster
 from crdharness.gate import objects
-from crdharness.gate.api import Answer, Resource, call, read_crd
+from crdharness.gate.api import Answer, Resource, call, read_crd, write_with_retry
 from crdharness.gate.conduct import ConductCheck
 from crdharness.gate.config import GateConfig
 from crdharness.gate.deprecation import DeprecationChecks
 from crdharness.gate.history import HistoryPhase
 from crdharness.gate.kubernetes_upgrade import KubernetesUpgradeCheck
 from crdharness.gate.manifests import Release
+from crdharness.gate.plan import PlannedCheck
 from crdharness.gate.results import CheckResult, NotConvertible
 from crdharness.gate.roundtrip import CandidatePhase
 from crdharness.progress import Reporter
@@ -38,6 +44,7 @@ class GateRun(
         report: Reporter,
         webhook=None,
         kubernetes_path: list[KubernetesRelease] | None = None,
+        planned: list[PlannedCheck] | None = None,
     ):
         self.cluster = cluster
         self.config = config
@@ -53,10 +60,20 @@ class GateRun(
         self.refused = Counter()  # why generated objects were refused, over the whole run
         self.timings: dict[str, float] = {}  # seconds per phase (and set-up steps), for the report
         self.refused_examples: dict[str, str] = {}  # reason -> the server's message, once
+        self.planned = planned or []
+        self.refused_crds: set[str] = set()  # CRDs a release could not install: left out after
+        self.stored_after: dict[int, dict[str, list[str]]] = {}  # release -> storedVersions
+        self.phase_errors: dict[str, str] = {}  # phase -> why it could not finish
+        self.deadline = time.monotonic() + config.timeout
+        self.running_phase: str | None = None  # the innermost phase under way
+        self.in_progress: set[str] = set()  # see working_on
 
     @property
     def candidate(self) -> Release:
         return self.releases[-1]
+
+    def planned_check(self, check: str, subject: str) -> bool:
+        return any(p.check == check and p.subject == subject for p in self.planned)
 
     def result(self, check: str, subject: str) -> CheckResult:
         key = f"{check}:{subject}"
@@ -69,7 +86,9 @@ class GateRun(
             return
         self._phases_done.add(phase)
         started = time.perf_counter()
+        outer, self.running_phase = self.running_phase, phase
         try:
+            self.check_deadline(f"the {phase} phase")
             phases = {
                 "history": self._history,
                 "candidate": self._candidate,
@@ -77,8 +96,62 @@ class GateRun(
                 "kubernetes": self._kubernetes,
             }
             phases[phase]()
+        except (Exception, GateTimeout) as exc:  # the gate's own failure becomes the checks'
+            self.phase_errors[phase] = _cause(exc)
+            self._fail_undecided(phase, exc)
         finally:
+            self.running_phase = outer
             self.timings[phase] = round(time.perf_counter() - started, 2)
+
+    def check_deadline(self, what: str) -> None:
+        """Raise if the run's ``timeout:`` has passed (checked between steps)."""
+        if time.monotonic() >= self.deadline:
+            raise GateTimeout(
+                f"the gate's time ran out ({self.config.timeout:g} s, `timeout:` in the gate "
+                f"file) before {what}"
+            )
+
+    def working_on(self, *keys: str) -> None:
+        """The checks the phase is deciding now (``check:subject``): if it raises, these fail
+        even where they already hold some evidence."""
+        self.in_progress = set(keys)
+
+    def _fail_undecided(self, phase: str, exc: BaseException) -> None:
+        """After ``phase`` raised: every check of it not decided, or under way, fails."""
+        cause = _cause(exc)
+        where = _where(exc)
+        for planned in self.planned:
+            if planned.phase != phase:
+                continue
+            result = self.result(planned.check, planned.subject)
+            if result.passed is False or (_decided(result) and planned.key not in self.in_progress):
+                continue
+            result.passed = True  # so fail() makes this the headline
+            result.fail(f"the gate could not finish this check: {cause}", where)
+
+    def decision(self, planned: PlannedCheck) -> CheckResult:
+        """The result of a planned check; one the run never reached says why."""
+        result = self.results.get(planned.key)
+        if result is not None and _decided(result):
+            return result
+        result = self.result(planned.check, planned.subject)
+        result.passed = None
+        if planned.phase not in self._phases_done:
+            result.evidence = "not proven: not run (deselected)"
+        elif planned.phase == "history" and self.refused_crds:
+            result.evidence = (
+                f"not proven: not reached ({', '.join(sorted(self.refused_crds))} could not be "
+                "installed: see install)"
+            )
+        else:
+            result.evidence = "not proven: the run did not decide it"
+        return result
+
+    def decide_all(self) -> list[CheckResult]:
+        """Every planned check's result (in plan order), then any other result."""
+        planned = [self.decision(p) for p in self.planned]
+        keys = {p.key for p in self.planned}
+        return planned + [r for key, r in self.results.items() if key not in keys]
 
     def _name(self, prefix: str) -> str:
         return f"{prefix}-{next(self._names)}"
@@ -100,8 +173,12 @@ class GateRun(
                 return Resource.of(release.crds[crd])
         raise KeyError(crd)
 
-    def _create(self, manifest, entry, version, name, namespace, body) -> dict | None:
-        """Create an object (and its status, through the subresource); None if refused."""
+    def _create(
+        self, manifest, entry, version, name, namespace, body, refusals: list | None = None
+    ) -> dict | None:
+        """Create an object (and its status, through the subresource); None if refused.
+        A refusal is counted as refused input, or, given ``refusals``, added to it (the
+        caller judges it)."""
         resource = Resource.of(manifest)
         obj = self._object(manifest, version, name, namespace, body)
         created = call(self.cluster, "POST", resource.path(version, namespace), obj)
@@ -112,7 +189,10 @@ class GateRun(
                 [(f"sent at {version}", obj)],
             )
         if not created.ok:
-            self._count_refusal(created)
+            if refusals is not None:
+                refusals.append(created)
+            else:
+                self._count_refusal(created)
             return None
         if "status" in body and (entry.get("subresources") or {}).get("status") is not None:
             put = self._write_with_retry(
@@ -121,19 +201,17 @@ class GateRun(
                 read_path=resource.path(version, namespace, name),
             )
             if not put.ok:
-                self._count_refusal(put, "status ")
+                if refusals is not None:
+                    refusals.append(put)
+                else:
+                    self._count_refusal(put, "status ")
                 call(self.cluster, "DELETE", resource.path(version, namespace, name))
                 return None
             return put.body
         return created.body
 
     def _object(self, manifest, version, name, namespace, body) -> dict:
-        body = dict(body)
-        labels = body.pop(objects.LABELS, None)
-        obj = objects.manifest(manifest, version, name, namespace, body)
-        if labels:
-            obj["metadata"]["labels"] = labels
-        return obj
+        return objects.manifest(manifest, version, name, namespace, body)
 
     def _count_refusal(self, answer: Answer, what: str = "") -> None:
         if "admission webhook" in answer.message:
@@ -145,14 +223,27 @@ class GateRun(
         self.refused_examples.setdefault(why, answer.message[:300])
 
     def _write_with_retry(self, path: str, change, read_path: str | None = None) -> Answer:
-        """PUT ``change(current)``, reading the object again after a conflict: the user's
-        controllers (a manager's reconcilers run beside its webhook) may write it meanwhile."""
-        answer = None
-        for _ in range(5):
-            current = call(self.cluster, "GET", read_path or path)
-            if not current.ok:
-                return current
-            answer = call(self.cluster, "PUT", path, change(current.body))
-            if answer.status != 409:
-                return answer
-        return answer
+        return write_with_retry(self.cluster, path, change, read_path)
+
+
+class GateTimeout(BaseException):
+    """The run's ``timeout:`` passed. A BaseException, like KeyboardInterrupt: the waits
+    inside a phase retry on ordinary exceptions and must not swallow this one."""
+
+
+def _decided(result: CheckResult) -> bool:
+    return result.passed is not True or bool(result.evidence)
+
+
+def _cause(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {text}"[:400] if text else type(exc).__name__
+
+
+def _where(exc: BaseException) -> str:
+    """The innermost frame of the harness's own code, for the engineer who reads the bug."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if "crdharness" in f.filename]
+    if not frames:
+        return "raised outside the harness"
+    frame = frames[-1]
+    return f"raised at {frame.filename.rsplit('crdharness/', 1)[-1]}:{frame.lineno} ({frame.name})"

@@ -48,6 +48,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="directory with kube-apiserver, etcd and kubectl (or $KUBEBUILDER_ASSETS)",
     )
     group.addoption(
+        "--log-lines",
+        type=int,
+        default=30,
+        help="control-plane log lines shown under a failing test (0: none; the failure "
+        "bundle has them all)",
+    )
+    group.addoption(
         "--keep-cluster",
         nargs="?",
         const="always",

@@ -52,14 +52,15 @@ def pytest_runtest_makereport(item: pytest.Item, call):
         lines = [f"{i}: {claims.get(i, '(not in the catalogue)')}" for i in ids]
         report.sections.append(("behaviours this test covers", "\n".join(lines)))
     running = getattr(item, "funcargs", {}).get("cluster")
-    if running is None:
+    count = item.config.getoption("--log-lines")
+    if running is None or count <= 0:
         return
     for name, path in running.logs.items():
         try:
-            lines = path.read_text(errors="replace").splitlines()[-30:]
+            lines = path.read_text(errors="replace").splitlines()[-count:]
         except OSError:
             continue
-        report.sections.append((f"{name} log (last 30 lines of {path})", "\n".join(lines)))
+        report.sections.append((f"{name} log (last {count} lines of {path})", "\n".join(lines)))
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):

@@ -18,11 +18,9 @@ import yaml
 from crdharness import paths
 from crdharness.cluster import Cluster
 
-ARTIFACTS = paths.ARTIFACTS
 
-
-def write(cluster: Cluster, extra_files: list[Path], root: Path = ARTIFACTS) -> Path:
-    bundle = root / f"failure-bundle-{time.strftime('%Y%m%d-%H%M%S')}"
+def write(cluster: Cluster, extra_files: list[Path], root: Path | None = None) -> Path:
+    bundle = (root or paths.artifacts()) / f"failure-bundle-{time.strftime('%Y%m%d-%H%M%S')}"
     bundle.mkdir(parents=True, exist_ok=True)
     for name, log in cluster.logs.items():
         if log.exists():

@@ -52,6 +52,41 @@ def wait_discovery(
     )
 
 
+def lists_resource(api_client: client.ApiClient, group: str, version: str, plural: str) -> bool:
+    """Whether discovery of ``group/version`` lists ``plural`` right now."""
+    try:
+        found = _json(
+            client.CustomObjectsApi(api_client).get_api_resources(
+                group, version, _preload_content=False
+            )
+        )
+    except ApiException:
+        return False
+    return any(r.get("name") == plural for r in found.get("resources") or [])
+
+
+def wait_resource_discovery(
+    api_client: client.ApiClient,
+    group: str,
+    plural: str,
+    served: set[str],
+    unserved: set[str] = frozenset(),
+    timeout: float = 60,
+) -> None:
+    """Wait until discovery lists ``plural`` at every served version and at no unserved one:
+    one resource's view, whatever else its group holds (a bundle of CRDs shares a group)."""
+
+    def state() -> dict[str, bool]:
+        return {v: lists_resource(api_client, group, v, plural) for v in served | unserved}
+
+    wait_for(
+        lambda: all(state()[v] == (v in served) for v in served | unserved),
+        timeout,
+        f"discovery to list {plural}.{group} at exactly {sorted(served)}",
+        last_seen=lambda: str({v: "listed" if on else "absent" for v, on in state().items()}),
+    )
+
+
 def wait_serving(
     api_client: client.ApiClient, group: str, plural: str, versions: set[str], timeout: float = 60
 ) -> None:
@@ -64,7 +99,7 @@ def wait_serving(
         try:
             objects.list_cluster_custom_object(group, version, plural, _preload_content=False)
         except ApiException as exc:
-            last["answer"] = f"{exc.status} {_message(exc)}"
+            last["answer"] = f"{exc.status} {error_message(exc)}"
             # Not routed yet (404) or storage still initialising (429): wait. Anything else
             # (a conversion failure a test provoked on purpose) is an answer.
             return exc.status not in (404, 429)
@@ -169,7 +204,7 @@ def wait_crds_work(api_client: client.ApiClient, timeout: float = 60) -> None:
     delete_and_wait(api_client, READINESS_CRD["metadata"]["name"])
 
 
-def _message(exc: ApiException) -> str:
+def error_message(exc: ApiException) -> str:
     """The Status message of an API error (the body as it came if it is not a Status)."""
     try:
         return json.loads(exc.body)["message"]

@@ -16,6 +16,7 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from crdharness.polling import wait_for
+from crdharness.scenarios.crds import error_message
 
 MAX_ATTEMPTS = 10
 BUSY_TIMEOUT = 60.0  # seconds a request is repeated while the API server answers 429
@@ -32,6 +33,7 @@ class MigrationResult:
     rewritten: list[str] = field(default_factory=list)  # "<namespace>/<name>"
     conflicts: int = 0
     vanished: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)  # key -> why (with keep_going)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
 
@@ -64,6 +66,7 @@ def migrate(
     plural: str,
     before_write: Callable[[dict], None] | None = None,
     workers: int = 1,
+    keep_going: bool = False,
 ) -> MigrationResult:
     """Rewrite every ``plural.group`` object through ``version`` (any served version works;
     the storage version avoids a conversion round trip). ``workers`` > 1 rewrites objects
@@ -82,17 +85,21 @@ def migrate(
         with ThreadPoolExecutor(workers) as pool:
             list(
                 pool.map(
-                    lambda item: _rewrite(api, group, version, plural, item, before_write, result),
+                    lambda item: _rewrite(
+                        api, group, version, plural, item, before_write, result, keep_going
+                    ),
                     items,
                 )
             )
         return result
     for item in items:
-        _rewrite(api, group, version, plural, item, before_write, result)
+        _rewrite(api, group, version, plural, item, before_write, result, keep_going)
     return result
 
 
-def _rewrite(api, group, version, plural, item, before_write, result: MigrationResult) -> None:
+def _rewrite(
+    api, group, version, plural, item, before_write, result: MigrationResult, keep_going=False
+) -> None:
     """Write one object back unchanged; on a conflict read it again and retry."""
     name, namespace = item["metadata"]["name"], item["metadata"].get("namespace")
     key = f"{namespace or ''}/{name}"
@@ -120,6 +127,9 @@ def _rewrite(api, group, version, plural, item, before_write, result: MigrationR
         except ApiException as exc:
             if exc.status == 404:
                 result.vanished.append(key)
+                break
+            if exc.status != 409 and keep_going:
+                result.failed[key] = f"{exc.status} {error_message(exc)}"
                 break
             if exc.status != 409:
                 raise

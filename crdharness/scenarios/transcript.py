@@ -12,7 +12,9 @@ from pathlib import Path
 
 from crdharness import paths
 
-ARTIFACTS = paths.ARTIFACTS / "transcripts"
+
+def _directory() -> Path:
+    return paths.artifacts() / "transcripts"
 
 
 @dataclass
@@ -60,13 +62,13 @@ class Transcript:
         self.write()
 
     def write(self) -> Path:
-        ARTIFACTS.mkdir(parents=True, exist_ok=True)
-        path = ARTIFACTS / f"{self.name}.md"
+        _directory().mkdir(parents=True, exist_ok=True)
+        path = _directory() / f"{self.name}.md"
         path.write_text(self.render())
         return path
 
 
 def written_since(timestamp: float) -> list[Path]:
-    if not ARTIFACTS.is_dir():
+    if not _directory().is_dir():
         return []
-    return sorted(p for p in ARTIFACTS.glob("*.md") if p.stat().st_mtime >= timestamp)
+    return sorted(p for p in _directory().glob("*.md") if p.stat().st_mtime >= timestamp)

@@ -125,6 +125,7 @@ REWRITES: dict[str, Callable[[dict, dict], None]] = {
     "mutate-labels": _each(_add("labels", "converted-by", "crdconvert")),
     "mutate-annotations": _each(_add("annotations", "crdconvert/converted", "true")),
     "drop-labels": _each(lambda o: _metadata(o).pop("labels", None)),
+    "drop-annotations": _each(lambda o: _metadata(o).pop("annotations", None)),
     "mutate-other-metadata": _each(lambda o: _metadata(o).update(OTHER_METADATA)),
     "extra-field": _each(lambda o: o.__setitem__("extra", 1)),
     "lose-fields": _each(lambda o: [o.pop(k, None) for k in ("host", "port", "hostPort")]),
@@ -135,7 +136,13 @@ REWRITES: dict[str, Callable[[dict, dict], None]] = {
     "failed-with-objects": _failed_with_objects,
 }
 HTTP_FAULTS = {"http-500": 500, "http-404": 404}
-NAMES = (*REWRITES, *HTTP_FAULTS, "delay=<seconds>", "drop-field=<path>")
+NAMES = (
+    *REWRITES,
+    *HTTP_FAULTS,
+    "delay=<seconds>",
+    "drop-field=<path>",
+    "swap-fields=<path>+<path>",
+)
 
 
 def _drop(obj: dict, path: str) -> None:
@@ -145,6 +152,22 @@ def _drop(obj: dict, path: str) -> None:
         obj = obj.get(part) if isinstance(obj, dict) else None
     if isinstance(obj, dict):
         obj.pop(last, None)
+
+
+def _swap(obj: dict, first: str, second: str) -> None:
+    """Exchange the values at two paths (both present): a converter that maps each field to
+    the other one, in both directions, so a round trip A->B->A looks exact."""
+
+    def parent(path: str) -> tuple[dict | None, str]:
+        *parents, last = path.split(".")
+        node = obj
+        for part in parents:
+            node = node.get(part) if isinstance(node, dict) else None
+        return (node if isinstance(node, dict) else None), last
+
+    (a, a_key), (b, b_key) = parent(first), parent(second)
+    if a is not None and b is not None and a_key in a and b_key in b:
+        a[a_key], b[b_key] = b[b_key], a[a_key]
 
 
 ENV_VAR = "CRDCONVERT_FAULTS"
@@ -160,6 +183,7 @@ class Faults:
     http_status: int | None = None
     delay: float = 0.0
     dropped: list[str] = field(default_factory=list)  # drop-field=<path>, repeatable
+    swapped: list[tuple[str, str]] = field(default_factory=list)  # swap-fields=<a>+<b>
 
     @classmethod
     def parse(cls, specs: list[str]) -> Faults:
@@ -172,6 +196,9 @@ class Faults:
                 faults.http_status = HTTP_FAULTS[name]
             elif name == "drop-field" and value:
                 faults.dropped.append(value)
+            elif name == "swap-fields" and value.count("+") == 1:
+                first, second = value.split("+")
+                faults.swapped.append((first, second))
             elif name == "delay":
                 try:
                     faults.delay = float(value)
@@ -189,7 +216,7 @@ class Faults:
 
     @property
     def active(self) -> bool:
-        return bool(self.rewrites or self.http_status or self.delay or self.dropped)
+        return bool(self.rewrites or self.http_status or self.delay or self.dropped or self.swapped)
 
     def describe(self) -> list[str]:
         names = list(self.rewrites)
@@ -198,12 +225,15 @@ class Faults:
         if self.delay:
             names.append(f"delay={self.delay:g}")
         names += [f"drop-field={path}" for path in self.dropped]
+        names += [f"swap-fields={a}+{b}" for a, b in self.swapped]
         return names
 
     def apply(self, answer: dict, request: dict) -> dict:
         for name in self.rewrites:
             REWRITES[name](answer, request)
-        for path in self.dropped:
-            for obj in _objects(answer):
+        for obj in _objects(answer):
+            for path in self.dropped:
                 _drop(obj, path)
+            for first, second in self.swapped:
+                _swap(obj, first, second)
         return answer

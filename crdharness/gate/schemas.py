@@ -1,0 +1,50 @@
+"""What a version's structural schema says, field by field: the paths it declares and their
+types, and where two versions of one release differ (what strategy ``None`` cannot carry)."""
+
+from __future__ import annotations
+
+from crdharness.gate.manifests import Release
+
+TOP_LEVEL = ("apiVersion", "kind", "metadata")
+
+
+def schema_fields(version: dict) -> dict[str, str]:
+    """Every field path of a version's schema (``spec.items[].name``), with its type."""
+    root = (version.get("schema") or {}).get("openAPIV3Schema") or {}
+    found: dict[str, str] = {}
+
+    def walk(node: dict, path: str) -> None:
+        for key, child in (node.get("properties") or {}).items():
+            if not path and key in TOP_LEVEL:
+                continue
+            here = f"{path}.{key}" if path else key
+            found[here] = str(child.get("type", "any"))
+            walk(child, here)
+        if isinstance(node.get("items"), dict):
+            walk(node["items"], f"{path}[]")
+
+    walk(root, "")
+    return found
+
+
+def fields_of(release: Release, crd: str, version: str) -> dict[str, str]:
+    entry = next((v for v in release.versions(crd) if v["name"] == version), {})
+    return schema_fields(entry)
+
+
+def schema_differences(release: Release, crd: str, a: str, b: str) -> list[str]:
+    """Fields written at ``a`` that ``b`` cannot hold as they are: absent, or of another type."""
+    at_a, at_b = fields_of(release, crd, a), fields_of(release, crd, b)
+    problems = []
+    for path, kind in sorted(at_a.items()):
+        if path not in at_b:
+            problems.append(f"{path} exists at {a} but not at {b}: lost when read at {b}")
+        elif at_b[path] != kind:
+            problems.append(f"{path} is {kind} at {a} but {at_b[path]} at {b}: invalid at {b}")
+    return problems
+
+
+def shared_fields(release: Release, crd: str, a: str, b: str) -> set[str]:
+    """Paths with one schema type at both versions (``any`` excluded: it says nothing)."""
+    at_a, at_b = fields_of(release, crd, a), fields_of(release, crd, b)
+    return {p for p, kind in at_a.items() if kind != "any" and at_b.get(p) == kind}
