@@ -155,13 +155,131 @@ def test_agnhost_as_the_users_webhook_passes(tmp_path, agnhost_binary):
     assert leftovers == []
 
 
-def test_a_three_release_history_passes_because_the_gate_migrates(tmp_path):
+def test_a_three_release_history_passes_when_release_2_ships_a_migration(tmp_path):
     code, report, output = gate(tmp_path, "backup-history/gate.yaml")
     assert code == 0, output[-3000:]
     found = checks(report)
-    assert "storedVersions ['v1alpha1', 'v1'] -> [v1]" in found["migration[release 2]"]["evidence"]
-    assert "etcd keys untouched" in found["upgrade[release 1->2]"]["evidence"]
-    assert found["deprecation[release 2]"]["evidence"].startswith("Warning header on get, list")
+    migration = found["migration[release 2]"]["evidence"]
+    assert migration.startswith("Kubernetes' StorageVersionMigration")
+    assert "etcd keys at v1, storedVersions ['v1']" in migration
+    assert report["stored_versions_after_release"] == {
+        "release 1": {"backups.gate.example.com": ["v1alpha1"]},
+        "release 2": {"backups.gate.example.com": ["v1"]},
+        "release 3": {"backups.gate.example.com": ["v1"]},
+    }
+    upgrade = found["upgrade[release 1->2]"]["evidence"]
+    assert "etcd keys untouched" in upgrade and "written again" in upgrade
+    assert found["deprecation[release 2]"]["evidence"].startswith(
+        "Warning header on backups v1alpha1"
+    )
+
+
+def test_without_a_shipped_migration_the_still_stored_version_blocks_its_removal(tmp_path):
+    # What clusters really do: nothing migrates, storedVersions keeps v1alpha1, and the
+    # release that removes it is refused. (The gate used to migrate on its own and pass.)
+    code, report, _ = gate(tmp_path, "backup-history/gate-no-migration.yaml")
+    assert code != 0
+    assert failed(report) == {"migration[release 2->3]", "install[release 3]"}
+    migration = checks(report)["migration[release 2->3]"]
+    assert (
+        "clusters that still store v1alpha1 reject this revision with 422"
+        in (migration["evidence"])
+    )
+    details = "\n".join(migration["details"])
+    assert "v1alpha1 has been in status.storedVersions since release 1 stored it" in details
+    assert "a conversion path to v1 exists" in details and "migrate: rewrite" in details
+    assert "must remain in spec.versions" in details  # the API server's own words
+    assert report["stored_versions_after_release"]["release 2"] == {
+        "backups.gate.example.com": ["v1alpha1", "v1"]
+    }
+    # Every planned check is in the report, decided: none left showing pass without evidence.
+    assert all(c["status"] != "pass" or c["evidence"] for c in report["checks"])
+    # Contained: the failure bundle is under --artifacts, not in the harness's checkout.
+    assert list((tmp_path / "gate").glob("failure-bundle-*/kube-apiserver.log"))
+
+
+def test_the_projects_own_migration_command_runs_after_its_release(tmp_path):
+    code, report, output = gate(tmp_path, "backup-history/gate-migrate-command.yaml")
+    assert code == 0, output[-3000:]
+    migration = checks(report)["migration[release 2]"]["evidence"]
+    assert migration.startswith("the project's command")
+    assert "storedVersions ['v1']" in migration
+
+
+def test_a_bundle_of_two_crds_in_one_group_is_gated_crd_by_crd(tmp_path):
+    code, report, output = gate(tmp_path, "bundle/gate.yaml")
+    assert code != 0
+    assert failed(report) == {"migration[release 2->3]", "install[release 3]"}, output[-3000:]
+    found = checks(report)
+    assert (
+        "snapshots.bundle.gate.example.com: clusters that still store v1alpha1"
+        in (found["migration[release 2->3]"]["evidence"])
+    )
+    # Schedules, which keeps v1alpha1 listed, went on: its objects were read and written.
+    upgrade = found["upgrade[release 2->3]"]
+    assert upgrade["status"] == "pass" and "written again" in upgrade["evidence"]
+    # A deprecated version whose schema requires spec: checked on objects it accepts.
+    assert found["deprecation[release 2]"]["status"] == "pass"
+    code, report, output = gate(tmp_path / "migrated", "bundle/gate-migrated.yaml")
+    assert code == 0, output[-3000:]
+    assert "a rewrite of every object" in checks(report)["migration[release 2]"]["evidence"]
+
+
+def test_an_added_optional_field_keeps_old_objects_writable(tmp_path):
+    code, report, output = gate(tmp_path, "narrowed/gate.yaml")
+    assert code == 0, output[-3000:]
+    assert "all accepted" in checks(report)["upgrade[release 1->2]"]["evidence"]
+
+
+def test_a_new_required_field_fails_the_upgrade_on_every_write_of_old_objects(tmp_path):
+    code, report, _ = gate(tmp_path, "narrowed/gate-required.yaml")
+    assert code != 0
+    assert failed(report) == {"upgrade[release 1->2]"}
+    upgrade = checks(report)["upgrade[release 1->2]"]
+    assert "cannot be written under release 2" in upgrade["evidence"]
+    details = "\n".join(upgrade["details"])
+    assert "spec.owner: Required value" in details
+    # 1.37 ratchets validation: unchanged old objects are still accepted; re-creating the same
+    # content (a restore, a re-apply) is what the server refuses, and the finding says so.
+    assert "created again (dry run, as a restore or re-apply would) at v1: 422" in details
+    assert "the candidate refuses your sample" in details
+
+
+def test_a_webhook_that_swaps_two_fields_both_ways_fails_the_cross_version_oracle(tmp_path):
+    code, report, _ = gate(tmp_path, "crontab-webhook/gate-swapped.yaml")
+    assert code != 0
+    assert failed(report) == {
+        "round-trip[crontabs.gate.example.com v1->v1beta1]",
+        "round-trip[crontabs.gate.example.com v1beta1->v1]",
+    }
+    for key in failed(report):
+        evidence = checks(report)[key]["evidence"]
+        assert "read differently" in evidence and ("cronSpec" in evidence or "image" in evidence)
+
+
+def test_a_webhook_that_drops_annotations_fails_and_names_them(tmp_path):
+    code, report, _ = gate(tmp_path, "backup-webhook/gate-drops-annotations.yaml")
+    assert code != 0
+    found = [checks(report)[k]["evidence"] for k in failed(report)]
+    assert found and all("metadata.annotations" in e for e in found), found
+
+
+def test_a_latency_budget_is_judged_at_p99(tmp_path):
+    code, report, _ = gate(tmp_path, "crontab-webhook/gate-latency-budget.yaml")
+    assert code != 0
+    assert failed(report) == {"webhook-conduct[webhook]"}
+    assert "over the budget of 0.001 ms" in checks(report)["webhook-conduct[webhook]"]["evidence"]
+
+
+def test_a_run_out_of_time_fails_what_it_could_not_decide_and_reports_every_check(tmp_path):
+    code, report, _ = gate(tmp_path, "crontab-webhook/gate-timeout.yaml")
+    assert code != 0
+    statuses = {key: c["status"] for key, c in checks(report).items()}
+    assert "round-trip[crontabs.gate.example.com v1->v1beta1]" in statuses
+    assert "webhook-conduct[webhook]" in statuses
+    timed_out = [c for c in report["checks"] if "time ran out" in c["evidence"]]
+    assert timed_out and all(c["status"] == "FAIL" for c in timed_out)
+    assert all(c["status"] != "pass" or c["evidence"] for c in report["checks"])
 
 
 def test_removing_a_version_never_deprecated_fails_the_deprecation_check(tmp_path):

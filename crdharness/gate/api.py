@@ -56,17 +56,33 @@ def call(cluster: Cluster, method: str, path: str, body: dict | None = None) -> 
 
 def apply(cluster: Cluster, path: str, body: dict, manager: str) -> Answer:
     """Server-side apply of ``body`` (as ``kubectl apply --server-side`` sends it)."""
-    import json
-
     return _answer(
         cluster.http.request(
             "PATCH",
             f"{path}?fieldManager={manager}",
-            data=json.dumps(body),
+            data=yaml_safe_json(body).encode(),
             headers={"Content-Type": "application/apply-patch+yaml"},
             timeout=REQUEST_TIMEOUT,
         )
     )
+
+
+# What YAML lets stand unescaped (its printable set, which the API server's decoder enforces
+# on apply patches even when they are JSON; JSON escapes tabs and newlines itself).
+# Line breaks to YAML (NEL, U+2028, U+2029) are folded in a quoted scalar: escaped too.
+_NOT_PRINTABLE = re.compile(
+    "[^\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]"
+)
+
+
+def yaml_safe_json(body: dict) -> str:
+    """JSON the API server's YAML decoder reads as it is: characters outside the BMP written
+    out (YAML refuses the surrogate pairs JSON would escape them as), the rest of what YAML
+    cannot carry unescaped written as ``\\uXXXX``."""
+    import json
+
+    text = json.dumps(body, ensure_ascii=False)
+    return _NOT_PRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def write_with_retry(cluster: Cluster, path: str, change, read_path: str | None = None) -> Answer:

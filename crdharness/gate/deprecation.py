@@ -108,7 +108,8 @@ class DeprecationChecks:
                             f"{verb} at {version}: {answer.status}, warnings {answer.warnings}",
                         )
                 verbs = ", ".join(answers)
-                checked.append(f"{version} ({'custom' if custom else 'default'} text; {verbs})")
+                text = "custom" if custom else "default"
+                checked.append(f"{resource.plural} {version} ({text} text; {verbs})")
         if result.passed is not False:
             result.evidence = (
                 f"Warning header on {', '.join(checked)}"

@@ -68,7 +68,10 @@ class HistoryPhase:
             stored_before = {name: migration.stored_versions(self.cluster, name) for name in live}
             self.refused_crds |= self._install(release, live, stored_before)
             live = self.live(release)
+            if not live:
+                continue  # nothing of this release is on the cluster: the rest is not reached
             written = [w for w in written if w.crd not in self.refused_crds]
+            before = {key: v for key, v in before.items() if key[0] not in self.refused_crds}
             if i:
                 self._check_upgrade(release, written, before, stored_before)
                 self._check_removal_policy(release)
@@ -80,12 +83,6 @@ class HistoryPhase:
             }
         self.history_completed = True  # to its end: refused CRDs are in refused_crds
         self.working_on()
-
-
-def _about(subject: str, index: int) -> bool:
-    """Whether a history check's subject ("release 3", "release 2->3") is release
-    ``index``'s work."""
-    return subject.endswith(f"release {index + 1}") or subject.endswith(f"->{index + 1}")
 
     def live(self, release: Release) -> list[str]:
         """The CRDs of ``release`` the history still carries (none refused before)."""
@@ -409,3 +406,9 @@ def _about(subject: str, index: int) -> bool:
             shown.append(f"{name}: all {total} etcd keys at {storage}, storedVersions {stored}")
         if result.passed is not False:
             result.evidence = f"{shipped.describe()}: " + "; ".join(shown)
+
+
+def _about(subject: str, index: int) -> bool:
+    """Whether a history check's subject ("release 3", "release 2->3") is release
+    ``index``'s work."""
+    return subject.endswith(f"release {index + 1}") or subject.endswith(f"->{index + 1}")

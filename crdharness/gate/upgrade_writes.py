@@ -6,8 +6,12 @@ a length or a pattern, or changes a field's type still reads them, while every c
 update and every ``kubectl apply`` of them is refused. The writes, in the order clients make
 them: an update with what was read (a controller's Update), one with a changed annotation,
 a server-side apply of the same content by another field manager, and a status update
-through ``/status`` where the subresource exists. Where the API server ratchets validation
-(unchanged values of an object are not judged again), these are what it really accepts.
+through ``/status`` where the subresource exists. The API server ratchets validation (from
+1.33: values an update leaves unchanged are not judged again by the new schema), so these
+writes may all be accepted while the object is no longer valid: last, the same content is
+created again as a dry run, as a restore from backup or a GitOps re-apply would, and a
+refusal there says which writes still fail (any that changes the offending fields, and every
+re-create).
 """
 
 from __future__ import annotations
@@ -46,6 +50,22 @@ def write_again(cluster: Cluster, path: str, version: str, has_status: bool) -> 
             "status update through /status",
             write_with_retry(cluster, f"{path}/status", lambda c: c, read_path=path),
         )
+    if current.ok and not refused:
+        again = _applied(current.body)
+        again["metadata"] = {
+            "generateName": "gate-recreated-",
+            **{k: v for k, v in again["metadata"].items() if k not in ("name", "annotations")},
+        }
+        collection = path.rsplit("/", 1)[0]
+        recreated = call(cluster, "POST", f"{collection}?dryRun=All", again)
+        # An admission webhook with side effects refuses every dry run: that says nothing here.
+        if not recreated.ok and "dry run" not in recreated.message.lower():
+            refused.append(
+                f"the same content created again (dry run, as a restore or re-apply would) at "
+                f"{version}: {recreated.status} {recreated.message} — the writes above pass "
+                "only because the API server ratchets validation of unchanged values; a write "
+                "that changes these fields, and every re-create, is refused"
+            )
     return refused
 
 
