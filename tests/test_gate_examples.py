@@ -167,6 +167,7 @@ def test_a_three_release_history_passes_when_release_2_ships_a_migration(tmp_pat
         "release 2": {"backups.gate.example.com": ["v1"]},
         "release 3": {"backups.gate.example.com": ["v1"]},
     }
+    assert found["deprecation[release 2->3]"]["status"] == "pass"  # unserved after deprecation
     upgrade = found["upgrade[release 1->2]"]["evidence"]
     assert "etcd keys untouched" in upgrade and "written again" in upgrade
     assert found["deprecation[release 2]"]["evidence"].startswith(
@@ -196,6 +197,21 @@ def test_without_a_shipped_migration_the_still_stored_version_blocks_its_removal
     assert all(c["status"] != "pass" or c["evidence"] for c in report["checks"])
     # Contained: the failure bundle is under --artifacts, not in the harness's checkout.
     assert list((tmp_path / "gate").glob("failure-bundle-*/kube-apiserver.log"))
+
+
+def test_removing_a_migrated_version_breaks_server_side_apply_of_old_objects(tmp_path):
+    # kubernetes/kubernetes#111937, as knative/operator#1184 shipped it: storage migrated and
+    # storedVersions trimmed, the removal is accepted, yet managedFields still name the version.
+    code, report, _ = gate(tmp_path, "backup-history/gate-removed-after-migration.yaml")
+    assert code != 0
+    assert failed(report) == {"upgrade[release 2->3]"}
+    upgrade = checks(report)["upgrade[release 2->3]"]
+    assert "server-side apply of the same content at v1: 500" in upgrade["evidence"]
+    assert any(
+        "keep that version in spec.versions with served: false" in line
+        for line in (upgrade["details"])
+    )
+    assert checks(report)["migration[release 2->3]"]["status"] == "pass"
 
 
 def test_the_projects_own_migration_command_runs_after_its_release(tmp_path):

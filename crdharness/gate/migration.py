@@ -185,7 +185,8 @@ def removal_advice(
             "storage-version-migration`, `migrate: rewrite`, or your own `migrate: {command: "
             f"...}}` on release {previous.index + 1}), and remove "
             f"{', '.join(removed)} only in a later release; or keep "
-            f"{', '.join(removed)} in spec.versions with served: false until clusters migrated"
+            f"{', '.join(removed)} in spec.versions with served: false (objects' managedFields "
+            "name it after any migration, and server-side apply needs it to convert them)"
         )
     else:
         advice.append(

@@ -20,6 +20,15 @@ from crdharness.cluster import Cluster
 from crdharness.gate.api import Answer, apply, call, write_with_retry
 
 TOUCHED = "gate.crdharness.io/written-again"
+# What server-side apply answers for an object whose metadata.managedFields name a version the
+# CRD no longer lists (kubernetes/kubernetes#111937): migrating storage does not rewrite them.
+STALE_MANAGED_FIELDS = "request to convert CR to an invalid group/version"
+MANAGED_FIELDS_ADVICE = (
+    "the object's metadata.managedFields still name a version this release removed "
+    "(kubernetes/kubernetes#111937): every server-side apply of it fails, whatever was "
+    "migrated; keep that version in spec.versions with served: false, or have the migration "
+    "also drop those managedFields entries"
+)
 MANAGER = "crdharness-gate"
 SERVER_FIELDS = ("resourceVersion", "managedFields", "uid", "creationTimestamp", "generation")
 
@@ -31,6 +40,8 @@ def write_again(cluster: Cluster, path: str, version: str, has_status: bool) -> 
     def judge(what: str, answer: Answer) -> None:
         if not answer.ok:
             refused.append(f"{what} at {version}: {answer.status} {answer.message}")
+            if STALE_MANAGED_FIELDS in answer.message:
+                refused.append(MANAGED_FIELDS_ADVICE)
 
     judge("update with what was read", write_with_retry(cluster, path, lambda current: current))
 
