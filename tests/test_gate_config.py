@@ -53,6 +53,34 @@ policy: {require_deprecation_before_removal: false}
     assert config.require_deprecation_before_removal is False
 
 
+def test_each_release_may_say_what_migration_its_upgrade_ships(tmp_path):
+    config = load(
+        write(
+            tmp_path,
+            """
+crds:
+  - crd.yaml
+  - {path: crd.yaml, migrate: storage-version-migration}
+  - {path: [crd.yaml, crd.yaml], migrate: rewrite}
+  - path: crd.yaml
+    migrate: {command: "./bin/migrate --kubeconfig={kubeconfig}"}
+timeout: 600
+strict: true
+webhook: {command: x, latency_budget_ms: 25}
+""",
+        )
+    )
+    assert [len(r) for r in config.crds] == [1, 1, 2, 1]
+    assert {i: m.kind for i, m in config.migrations.items()} == {
+        1: "storage-version-migration",
+        2: "rewrite",
+        3: "command",
+    }
+    assert config.migrations[3].command == ("./bin/migrate", "--kubeconfig={kubeconfig}")
+    assert config.timeout == 600.0 and config.strict is True
+    assert config.webhook.latency_budget_ms == 25.0
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
@@ -89,6 +117,12 @@ policy: {require_deprecation_before_removal: false}
         ("crds: [crd.yaml]\nallow: [{path: a, between: [v1, v2], reason: ' '}]\n", "must say why"),
         ("crds: [crd.yaml]\npolicy: {strict: true}\n", "policy.strict: unknown key"),
         ("- crd.yaml\n", "(top): must be a mapping"),
+        ("crds: [{migrate: rewrite}]\n", "crds[0].path: missing"),
+        ("crds: [{path: crd.yaml, migrate: magic}]\n", "crds[0].migrate: must be storage-ver"),
+        ("crds: [{path: crd.yaml, migrate: {cmd: x}}]\n", "crds[0].migrate.cmd: unknown key"),
+        ("crds: [{path: crd.yaml, migrate: {command: '{kubecfg}'}}]\n", "unknown placeholder"),
+        ("crds: [crd.yaml]\ntimeout: 0\n", "timeout: must be more than 0"),
+        ("crds: [crd.yaml]\nstrict: sure\n", "strict: must be a bool"),
     ],
 )
 def test_a_bad_file_is_refused_in_one_line(tmp_path, text, expected):

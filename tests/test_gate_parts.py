@@ -124,6 +124,18 @@ def test_leaves_name_every_scalar_by_its_path_and_schema_path():
     assert diff.schema_path("spec.ports[12].name") == "spec.ports[].name"
 
 
+def test_apply_patches_are_json_the_api_servers_yaml_decoder_reads_unchanged():
+    import yaml
+
+    from crdharness.gate.api import yaml_safe_json
+
+    # YAML refuses the surrogate pairs JSON escapes astral characters as, and folds NEL and
+    # U+2028 as line breaks: the value the server reads must be the value sent.
+    for text in ["a\x9ab", "\U0001f600", "x\x00y", "line\x85break", "sep\u2028", "\ufeff", "é"]:
+        body = {"spec": {"text": text}}
+        assert yaml.safe_load(yaml_safe_json(body)) == body
+
+
 def test_comparable_drops_what_every_write_changes():
     obj = {
         "apiVersion": "example.com/v1",
