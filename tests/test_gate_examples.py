@@ -285,6 +285,10 @@ def test_a_latency_budget_is_judged_at_p99(tmp_path):
     assert code != 0
     assert failed(report) == {"webhook-conduct[webhook]"}
     assert "over the budget of 0.001 ms" in checks(report)["webhook-conduct[webhook]"]["evidence"]
+    # Five generated objects per version are below `min_objects` (10): not proven, not pass.
+    round_trip = checks(report)["round-trip[crontabs.gate.example.com v1beta1->v1]"]
+    assert round_trip["status"] == "not proven"
+    assert round_trip["evidence"].startswith("not proven: only 5 objects reached this check")
 
 
 def test_a_run_out_of_time_fails_what_it_could_not_decide_and_reports_every_check(tmp_path):

@@ -98,6 +98,7 @@ class GateConfig:
     migrations: dict[int, Migration] = field(default_factory=dict)  # release index -> shipped
     timeout: float = 1800.0  # seconds the whole run may take
     strict: bool = False  # an empty value read back absent (or the reverse) is a finding
+    min_objects: int = 10  # fewer compared per version pair: round trips are "not proven"
 
     @property
     def root(self) -> Path:
@@ -117,6 +118,7 @@ TOP_KEYS = {
     "upgrade_objects",
     "timeout",
     "strict",
+    "min_objects",
 }
 RELEASE_KEYS = {"path", "migrate"}
 WEBHOOK_KEYS = {
@@ -223,7 +225,7 @@ def load(source: Path | str) -> GateConfig:
         config.samples = [
             reader.path(n, f"samples[{i}]") for i, n in enumerate(_sequence(reader, top, "samples"))
         ]
-    for name in ("generate", "seed", "upgrade_objects"):
+    for name in ("generate", "seed", "upgrade_objects", "min_objects"):
         if name in top:
             value = reader.scalar(top[name], name, int)
             if value < 0:

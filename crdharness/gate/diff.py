@@ -64,10 +64,20 @@ def differences(before, after, path: str = "") -> list[Difference]:
             Difference(join(path, k), "added", None, after[k]) for k in after if k not in before
         ]
         return found
-    if isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
+    if isinstance(before, list) and isinstance(after, list):
+        # Item by item, so the path names what differs (not the whole list); items beyond the
+        # shorter list were lost or added.
         found = []
-        for i, (b, a) in enumerate(zip(before, after, strict=True)):
+        for i, (b, a) in enumerate(zip(before, after, strict=False)):
             found += differences(b, a, join(path, i))
+        found += [
+            Difference(join(path, i), "lost", v) for i, v in enumerate(before) if i >= len(after)
+        ]
+        found += [
+            Difference(join(path, i), "added", None, v)
+            for i, v in enumerate(after)
+            if i >= len(before)
+        ]
         return found
     if same(before, after):
         return []

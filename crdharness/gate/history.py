@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from crdharness.gate import diff, migration, objects
+from crdharness.gate import diff, migration, objects, schemas
 from crdharness.gate.api import (
     Answer,
     Resource,
@@ -45,6 +45,7 @@ class Written:
     name: str
     namespace: str | None
     seen: dict[str, dict] = field(default_factory=dict)  # version -> object read at it
+    sent: dict = field(default_factory=dict)  # the body written (fields, status)
 
 
 class HistoryPhase:
@@ -196,6 +197,18 @@ class HistoryPhase:
                     found = diff.differences(
                         diff.comparable(obj.seen[version]), diff.comparable(got.body)
                     )
+                    entry = next(v for v in release.versions(obj.crd) if v["name"] == version)
+                    defaults = [
+                        d
+                        for d in found
+                        if not schemas.present(obj.sent, d.path)
+                        and schemas.defaulted(entry, d.path)
+                    ]
+                    for d in defaults:  # the new release's defaults, filled in on read
+                        note = f"{obj.crd} at {version}: {d.path} defaulted on read: {d.describe()}"
+                        if note not in result.normalised:
+                            result.normalised.append(note)
+                    found = [d for d in found if d not in defaults]
                     if found:
                         result.fail(
                             f"{obj.name} read at {version} changed with the upgrade: "
@@ -233,10 +246,16 @@ class HistoryPhase:
                 if self.cluster.etcd is not None
                 else "; stored bytes not checked: no etcd access on this cluster"
             )
+            left_out = sorted(n for n in release.crds if n in self.refused_crds)
             result.evidence = (
                 f"{len(written)} objects read at every served version ({checked} reads), "
                 f"unchanged{etcd}; written again {writes} times (update, annotation, "
                 "server-side apply, status), all accepted"
+                + (
+                    f"; not checked: {', '.join(left_out)} (refused, see install)"
+                    if left_out
+                    else ""
+                )
             )
 
     def _write_again(self, result, release: Release, written: list[Written]) -> int:
@@ -346,7 +365,11 @@ class HistoryPhase:
                     if created is None:
                         continue
                     record = Written(
-                        name, version, obj_name, HISTORY_NS if resource.namespaced else None
+                        name,
+                        version,
+                        obj_name,
+                        HISTORY_NS if resource.namespaced else None,
+                        sent=objects.intent(body),
                     )
                     for other in release.served(name):
                         got = call(

@@ -94,14 +94,34 @@ class CandidatePhase:
         for result in (round_trip, convertible):
             result.counts = dict(tally)
         self.timings[f"round trips {subject}"] = round(time.perf_counter() - started, 2)
+        alone = (
+            " (the candidate installed on its own: the history could not apply it)"
+            if name in self.refused_crds
+            else ""
+        )
         if round_trip.passed:
-            round_trip.evidence = f"{tally['compared']} objects equal after {a}->{b}->{a}" + (
-                f" ({len(round_trip.allowed)} allowed differences)" if round_trip.allowed else ""
+            round_trip.evidence = (
+                f"{tally['compared']} objects equal after {a}->{b}->{a}"
+                + (
+                    f" ({len(round_trip.allowed)} allowed differences)"
+                    if round_trip.allowed
+                    else ""
+                )
+                + alone
             )
         if convertible.passed:
             convertible.evidence = (
-                f"{tally['created']} objects valid at {a} read and written at {b}"
+                f"{tally['created']} objects valid at {a} read and written at {b}" + alone
             )
+        for result, count in ((round_trip, tally["compared"]), (convertible, tally["created"])):
+            if 0 < count < self.config.min_objects and result.passed:
+                result.passed = None
+                result.evidence = (
+                    f"not proven: only {count} objects reached this check (at least "
+                    f"{self.config.min_objects} needed, `min_objects`); refused: "
+                    f"{dict(self.refused)}: add samples the API server and your admission "
+                    "webhooks accept"
+                )
         for result in (round_trip, convertible):
             if tally["created"] == 0 and result.passed:
                 result.passed = False

@@ -3,6 +3,8 @@ types, and where two versions of one release differ (what strategy ``None`` cann
 
 from __future__ import annotations
 
+import re
+
 from crdharness.gate.manifests import Release
 
 TOP_LEVEL = ("apiVersion", "kind", "metadata")
@@ -48,3 +50,31 @@ def shared_fields(release: Release, crd: str, a: str, b: str) -> set[str]:
     """Paths with one schema type at both versions (``any`` excluded: it says nothing)."""
     at_a, at_b = fields_of(release, crd, a), fields_of(release, crd, b)
     return {p for p, kind in at_a.items() if kind != "any" and at_b.get(p) == kind}
+
+
+def defaulted(version: dict, path: str) -> bool:
+    """Whether the schema gives ``path`` (``status.conditions[0].type``) or an object above
+    it a ``default``: a value the API server fills in on every read where it is absent."""
+    node = (version.get("schema") or {}).get("openAPIV3Schema") or {}
+    for part in re.findall(r"[^.\[\]]+|\[\d+\]", path):
+        node = (
+            node.get("items") if part.startswith("[") else (node.get("properties") or {}).get(part)
+        ) or {}
+        if "default" in node:
+            return True
+    return False
+
+
+def present(obj, path: str) -> bool:
+    """Whether ``obj`` has a value at ``path``."""
+    for part in re.findall(r"[^.\[\]]+|\[\d+\]", path):
+        if part.startswith("["):
+            index = int(part[1:-1])
+            if not isinstance(obj, list) or index >= len(obj):
+                return False
+            obj = obj[index]
+        elif isinstance(obj, dict) and part in obj:
+            obj = obj[part]
+        else:
+            return False
+    return True
