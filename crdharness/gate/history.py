@@ -67,6 +67,8 @@ class HistoryPhase:
             written = [w for w in written if w.crd not in self.refused_crds]
             before = self._etcd_snapshot(written) if i else {}
             stored_before = {name: migration.stored_versions(self.cluster, name) for name in live}
+            if i:  # decided from the manifests alone: also for a release the server refuses
+                self._check_removal_policy(release)
             self.refused_crds |= self._install(release, live, stored_before)
             live = self.live(release)
             if not live:
@@ -75,7 +77,6 @@ class HistoryPhase:
             before = {key: v for key, v in before.items() if key[0] not in self.refused_crds}
             if i:
                 self._check_upgrade(release, written, before, stored_before)
-                self._check_removal_policy(release)
             self._check_warnings(release, f"release {i + 1}")
             written += self._write_objects(release)
             self._migrate(release, live, stored_before)

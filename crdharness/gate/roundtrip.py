@@ -234,8 +234,8 @@ class CandidatePhase:
         if moved:
             paths = ", ".join(sorted({d.path for d in moved}))
             return DataChanged(
-                f"written at {a}, read at {b}: {paths} (same path and type at both) read "
-                "differently",
+                f"written at {a}, read at {b}: {paths} (same path and type at both) lost or "
+                f"changed at {b}",
                 [f"at {a} -> at {b}: {d.describe()}" for d in moved],
                 shown,
             )
