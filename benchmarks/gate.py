@@ -5,6 +5,10 @@ CronTab and crdconvert, run as the user's ``command``) and ``generate: N`` objec
 version (100 by default), on the local backend with cached binaries. Runs the gate as a user
 does (``python -m crdharness gate``) ``--runs`` times; writes ``artifacts/bench/gate.json``.
 
+Then how fast it fails: the three-version Backup (six version pairs) through a webhook that
+loses ``status.conditions``, against the same CRD's passing run; the failing one should take
+at most twice as long.
+
     python -m benchmarks.gate [--runs 3] [--generate 100]
 """
 
@@ -58,6 +62,38 @@ def one_run(generate: int, directory: Path) -> dict:
     }
 
 
+THREE = ROOT / "examples" / "gate" / "backup-three-versions"
+
+
+def timed(gate_file: Path, directory: Path) -> dict:
+    artifacts = directory / "artifacts"
+    started = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "crdharness", "gate", str(gate_file), "--artifacts", str(artifacts)],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
+    )
+    report = json.loads((artifacts / "report.json").read_text())
+    return {
+        "wall_seconds": round(time.perf_counter() - started, 1),
+        "verdict": report["verdict"],
+        "seconds": report["seconds"],
+    }
+
+
+def fail_vs_pass() -> dict:
+    with tempfile.TemporaryDirectory(prefix="bench-gate-") as directory:
+        passing = timed(THREE / "gate.yaml", Path(directory) / "pass")
+        failing = timed(THREE / "gate-drops-conditions.yaml", Path(directory) / "fail")
+    return {
+        "passing": passing,
+        "failing": failing,
+        "ratio": round(failing["wall_seconds"] / passing["wall_seconds"], 2),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=3)
@@ -72,6 +108,7 @@ def main() -> None:
         "generate": args.generate,
         "runs": runs,
         "wall_seconds_median": statistics.median(r["wall_seconds"] for r in runs),
+        "three_versions_fail_vs_pass": fail_vs_pass(),
     }
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "gate.json").write_text(json.dumps(data, indent=2))

@@ -238,6 +238,42 @@ def test_deep_optional_fields_stop_at_a_depth():
     )
 
 
+def test_mutated_samples_replace_one_subtree_and_keep_the_rest():
+    from hypothesis import given, settings
+
+    spec = {
+        "type": "object",
+        "properties": {
+            "schedule": {"type": "string", "maxLength": 30},
+            "retentionDays": {"type": "integer", "minimum": 1, "maximum": 9},
+        },
+    }
+    status = {"type": "object", "properties": {"phase": {"type": "string", "enum": ["A", "B"]}}}
+    root = {"type": "object", "properties": {"spec": spec, "status": status}}
+    version = {"schema": {"openAPIV3Schema": root}}
+    sample = objects.sample_body(
+        {
+            "kind": "B",
+            "metadata": {"name": "s", "labels": {"a": "b"}},
+            "spec": {"schedule": "0 3 * * *", "retentionDays": 5},
+            "status": {"phase": "A"},
+        }
+    )
+    seen = []
+
+    @settings(max_examples=80, database=None)
+    @given(objects.mutations(version, [sample]))
+    def check(body):
+        assert body[objects.METADATA] == {"labels": {"a": "b"}}  # metadata kept
+        # One subtree replaced: the other top-level field is the sample's own.
+        assert body["spec"] == sample["spec"] or body["status"] == sample["status"]
+        seen.append(body)
+
+    check()
+    assert any(b["spec"].get("schedule") not in (None, "0 3 * * *") for b in seen)
+    assert any(b["status"] != sample["status"] for b in seen)
+
+
 def test_generated_objects_repeat_for_a_seed():
     version = {
         "schema": {"openAPIV3Schema": {"type": "object", "properties": {"a": {"type": "string"}}}}

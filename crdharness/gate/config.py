@@ -99,6 +99,7 @@ class GateConfig:
     timeout: float = 1800.0  # seconds the whole run may take
     strict: bool = False  # an empty value read back absent (or the reverse) is a finding
     min_objects: int = 10  # fewer compared per version pair: round trips are "not proven"
+    shrink_seconds: float = 20.0  # time a version pair's search may spend shrinking a failure
 
     @property
     def root(self) -> Path:
@@ -119,6 +120,7 @@ TOP_KEYS = {
     "timeout",
     "strict",
     "min_objects",
+    "shrink_seconds",
 }
 RELEASE_KEYS = {"path", "migrate"}
 WEBHOOK_KEYS = {
@@ -235,6 +237,10 @@ def load(source: Path | str) -> GateConfig:
         config.timeout = reader.scalar(top["timeout"], "timeout", float)
         if config.timeout <= 0:
             raise reader.fail(top["timeout"], "timeout", "must be more than 0 (seconds)")
+    if "shrink_seconds" in top:
+        config.shrink_seconds = reader.scalar(top["shrink_seconds"], "shrink_seconds", float)
+        if config.shrink_seconds < 0:
+            raise reader.fail(top["shrink_seconds"], "shrink_seconds", "must be 0 or more")
     if "strict" in top:
         config.strict = reader.scalar(top["strict"], "strict", bool)
     if "allow" in top:

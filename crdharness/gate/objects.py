@@ -163,6 +163,47 @@ def bodies(version: dict) -> st.SearchStrategy[dict]:
     )
 
 
+MUTATION_POINTS = 200  # subtrees of the samples a search may replace
+
+
+def mutations(version: dict, samples: list[dict]) -> st.SearchStrategy[dict]:
+    """The user's samples (``sample_body``) with one subtree at a time replaced by a value
+    drawn from the schema, the rest kept: objects that still pass the semantic rules a schema
+    cannot say (a cron syntax an admission webhook parses, a CEL rule across fields)."""
+    schema = body_schema(version)
+    points: list[tuple[dict, tuple, dict]] = []
+
+    def walk(value, node: dict, path: tuple, sample: dict) -> None:
+        if isinstance(value, dict) and node.get("properties"):
+            for key, child in node["properties"].items():
+                if key in value and len(points) < MUTATION_POINTS:
+                    points.append((sample, (*path, key), child))
+                    walk(value[key], child, (*path, key), sample)
+        elif isinstance(value, list) and isinstance(node.get("items"), dict):
+            for i, item in enumerate(value):
+                if len(points) < MUTATION_POINTS:
+                    points.append((sample, (*path, i), node["items"]))
+                    walk(item, node["items"], (*path, i), sample)
+
+    for sample in samples:
+        walk(intent(sample), schema, (), sample)
+    if not points:
+        return st.nothing()
+
+    def replaced(point: tuple[dict, tuple, dict], value) -> dict:
+        sample, path, _ = point
+        body = copy.deepcopy(sample)
+        target = body
+        for part in path[:-1]:
+            target = target[part]
+        target[path[-1]] = value
+        return body
+
+    return st.sampled_from(points).flatmap(
+        lambda point: strategy(point[2], len(point[1])).map(lambda v: replaced(point, v))
+    )
+
+
 def intent(body: dict) -> dict:
     """A body's own fields, without what travels beside them (metadata, a sample's name)."""
     return {k: v for k, v in body.items() if k not in PRIVATE}

@@ -75,9 +75,12 @@ class RoundTripFailure(Exception):
 
     check = ""
 
-    def __init__(self, evidence: str, details: list[str], shown: list):
+    def __init__(self, evidence: str, details: list[str], shown: list, paths=frozenset()):
         super().__init__(evidence)
         self.evidence, self.details, self.shown = evidence, details, shown
+        self.paths: frozenset[str] = frozenset(paths)  # what differed (round trips)
+        self.body: dict = {}  # the generated body that failed (set by the search)
+        self.at = 0.0  # when it was found (time.monotonic)
 
     @property
     def size(self) -> int:

@@ -16,6 +16,14 @@ from crdharness.gate.results import DataChanged, NotConvertible, RoundTripFailur
 from crdharness.gate.schemas import schema_differences
 
 TOUCH = "gate.crdharness.io/round-trip"
+MAX_FINDINGS = 3  # distinct failures searched for per version pair
+
+
+class ShrinkBudgetSpent(BaseException):
+    """Raised through hypothesis (not an Exception, so not a failing example) when shrinking
+    has taken ``shrink_seconds``: a CI gate that takes 18 minutes to say no gets turned off."""
+
+
 ROUND_TRIP_NS = "gate-round-trip"
 
 
@@ -73,24 +81,36 @@ class CandidatePhase:
         started = time.perf_counter()
         self.report(f"gate: {subject}: round trips ({self.config.generate} generated objects)")
 
-        def attempt(body: dict, ignore: set[str]) -> None:
-            failure = self._round_trip(manifest, entry, a, b, body, tally)
-            if failure is not None and failure.check not in ignore:
-                raise failure
+        shown: set[str] = set()  # checks and paths already reported for this pair
+
+        def new(failure: RoundTripFailure) -> bool:
+            if failure.check == "convertibility":
+                return "convertibility" not in shown
+            return not failure.paths <= shown
+
+        def remember(failure: RoundTripFailure, label: str) -> None:
+            self._record(failure, round_trip, convertible, label)
+            shown.update(failure.paths if failure.check == "round-trip" else {failure.check})
+
+        def attempt(body: dict) -> RoundTripFailure | None:
+            return self._round_trip(manifest, entry, a, b, body, tally)
 
         for sample in self.samples.get(name, []):
             if sample["apiVersion"].endswith(f"/{a}"):
-                try:
-                    attempt(objects.sample_body(sample), set())
-                except RoundTripFailure as failure:
-                    self._record(failure, round_trip, convertible, shrunk=False)
-        ignore: set[str] = set()
-        for _ in range(2):  # a second search for the other kind of failure, if one was found
-            failure = self._search(entry, lambda body, i=frozenset(ignore): attempt(body, set(i)))
+                failure = attempt(objects.sample_body(sample))
+                if failure is not None and new(failure):
+                    remember(failure, "sample")
+        # What another pair from A already found starts this one: no search from scratch.
+        for body in self.found.get((name, a), []):
+            failure = attempt(body)
+            if failure is not None and new(failure):
+                remember(failure, "minimal object (found for another pair)")
+        for _ in range(MAX_FINDINGS):  # each search looks for a failure not shown yet
+            failure = self._search(name, entry, attempt, new)
             if failure is None:
                 break
-            self._record(failure, round_trip, convertible, shrunk=True)
-            ignore.add(failure.check)
+            remember(failure, "minimal object (shrunk)")
+            self.found.setdefault((name, a), []).append(failure.body)
         for result in (round_trip, convertible):
             result.counts = dict(tally)
         self.timings[f"round trips {subject}"] = round(time.perf_counter() - started, 2)
@@ -130,15 +150,26 @@ class CandidatePhase:
                     "samples that the API server accepts"
                 )
 
-    def _search(self, entry: dict, test) -> RoundTripFailure | None:
-        """Run ``test`` on generated bodies; the minimal failure hypothesis shrank to."""
+    def _search(self, crd: str, entry: dict, attempt, new) -> RoundTripFailure | None:
+        """Run ``attempt`` on generated bodies until one fails in a way ``new`` accepts; the
+        minimal such failure hypothesis shrank to, within ``shrink_seconds`` of the first."""
         if not self.config.generate:
             return None
         from hypothesis import HealthCheck, given, settings
         from hypothesis import seed as fixed_seed
+        from hypothesis import strategies as st
         from hypothesis.errors import Flaky
 
-        last: list[RoundTripFailure] = []
+        seen: list[RoundTripFailure] = []
+        budget = self.config.shrink_seconds
+        samples = [
+            objects.sample_body(s)
+            for s in self.samples.get(crd, [])
+            if s["apiVersion"].endswith(f"/{entry['name']}")
+        ]
+        drawn = objects.bodies(entry)
+        if samples:  # half drawn from the schema, half the user's samples mutated
+            drawn = st.one_of(drawn, objects.mutations(entry, samples))
 
         @fixed_seed(self.config.seed)
         @settings(
@@ -149,29 +180,24 @@ class CandidatePhase:
             suppress_health_check=list(HealthCheck),
             print_blob=False,
         )
-        @given(objects.bodies(entry))
+        @given(drawn)
         def run(body):
-            try:
-                test(body)
-            except RoundTripFailure as failure:
-                last.append(failure)
-                raise
+            if seen and time.monotonic() - seen[0].at > budget:
+                raise ShrinkBudgetSpent  # keep the smallest failure seen so far
+            failure = attempt(body)
+            if failure is not None and new(failure):
+                failure.body, failure.at = body, time.monotonic()
+                seen.append(failure)
+                raise failure
 
         try:
             run()
         except RoundTripFailure as failure:
             return failure  # hypothesis re-raises the minimal example's failure last
-        except Flaky:
-            # A failure that did not repeat on replay: report the smallest object seen failing.
-            return min(last, key=lambda f: f.size) if last else None
+        except (Flaky, ShrinkBudgetSpent):
+            # Out of time, or a failure that did not repeat on replay: the smallest seen.
+            return min(seen, key=lambda f: f.size) if seen else None
         return None
-
-    def _record(self, failure: RoundTripFailure, round_trip, convertible, shrunk: bool) -> None:
-        result = round_trip if failure.check == "round-trip" else convertible
-        result.fail(failure.evidence, *failure.details)
-        label = "minimal object (shrunk)" if shrunk else "sample"
-        for title, obj in failure.shown:
-            result.objects.append((f"{label}: {title}", obj))
 
     def _round_trip(self, manifest, entry, a, b, body, tally) -> RoundTripFailure | None:
         resource = Resource.of(manifest)
@@ -218,6 +244,7 @@ class CandidatePhase:
                 f"written at {a}, read back at {a}: changed {paths}",
                 [d.describe() for d in lost],
                 [(f"sent at {a}", sent), (f"read back at {a}", _clean(original))],
+                _paths(lost),
             )
         at_b = call(self.cluster, "GET", resource.path(b, namespace, name))
         if not at_b.ok:
@@ -238,6 +265,7 @@ class CandidatePhase:
                 f"changed at {b}",
                 [f"at {a} -> at {b}: {d.describe()}" for d in moved],
                 shown,
+                _paths(moved),
             )
 
         def touch(current: dict) -> dict:
@@ -280,6 +308,7 @@ class CandidatePhase:
                 f"{a}->{b}->{a} changed {paths}",
                 [d.describe() for d in found],
                 shown,
+                _paths(found),
             )
         return None
 
@@ -343,6 +372,11 @@ class CandidatePhase:
             )
         else:
             result.evidence = "strategy None and the served versions share one schema"
+
+
+def _paths(found: list) -> frozenset[str]:
+    """The schema paths of differences: one defect at several list items is one finding."""
+    return frozenset(diff.schema_path(d.path) for d in found)
 
 
 def _clean(obj: dict) -> dict:

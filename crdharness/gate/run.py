@@ -67,6 +67,7 @@ class GateRun(
         self.deadline = time.monotonic() + config.timeout
         self.running_phase: str | None = None  # the innermost phase under way
         self.in_progress: set[str] = set()  # see working_on
+        self.found: dict[tuple[str, str], list[dict]] = {}  # (crd, version) -> failing bodies
 
     @property
     def candidate(self) -> Release:
