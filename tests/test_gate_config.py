@@ -67,6 +67,9 @@ crds:
 timeout: 600
 strict: true
 webhook: {command: x, latency_budget_ms: 25}
+expect: [{at: crd.yaml, reads_at: crd.yaml}]
+shrink_seconds: 5
+min_objects: 3
 """,
         )
     )
@@ -79,6 +82,8 @@ webhook: {command: x, latency_budget_ms: 25}
     assert config.migrations[3].command == ("./bin/migrate", "--kubeconfig={kubeconfig}")
     assert config.timeout == 600.0 and config.strict is True
     assert config.webhook.latency_budget_ms == 25.0
+    assert config.expect[0].subject == "crd.yaml = crd.yaml"
+    assert config.shrink_seconds == 5.0 and config.min_objects == 3
 
 
 @pytest.mark.parametrize(
@@ -123,6 +128,8 @@ webhook: {command: x, latency_budget_ms: 25}
         ("crds: [{path: crd.yaml, migrate: {command: '{kubecfg}'}}]\n", "unknown placeholder"),
         ("crds: [crd.yaml]\ntimeout: 0\n", "timeout: must be more than 0"),
         ("crds: [crd.yaml]\nstrict: sure\n", "strict: must be a bool"),
+        ("crds: [crd.yaml]\nexpect: [{at: crd.yaml}]\n", "expect[0].reads_at: missing"),
+        ("crds: [crd.yaml]\nexpect: [{at: crd.yaml, reads_at: no.yaml}]\n", "no.yaml does not"),
     ],
 )
 def test_a_bad_file_is_refused_in_one_line(tmp_path, text, expected):

@@ -282,6 +282,34 @@ def test_a_webhook_that_drops_annotations_fails_and_names_them(tmp_path):
     assert found and all("metadata.annotations" in e for e in found), found
 
 
+def test_the_projects_own_expectation_holds_both_ways_through_the_webhook(tmp_path):
+    code, report, output = gate(tmp_path, "crontab-webhook/gate-expect.yaml")
+    assert code == 0, output[-3000:]
+    expectation = checks(report)["expected-conversion[nightly-v1beta1.yaml = nightly-v1.yaml]"]
+    assert expectation["evidence"] == "written at v1beta1 it reads at v1 as expected, and back"
+
+
+def test_a_lossy_converter_fails_the_projects_own_expectation(tmp_path):
+    code, report, _ = gate(tmp_path, "crontab-lossy/gate-expect.yaml")
+    assert code != 0
+    expectation = checks(report)["expected-conversion[nightly-v1beta1.yaml = nightly-v1.yaml]"]
+    assert expectation["status"] == "FAIL"
+    assert expectation["evidence"] == (
+        "written at v1beta1, it reads at v1 otherwise than expected: image"
+    )
+
+
+def test_three_versions_and_a_webhook_that_loses_a_field_fail_on_every_pair(tmp_path):
+    code, report, _ = gate(tmp_path, "backup-three-versions/gate-drops-conditions.yaml")
+    assert code != 0
+    pairs = {k for k in checks(report) if k.startswith("round-trip[")}
+    assert len(pairs) == 6 and failed(report) == pairs
+    assert all("status.conditions" in checks(report)[k]["evidence"] for k in pairs)
+    # Found once per version and replayed for its other pair, not searched for from scratch.
+    titles = [t for k in pairs for t in checks(report)[k]["objects"]]
+    assert any(t.startswith("minimal object (found for another pair)") for t in titles)
+
+
 def test_a_latency_budget_is_judged_at_p99(tmp_path):
     code, report, _ = gate(tmp_path, "crontab-webhook/gate-latency-budget.yaml")
     assert code != 0

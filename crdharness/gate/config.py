@@ -56,6 +56,19 @@ class Migration:
         return "Kubernetes' StorageVersionMigration (kube-controller-manager)"
 
 
+@dataclass(frozen=True)
+class Expectation:
+    """One object as the user writes it at one version (``at``) and as it must read at
+    another (``reads_at``): checked both ways through the real API server and webhook."""
+
+    at: Path
+    reads_at: Path
+
+    @property
+    def subject(self) -> str:
+        return f"{self.at.name} = {self.reads_at.name}"
+
+
 @dataclass
 class WebhookSpec:
     """How to run (or reach) the user's webhook. Exactly one of command, image, url."""
@@ -100,6 +113,7 @@ class GateConfig:
     strict: bool = False  # an empty value read back absent (or the reverse) is a finding
     min_objects: int = 10  # fewer compared per version pair: round trips are "not proven"
     shrink_seconds: float = 20.0  # time a version pair's search may spend shrinking a failure
+    expect: list[Expectation] = field(default_factory=list)
 
     @property
     def root(self) -> Path:
@@ -121,6 +135,7 @@ TOP_KEYS = {
     "strict",
     "min_objects",
     "shrink_seconds",
+    "expect",
 }
 RELEASE_KEYS = {"path", "migrate"}
 WEBHOOK_KEYS = {
@@ -241,6 +256,19 @@ def load(source: Path | str) -> GateConfig:
         config.shrink_seconds = reader.scalar(top["shrink_seconds"], "shrink_seconds", float)
         if config.shrink_seconds < 0:
             raise reader.fail(top["shrink_seconds"], "shrink_seconds", "must be 0 or more")
+    if "expect" in top:
+        config.expect = []
+        for i, node in enumerate(_sequence(reader, top, "expect")):
+            keys = reader.mapping(node, f"expect[{i}]", {"at", "reads_at"})
+            for required in ("at", "reads_at"):
+                if required not in keys:
+                    raise reader.fail(node, f"expect[{i}].{required}", "missing")
+            config.expect.append(
+                Expectation(
+                    reader.path(keys["at"], f"expect[{i}].at"),
+                    reader.path(keys["reads_at"], f"expect[{i}].reads_at"),
+                )
+            )
     if "strict" in top:
         config.strict = reader.scalar(top["strict"], "strict", bool)
     if "allow" in top:

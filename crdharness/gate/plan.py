@@ -16,6 +16,7 @@ PHASE = {
     "migration": "history",
     "deprecation": "history",
     "round-trip": "candidate",
+    "expected-conversion": "candidate",
     "convertibility": "candidate",
     "schemas-vs-strategy": "candidate",
     "webhook-conduct": "conduct",
@@ -81,6 +82,8 @@ def plan(
         for a, b in itertools.permutations(candidate.served(name), 2):
             checks.append(PlannedCheck("round-trip", f"{name} {a}->{b}"))
             checks.append(PlannedCheck("convertibility", f"{name} {a}->{b}"))
+    for expectation in config.expect:
+        checks.append(PlannedCheck("expected-conversion", expectation.subject))
     if any(uses_webhook(r, config.webhook) for r in releases):
         checks.append(PlannedCheck("webhook-conduct", "webhook"))
     for older, newer in itertools.pairwise(upgrade_through):

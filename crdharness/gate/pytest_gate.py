@@ -18,7 +18,7 @@ import pytest
 from crdharness.cluster import SERVICE_ROUTING
 from crdharness.errors import HarnessError
 from crdharness.gate import config as gate_config
-from crdharness.gate import manifests, plan, report
+from crdharness.gate import expectations, manifests, plan, report
 from crdharness.gate.config import GateConfig
 from crdharness.gate.manifests import Release
 
@@ -55,6 +55,8 @@ def pytest_configure(config: pytest.Config) -> None:
             plan.plan(parsed, releases, upgrade),
             upgrade,
         )
+        for expectation in parsed.expect:  # a bad expect file fails here, in one line
+            expectations.load(expectation)
     except HarnessError as exc:
         raise pytest.UsageError(f"crdharness gate: {exc}") from None
     config._gate = setup

@@ -8,6 +8,7 @@ CHECKS = (
     "install",
     "upgrade",
     "round-trip",
+    "expected-conversion",
     "convertibility",
     "schemas-vs-strategy",
     "migration",

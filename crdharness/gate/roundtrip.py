@@ -64,6 +64,8 @@ class CandidatePhase:
                 self.check_deadline(f"the round trips of {name} {a}->{b}")
                 self.working_on(f"round-trip:{name} {a}->{b}", f"convertibility:{name} {a}->{b}")
                 self._round_trips(name, a, b)
+        self.working_on(*(f"expected-conversion:{e.subject}" for e in self.config.expect))
+        self._check_expectations()
         self.working_on()
 
     def pairs(self, name: str) -> list[str]:

@@ -23,6 +23,7 @@ from crdharness.gate.api import Answer, Resource, call, read_crd, write_with_ret
 from crdharness.gate.conduct import ConductCheck
 from crdharness.gate.config import GateConfig
 from crdharness.gate.deprecation import DeprecationChecks
+from crdharness.gate.expectations import ExpectationChecks
 from crdharness.gate.history import HistoryPhase
 from crdharness.gate.kubernetes_upgrade import KubernetesUpgradeCheck
 from crdharness.gate.manifests import Release
@@ -33,7 +34,12 @@ from crdharness.progress import Reporter
 
 
 class GateRun(
-    HistoryPhase, DeprecationChecks, CandidatePhase, ConductCheck, KubernetesUpgradeCheck
+    HistoryPhase,
+    DeprecationChecks,
+    CandidatePhase,
+    ExpectationChecks,
+    ConductCheck,
+    KubernetesUpgradeCheck,
 ):
     def __init__(
         self,

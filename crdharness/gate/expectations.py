@@ -1,0 +1,109 @@
+"""Check *expected-conversion*: the user's own oracle, ``expect:`` in the gate file.
+
+Each entry is a pair of files: an object as written at one version, and the same object as it
+must read at another (how controller-runtime users write conversion tests, here through the
+real API server and the user's webhook). Both directions are checked: created at A, it must
+read at B as the second file says; created at B, it must read at A as the first says. Only what
+a user writes is compared: every field but apiVersion, kind and metadata, and the labels and
+annotations; values the version's schema defaults, absent from the file, may appear.
+"""
+
+from __future__ import annotations
+
+from crdharness.errors import HarnessError
+from crdharness.gate import diff, objects, schemas
+from crdharness.gate.api import Resource, call
+from crdharness.gate.config import Expectation
+from crdharness.gate.manifests import documents
+from crdharness.gate.results import CheckResult
+
+NAMESPACE = "gate-round-trip"
+
+
+def load(expectation: Expectation) -> tuple[dict, dict]:
+    """The two objects of an ``expect`` entry (one document each)."""
+    found = []
+    for path in (expectation.at, expectation.reads_at):
+        docs = [doc for _, doc in documents([path])]
+        if len(docs) != 1:
+            raise HarnessError(f"{path}: an expect file holds exactly one object, not {len(docs)}")
+        found.append(docs[0])
+    return found[0], found[1]
+
+
+def view(obj: dict) -> dict:
+    """What a user writes of an object: its fields, labels and annotations."""
+    shown = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
+    metadata = obj.get("metadata") or {}
+    kept = {k: metadata[k] for k in ("labels", "annotations") if metadata.get(k)}
+    return {**shown, "metadata": kept} if kept else shown
+
+
+class ExpectationChecks:
+    """``GateRun``'s expected-conversion checks, run in the candidate phase."""
+
+    def _check_expectations(self) -> None:
+        for expectation in self.config.expect:
+            result = self.result("expected-conversion", expectation.subject)
+            first, second = load(expectation)
+            crd = self._crd_serving(first)
+            if crd is None:
+                served = f"{first.get('apiVersion')} {first.get('kind')}"
+                result.fail(f"{expectation.at.name}: no CRD of the candidate serves {served}")
+                continue
+            self._expect(result, crd, first, second)
+            self._expect(result, crd, second, first)
+            if result.passed:
+                a, b = _version(first), _version(second)
+                result.evidence = f"written at {a} it reads at {b} as expected, and back"
+
+    def _crd_serving(self, obj: dict) -> str | None:
+        group = str(obj.get("apiVersion", "")).rpartition("/")[0]
+        for name, crd in self.candidate.crds.items():
+            if crd["spec"]["group"] == group and crd["spec"]["names"]["kind"] == obj.get("kind"):
+                return name
+        return None
+
+    def _expect(self, result: CheckResult, crd: str, written: dict, expected: dict) -> None:
+        manifest = self.candidate.crds[crd]
+        resource = Resource.of(manifest)
+        a, b = _version(written), _version(expected)
+        entry = next((v for v in self.candidate.versions(crd) if v["name"] == a), None)
+        at_b = next((v for v in self.candidate.versions(crd) if v["name"] == b), None)
+        if entry is None or at_b is None or not (entry.get("served") and at_b.get("served")):
+            result.fail(f"{crd}: the candidate does not serve both {a} and {b}")
+            return
+        namespace = NAMESPACE if resource.namespaced else None
+        name = self._name("expect")
+        refusals: list = []
+        created = self._create(
+            manifest, entry, a, name, namespace, objects.sample_body(written), refusals=refusals
+        )
+        if created is None:
+            message = refusals[0].message if refusals else "refused"
+            result.fail(f"the object of {a} cannot be created at {a}: {message}")
+            return
+        try:
+            read = call(self.cluster, "GET", resource.path(b, namespace, name))
+            if not read.ok:
+                result.fail(f"written at {a}, it cannot be read at {b}: {read.message}")
+                return
+            found = [
+                d
+                for d in diff.differences(view(expected), view(read.body))
+                if not (d.change == "added" and schemas.defaulted(at_b, d.path))
+            ]
+            if found:
+                paths = ", ".join(sorted({d.path for d in found}))
+                result.fail(
+                    f"written at {a}, it reads at {b} otherwise than expected: {paths}",
+                    *(f"{a} -> {b}: {d.describe()}" for d in found),
+                )
+                result.objects.append((f"expected at {b}", expected))
+                result.objects.append((f"read at {b}", view(read.body)))
+        finally:
+            call(self.cluster, "DELETE", resource.path(a, namespace, name))
+
+
+def _version(obj: dict) -> str:
+    return str(obj.get("apiVersion", "")).rpartition("/")[2]
