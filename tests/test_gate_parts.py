@@ -5,7 +5,7 @@ import copy
 from types import SimpleNamespace
 
 from crdharness.binaries import versions
-from crdharness.gate import diff, manifests, migration, objects, plan
+from crdharness.gate import diff, manifests, migration, objects, plan, schemas
 from crdharness.gate.conduct import conduct_problems
 from crdharness.gate.config import GateConfig, Migration, WebhookSpec
 from crdharness.gate.deprecation import default_warning, priority
@@ -363,6 +363,30 @@ def test_removal_advice_says_whether_rewriting_can_migrate_the_data():
     )
     assert "rewriting cannot migrate the data" in advice[1]
     assert "spec.colour exists at v1alpha1 but not at v1" in advice[1]
+
+
+def test_schema_differences_are_grouped_by_subtree():
+    def version(name, spec):
+        root = {"type": "object", "properties": {"spec": {"type": "object", "properties": spec}}}
+        return {
+            "name": name,
+            "served": True,
+            "storage": name == "v1",
+            "schema": {"openAPIV3Schema": root},
+        }
+
+    legacy = {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "integer"}}}
+    r = release(
+        0,
+        [
+            version("v1", {"legacy": legacy, "n": {"type": "integer"}}),
+            version("v2", {"n": {"type": "string"}}),
+        ],
+    )
+    assert schemas.schema_differences(r, "things.example.com", "v1", "v2") == [
+        "spec.legacy (and 2 fields under it) exists at v1 but not at v2: lost when read at v2",
+        "spec.n is integer at v1 but string at v2: invalid at v2",
+    ]
 
 
 def test_a_phase_that_raises_fails_every_check_it_had_not_decided():

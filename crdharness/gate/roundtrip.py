@@ -13,7 +13,6 @@ from collections import Counter
 from crdharness.gate import diff, objects, schemas
 from crdharness.gate.api import Resource, apply_crd, call, read_crd, wait_settled
 from crdharness.gate.results import DataChanged, NotConvertible, RoundTripFailure
-from crdharness.gate.schemas import schema_differences
 
 TOUCH = "gate.crdharness.io/round-trip"
 MAX_FINDINGS = 3  # distinct failures searched for per version pair
@@ -59,11 +58,11 @@ class CandidatePhase:
         for name in self.candidate.crds:
             if name in uninstallable:
                 continue
-            self._check_strategy(name)
             for a, b in itertools.permutations(self.candidate.served(name), 2):
                 self.check_deadline(f"the round trips of {name} {a}->{b}")
                 self.working_on(f"round-trip:{name} {a}->{b}", f"convertibility:{name} {a}->{b}")
                 self._round_trips(name, a, b)
+            self._check_strategy(name)  # after the round trips: it ranks what they lost
         self.working_on(*(f"expected-conversion:{e.subject}" for e in self.config.expect))
         self._check_expectations()
         self.working_on()
@@ -92,6 +91,7 @@ class CandidatePhase:
 
         def remember(failure: RoundTripFailure, label: str) -> None:
             self._record(failure, round_trip, convertible, label)
+            self.lost_paths.setdefault(name, set()).update(failure.paths)
             shown.update(failure.paths if failure.check == "round-trip" else {failure.check})
 
         def attempt(body: dict) -> RoundTripFailure | None:
@@ -363,13 +363,26 @@ class CandidatePhase:
                 "" if strategy != "None" else " with one served version"
             )
             return
-        problems = []
+        grouped = []
         for a, b in itertools.permutations([v["name"] for v in served], 2):
-            problems += schema_differences(self.candidate, name, a, b)
+            grouped += schemas.grouped_differences(self.candidate, name, a, b)
+        # The subtrees real objects lost in this run's round trips first: the data at stake.
+        lost = self.lost_paths.get(name, set())
+
+        def at_stake(path: str) -> bool:
+            return any(p == path or p.startswith((path + ".", path + "[")) for p in lost)
+
+        grouped.sort(key=lambda item: not at_stake(item[0]))
+        problems = [
+            ("data lost in the round trips: " if at_stake(path) else "") + text
+            for path, text in grouped
+        ]
         if problems:
+            stake = sorted({path for path, _ in grouped if at_stake(path)})
             result.fail(
-                f"strategy None but the served versions' schemas differ ({len(problems)} fields): "
-                "with None only apiVersion changes, so these fields are lost or invalid",
+                f"strategy None but the served versions' schemas differ ({len(problems)} "
+                "subtrees): with None only apiVersion changes, so these fields are lost or "
+                "invalid" + (f"; real objects lost {', '.join(stake)}" if stake else ""),
                 *problems,
             )
         else:

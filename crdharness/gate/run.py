@@ -74,6 +74,7 @@ class GateRun(
         self.running_phase: str | None = None  # the innermost phase under way
         self.in_progress: set[str] = set()  # see working_on
         self.found: dict[tuple[str, str], list[dict]] = {}  # (crd, version) -> failing bodies
+        self.lost_paths: dict[str, set[str]] = {}  # crd -> paths its round trips lost
 
     @property
     def candidate(self) -> Release:

@@ -35,15 +35,38 @@ def fields_of(release: Release, crd: str, version: str) -> dict[str, str]:
 
 
 def schema_differences(release: Release, crd: str, a: str, b: str) -> list[str]:
-    """Fields written at ``a`` that ``b`` cannot hold as they are: absent, or of another type."""
+    """Fields written at ``a`` that ``b`` cannot hold as they are: absent, or of another type;
+    one line per subtree (a field missing at ``b`` stands for every field under it)."""
+    return [text for _, text in grouped_differences(release, crd, a, b)]
+
+
+def grouped_differences(release: Release, crd: str, a: str, b: str) -> list[tuple[str, str]]:
+    """(path, what differs) per subtree, as ``schema_differences`` describes them."""
     at_a, at_b = fields_of(release, crd, a), fields_of(release, crd, b)
-    problems = []
-    for path, kind in sorted(at_a.items()):
+    differing = {
+        path: kind for path, kind in at_a.items() if path not in at_b or at_b[path] != kind
+    }
+    tops = sorted(p for p in differing if not any(_under(p, q) for q in differing if q != p))
+    found = []
+    for path in tops:
+        below = sum(1 for q in differing if _under(q, path))
+        more = f" (and {below} fields under it)" if below else ""
         if path not in at_b:
-            problems.append(f"{path} exists at {a} but not at {b}: lost when read at {b}")
-        elif at_b[path] != kind:
-            problems.append(f"{path} is {kind} at {a} but {at_b[path]} at {b}: invalid at {b}")
-    return problems
+            found.append(
+                (path, f"{path}{more} exists at {a} but not at {b}: lost when read at {b}")
+            )
+        else:
+            found.append(
+                (
+                    path,
+                    f"{path}{more} is {at_a[path]} at {a} but {at_b[path]} at {b}: invalid at {b}",
+                )
+            )
+    return found
+
+
+def _under(path: str, ancestor: str) -> bool:
+    return path.startswith((ancestor + ".", ancestor + "["))
 
 
 def shared_fields(release: Release, crd: str, a: str, b: str) -> set[str]:
