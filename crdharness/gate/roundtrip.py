@@ -201,6 +201,12 @@ class CandidatePhase:
             return min(seen, key=lambda f: f.size) if seen else None
         return None
 
+    def _record(self, failure: RoundTripFailure, round_trip, convertible, label: str) -> None:
+        result = round_trip if failure.check == "round-trip" else convertible
+        result.fail(failure.evidence, *failure.details)
+        for title, obj in failure.shown:
+            result.objects.append((f"{label}: {title}", obj))
+
     def _round_trip(self, manifest, entry, a, b, body, tally) -> RoundTripFailure | None:
         resource = Resource.of(manifest)
         namespace = ROUND_TRIP_NS if resource.namespaced else None
