@@ -56,7 +56,7 @@ class DeprecationChecks:
                         "never deprecated in an earlier release"
                     )
                     if self.config.require_deprecation_before_removal:
-                        result.fail(text)
+                        result.fail(text, text)
                     else:
                         result.details.append(f"{text} (allowed by policy)")
         if result.passed:

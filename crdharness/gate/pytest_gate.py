@@ -238,4 +238,5 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
         terminalreporter.write_line(f"objects refused before any check (not findings): {refused}")
     for note in notes:
         terminalreporter.write_line(f"note: {note}")
-    terminalreporter.write_line(f"report: {directory}/report.md (and report.json, objects/)")
+    written = "report.json, objects/" if (directory / "objects").is_dir() else "report.json"
+    terminalreporter.write_line(f"report: {directory}/report.md (and {written})")

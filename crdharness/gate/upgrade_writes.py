@@ -24,10 +24,12 @@ TOUCHED = "gate.crdharness.io/written-again"
 # CRD no longer lists (kubernetes/kubernetes#111937): migrating storage does not rewrite them.
 STALE_MANAGED_FIELDS = "request to convert CR to an invalid group/version"
 MANAGED_FIELDS_ADVICE = (
-    "the object's metadata.managedFields still name a version this release removed "
-    "(kubernetes/kubernetes#111937): every server-side apply of it fails, whatever was "
-    "migrated; keep that version in spec.versions with served: false, or have the migration "
-    "also drop those managedFields entries"
+    "the object's metadata.managedFields still name a version this release removed (any "
+    "write at that version leaves an entry: here its creation or the gate's earlier writes, "
+    "on clusters any client still using it; kubernetes/kubernetes#111937): every "
+    "server-side apply of it fails, whatever was migrated; keep that version in "
+    "spec.versions with served: false, or have the migration also drop those managedFields "
+    "entries"
 )
 MANAGER = "crdharness-gate"
 SERVER_FIELDS = ("resourceVersion", "managedFields", "uid", "creationTimestamp", "generation")
