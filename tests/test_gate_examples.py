@@ -262,6 +262,14 @@ def test_a_new_required_field_fails_the_upgrade_on_every_write_of_old_objects(tm
     assert "sample printer-jam at v1:" in details
 
 
+def test_generated_objects_alone_cannot_prove_an_upgrade_breaks_writes(tmp_path):
+    _, report, _ = gate(tmp_path, "narrowed/gate-required-generated-only.yaml")
+    upgrade = checks(report)["upgrade[release 1->2]"]
+    assert upgrade["status"] == "not proven"
+    assert "add such objects to `samples`" in upgrade["evidence"]
+    assert "spec.owner: Required value" in upgrade["evidence"]
+
+
 def test_a_webhook_that_swaps_two_fields_both_ways_fails_the_cross_version_oracle(tmp_path):
     code, report, _ = gate(tmp_path, "crontab-webhook/gate-swapped.yaml")
     assert code != 0
