@@ -133,6 +133,21 @@ def test_objects_refused_by_the_users_admission_webhook_are_counted_not_findings
     assert "spec.size" in report["refused_examples"]["refused by an admission webhook"]
 
 
+def test_mutated_samples_reach_the_round_trips_past_an_admission_webhook(tmp_path):
+    code, report, output = gate(tmp_path, "admission/gate-two-versions.yaml")
+    assert code == 0, output[-3000:]
+    for pair in ("v1->v2", "v2->v1"):
+        round_trip = checks(report)[f"round-trip[widgets.gate.example.com {pair}]"]
+        assert round_trip["status"] == "pass" and round_trip["counts"]["compared"] >= 10
+    # Without samples nothing drawn from the schema alone gets past the webhook: never a pass.
+    (tmp_path / "alone").mkdir()
+    code, report, _ = gate(tmp_path / "alone", "admission/gate-two-versions-no-samples.yaml")
+    assert code != 0
+    for pair in ("v1->v2", "v2->v1"):
+        round_trip = checks(report)[f"round-trip[widgets.gate.example.com {pair}]"]
+        assert round_trip["evidence"].startswith("no object could be created")
+
+
 @pytest.fixture(scope="module")
 def agnhost_binary() -> Path:
     # Built from the same Kubernetes module as kube-apiserver (seconds with a warm module cache).

@@ -174,16 +174,20 @@ def mutations(version: dict, samples: list[dict]) -> st.SearchStrategy[dict]:
     points: list[tuple[dict, tuple, dict]] = []
 
     def walk(value, node: dict, path: tuple, sample: dict) -> None:
+        # The smallest subtrees: a field whose own fields can be replaced one by one is not
+        # replaced whole (that would discard most of what makes the sample acceptable).
         if isinstance(value, dict) and node.get("properties"):
-            for key, child in node["properties"].items():
-                if key in value and len(points) < MUTATION_POINTS:
-                    points.append((sample, (*path, key), child))
-                    walk(value[key], child, (*path, key), sample)
-        elif isinstance(value, list) and isinstance(node.get("items"), dict):
+            children = [(k, c) for k, c in node["properties"].items() if k in value]
+            for key, child in children:
+                walk(value[key], child, (*path, key), sample)
+            if children:
+                return
+        elif isinstance(value, list) and isinstance(node.get("items"), dict) and value:
             for i, item in enumerate(value):
-                if len(points) < MUTATION_POINTS:
-                    points.append((sample, (*path, i), node["items"]))
-                    walk(item, node["items"], (*path, i), sample)
+                walk(item, node["items"], (*path, i), sample)
+            return
+        if path and len(points) < MUTATION_POINTS:
+            points.append((sample, path, node))
 
     for sample in samples:
         walk(intent(sample), schema, (), sample)

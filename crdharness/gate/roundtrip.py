@@ -170,8 +170,8 @@ class CandidatePhase:
             if s["apiVersion"].endswith(f"/{entry['name']}")
         ]
         drawn = objects.bodies(entry)
-        if samples:  # half drawn from the schema, half the user's samples mutated
-            drawn = st.one_of(drawn, objects.mutations(entry, samples))
+        if samples:  # half the user's samples mutated, half drawn from the schema
+            drawn = st.one_of(objects.mutations(entry, samples), drawn)
 
         @fixed_seed(self.config.seed)
         @settings(

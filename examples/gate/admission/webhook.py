@@ -1,5 +1,6 @@
 """A validating admission webhook of the example's own (standard library only): Widgets
-may not have ``spec.size`` above 10. Run by the gate as the user's ``command``."""
+may not have ``spec.size`` above 10, and a ``spec.colour`` must be red, green or blue —
+rules the schema does not say. Run by the gate as the user's ``command``."""
 
 import argparse
 import json
@@ -7,14 +8,23 @@ import ssl
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 
+COLOURS = ("red", "green", "blue")
+
+
 class Handler(BaseHTTPRequestHandler):
     def do_POST(self):
         review = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
         request = review.get("request") or {}
-        size = ((request.get("object") or {}).get("spec") or {}).get("size") or 0
-        response = {"uid": request.get("uid", ""), "allowed": size <= 10}
+        spec = (request.get("object") or {}).get("spec") or {}
+        size, colour = spec.get("size") or 0, spec.get("colour", "red")
+        problem = None
         if size > 10:
-            response["status"] = {"code": 422, "message": f"spec.size {size} is over 10"}
+            problem = f"spec.size {size} is over 10"
+        elif colour not in COLOURS:
+            problem = f"spec.colour {colour!r} is not one of {', '.join(COLOURS)}"
+        response = {"uid": request.get("uid", ""), "allowed": problem is None}
+        if problem:
+            response["status"] = {"code": 422, "message": problem}
         body = json.dumps({**review, "response": response}).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
