@@ -7,7 +7,6 @@ import json
 import ssl
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
-
 COLOURS = ("red", "green", "blue")
 
 
