@@ -231,9 +231,10 @@ class Faults:
     def apply(self, answer: dict, request: dict) -> dict:
         for name in self.rewrites:
             REWRITES[name](answer, request)
-        for obj in _objects(answer):
-            for path in self.dropped:
-                _drop(obj, path)
-            for first, second in self.swapped:
-                _swap(obj, first, second)
+        if self.dropped or self.swapped:  # a rewrite above may have removed the response
+            for obj in _objects(answer):
+                for path in self.dropped:
+                    _drop(obj, path)
+                for first, second in self.swapped:
+                    _swap(obj, first, second)
         return answer
