@@ -280,7 +280,10 @@ class HistoryPhase:
 
     def _judge_unproven(self, result, release: Release, unproven: list[str]) -> None:
         """Refusals of generated objects only: not proof, and not a pass either."""
-        if not unproven or result.passed is False:
+        if not unproven:
+            return
+        if result.passed is False:  # decided on proof; these stay beside it, for reading
+            result.details += [f"not proven (generated objects only): {line}" for line in unproven]
             return
         result.passed = None
         result.evidence = (
