@@ -102,13 +102,22 @@ class CandidatePhase:
                 failure = attempt(objects.sample_body(sample))
                 if failure is not None and new(failure):
                     remember(failure, "sample")
-        # What another pair from A already found starts this one: no search from scratch.
-        for body in self.found.get((name, a), []):
+        # What another pair already found starts this one: no search from scratch. Bodies
+        # found from A first, then from other versions (valid at A where the schemas agree;
+        # refused, and so only counted, where they do not).
+        replay = self.found.get((name, a), []) + [
+            body
+            for (crd, version), bodies in self.found.items()
+            if crd == name and version != a
+            for body in bodies
+        ]
+        for body in replay:
             failure = attempt(body)
             if failure is not None and new(failure):
                 remember(failure, "minimal object (found for another pair)")
+        shrink_until: list[float] = []  # the pair's shrinking deadline, set at its first failure
         for _ in range(MAX_FINDINGS):  # each search looks for a failure not shown yet
-            failure = self._search(name, entry, attempt, new)
+            failure = self._search(name, entry, attempt, new, shrink_until)
             if failure is None:
                 break
             remember(failure, "minimal object (shrunk)")
@@ -152,9 +161,12 @@ class CandidatePhase:
                     "samples that the API server accepts"
                 )
 
-    def _search(self, crd: str, entry: dict, attempt, new) -> RoundTripFailure | None:
+    def _search(
+        self, crd: str, entry: dict, attempt, new, shrink_until: list[float]
+    ) -> RoundTripFailure | None:
         """Run ``attempt`` on generated bodies until one fails in a way ``new`` accepts; the
-        minimal such failure hypothesis shrank to, within ``shrink_seconds`` of the first."""
+        minimal such failure hypothesis shrank to, within the pair's ``shrink_seconds`` (one
+        budget for all of a pair's searches, started at its first failure)."""
         if not self.config.generate:
             return None
         from hypothesis import HealthCheck, given, settings
@@ -184,11 +196,13 @@ class CandidatePhase:
         )
         @given(drawn)
         def run(body):
-            if seen and time.monotonic() - seen[0].at > budget:
+            if seen and time.monotonic() > shrink_until[0]:
                 raise ShrinkBudgetSpent  # keep the smallest failure seen so far
             failure = attempt(body)
             if failure is not None and new(failure):
                 failure.body, failure.at = body, time.monotonic()
+                if not shrink_until:
+                    shrink_until.append(failure.at + budget)
                 seen.append(failure)
                 raise failure
 
