@@ -120,10 +120,6 @@ class DeprecationChecks:
                 result.evidence = "not proven in part: " + result.evidence
 
     def _acceptable_bodies(self, name: str, release: Release, version: str) -> list[dict]:
-        entry = next(v for v in release.versions(name) if v["name"] == version)
-        samples = [
-            objects.sample_body(s)
-            for s in self.samples.get(name, [])
-            if s["apiVersion"].endswith(f"/{version}")
-        ]
+        entry = release.version(name, version)
+        samples = self.sample_bodies(name, version)
         return [*samples, {}, *objects.first_examples(entry, 10, self.config.seed)]

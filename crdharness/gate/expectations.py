@@ -68,8 +68,7 @@ class ExpectationChecks:
         manifest = self.candidate.crds[crd]
         resource = Resource.of(manifest)
         a, b = _version(written), _version(expected)
-        entry = next((v for v in self.candidate.versions(crd) if v["name"] == a), None)
-        at_b = next((v for v in self.candidate.versions(crd) if v["name"] == b), None)
+        entry, at_b = self.candidate.version(crd, a), self.candidate.version(crd, b)
         if entry is None or at_b is None or not (entry.get("served") and at_b.get("served")):
             result.fail(f"{crd}: the candidate does not serve both {a} and {b}")
             return

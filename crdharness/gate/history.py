@@ -201,7 +201,7 @@ class HistoryPhase:
                     found = diff.differences(
                         diff.comparable(obj.seen[version]), diff.comparable(got.body)
                     )
-                    entry = next(v for v in release.versions(obj.crd) if v["name"] == version)
+                    entry = release.version(obj.crd, version)
                     defaults = [
                         d
                         for d in found
@@ -304,8 +304,7 @@ class HistoryPhase:
         for obj in written:
             resource = self._resource(obj.crd)
             for version in release.served(obj.crd):
-                entry = next(v for v in release.versions(obj.crd) if v["name"] == version)
-                has_status = (entry.get("subresources") or {}).get("status") is not None
+                has_status = objects.has_status(release.version(obj.crd, version))
                 path = resource.path(version, obj.namespace, obj.name)
                 refused = write_again(self.cluster, path, version, has_status)
                 writes += 3 + has_status
@@ -370,11 +369,7 @@ class HistoryPhase:
                 if not entry.get("served"):
                     continue
                 version = entry["name"]
-                samples = [
-                    objects.sample_body(s)
-                    for s in self.samples.get(name, [])
-                    if s["apiVersion"].endswith(f"/{version}")
-                ]
+                samples = self.sample_bodies(name, version)
                 generated = objects.first_examples(
                     entry, self.config.upgrade_objects if count is None else count, self.config.seed
                 )

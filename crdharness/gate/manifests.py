@@ -56,6 +56,10 @@ class Release:
     def versions(self, crd: str) -> list[dict]:
         return self.crds[crd]["spec"]["versions"] if crd in self.crds else []
 
+    def version(self, crd: str, name: str) -> dict | None:
+        """The ``spec.versions`` entry ``name`` of ``crd``, if this release has it."""
+        return next((v for v in self.versions(crd) if v["name"] == name), None)
+
     def served(self, crd: str) -> list[str]:
         return [v["name"] for v in self.versions(crd) if v.get("served")]
 

@@ -208,6 +208,11 @@ def mutations(version: dict, samples: list[dict]) -> st.SearchStrategy[dict]:
     )
 
 
+def has_status(version: dict) -> bool:
+    """Whether a ``spec.versions`` entry has the status subresource."""
+    return (version.get("subresources") or {}).get("status") is not None
+
+
 def intent(body: dict) -> dict:
     """A body's own fields, without what travels beside them (metadata, a sample's name)."""
     return {k: v for k, v in body.items() if k not in PRIVATE}

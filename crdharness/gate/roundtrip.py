@@ -77,7 +77,7 @@ class CandidatePhase:
         round_trip = self.result("round-trip", subject)
         convertible = self.result("convertibility", subject)
         manifest = self.candidate.crds[name]
-        entry = next(v for v in self.candidate.versions(name) if v["name"] == a)
+        entry = self.candidate.version(name, a)
         tally = Counter()
         started = time.perf_counter()
         self.report(f"gate: {subject}: round trips ({self.config.generate} generated objects)")
@@ -97,11 +97,10 @@ class CandidatePhase:
         def attempt(body: dict) -> RoundTripFailure | None:
             return self._round_trip(manifest, entry, a, b, body, tally)
 
-        for sample in self.samples.get(name, []):
-            if sample["apiVersion"].endswith(f"/{a}"):
-                failure = attempt(objects.sample_body(sample))
-                if failure is not None and new(failure):
-                    remember(failure, "sample")
+        for body in self.sample_bodies(name, a):
+            failure = attempt(body)
+            if failure is not None and new(failure):
+                remember(failure, "sample")
         # What another pair already found starts this one: no search from scratch. Bodies
         # found from A first, then from other versions (valid at A where the schemas agree;
         # refused, and so only counted, where they do not).
@@ -176,11 +175,7 @@ class CandidatePhase:
 
         seen: list[RoundTripFailure] = []
         budget = self.config.shrink_seconds
-        samples = [
-            objects.sample_body(s)
-            for s in self.samples.get(crd, [])
-            if s["apiVersion"].endswith(f"/{entry['name']}")
-        ]
+        samples = self.sample_bodies(crd, entry["name"])
         drawn = objects.bodies(entry)
         if samples:  # half the user's samples mutated, half drawn from the schema
             drawn = st.one_of(objects.mutations(entry, samples), drawn)
@@ -301,7 +296,7 @@ class CandidatePhase:
                 [f"PUT at {b}: {updated.status} {updated.message}"],
                 shown,
             )
-        if self._has_status(crd, b):  # status written at B, through its own endpoint
+        if objects.has_status(self.candidate.version(crd, b)):  # through its own endpoint
             path = resource.path(b, namespace, name)
             status = self._write_with_retry(path + "/status", lambda c: c, read_path=path)
             if not status.ok:
@@ -364,10 +359,6 @@ class CandidatePhase:
             elif not diff.same(value, there[path]):
                 found.append(diff.Difference(path, "changed", value, there[path]))
         return found
-
-    def _has_status(self, crd: str, version: str) -> bool:
-        entry = next(v for v in self.candidate.versions(crd) if v["name"] == version)
-        return (entry.get("subresources") or {}).get("status") is not None
 
     def _crd_of(self, resource: Resource) -> str:
         return f"{resource.plural}.{resource.group}"

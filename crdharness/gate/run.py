@@ -175,6 +175,14 @@ class GateRun(
         crd = read_crd(self.cluster, name)
         return list(((crd or {}).get("status") or {}).get("storedVersions") or [])
 
+    def sample_bodies(self, crd: str, version: str) -> list[dict]:
+        """The user's samples of ``crd`` written at ``version``, as bodies to create."""
+        return [
+            objects.sample_body(s)
+            for s in self.samples.get(crd, [])
+            if s["apiVersion"].endswith(f"/{version}")
+        ]
+
     def _resource(self, crd: str) -> Resource:
         for release in reversed(self.releases):
             if crd in release.crds:
@@ -202,7 +210,7 @@ class GateRun(
             else:
                 self._count_refusal(created)
             return None
-        if "status" in body and (entry.get("subresources") or {}).get("status") is not None:
+        if "status" in body and objects.has_status(entry):
             put = self._write_with_retry(
                 resource.path(version, namespace, name) + "/status",
                 lambda current: {**current, "status": body["status"]},

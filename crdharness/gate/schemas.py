@@ -30,7 +30,7 @@ def schema_fields(version: dict) -> dict[str, str]:
 
 
 def fields_of(release: Release, crd: str, version: str) -> dict[str, str]:
-    entry = next((v for v in release.versions(crd) if v["name"] == version), {})
+    entry = release.version(crd, version) or {}
     return schema_fields(entry)
 
 
