@@ -305,6 +305,21 @@ def test_a_webhook_that_drops_annotations_fails_and_names_them(tmp_path):
     assert found and all("metadata.annotations" in e for e in found), found
 
 
+def test_empty_values_a_webhook_omits_are_normalised_not_findings(tmp_path):
+    code, report, output = gate(tmp_path, "backup-webhook/gate-omits-empties.yaml")
+    assert code == 0, output[-3000:]
+    noted = [n for c in report["checks"] for n in c["normalised"]]
+    assert any("status.conditions" in n for n in noted), noted
+
+
+def test_under_strict_the_empty_values_a_webhook_omits_are_findings(tmp_path):
+    code, report, _ = gate(tmp_path, "backup-webhook/gate-omits-empties-strict.yaml")
+    assert code != 0
+    found = {k: checks(report)[k]["evidence"] for k in failed(report)}
+    assert found and all(k.startswith("round-trip[") for k in found), found
+    assert any("status.conditions" in e for e in found.values()), found
+
+
 def test_the_projects_own_expectation_holds_both_ways_through_the_webhook(tmp_path):
     code, report, output = gate(tmp_path, "crontab-webhook/gate-expect.yaml")
     assert code == 0, output[-3000:]

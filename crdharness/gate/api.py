@@ -85,17 +85,27 @@ def yaml_safe_json(body: dict) -> str:
     return _NOT_PRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
-def write_with_retry(cluster: Cluster, path: str, change, read_path: str | None = None) -> Answer:
+def write_with_retry(
+    cluster: Cluster,
+    path: str,
+    change,
+    read_path: str | None = None,
+    current: dict | None = None,
+) -> Answer:
     """PUT ``change(current)``, reading the object again after a conflict: the user's
-    controllers (a manager's reconcilers run beside its webhook) may write it meanwhile."""
+    controllers (a manager's reconcilers run beside its webhook) may write it meanwhile.
+    ``current``, the object as the caller last read or wrote it, saves the first read."""
     answer = None
     for _ in range(5):
-        current = call(cluster, "GET", read_path or path)
-        if not current.ok:
-            return current
-        answer = call(cluster, "PUT", path, change(current.body))
+        if current is None:
+            read = call(cluster, "GET", read_path or path)
+            if not read.ok:
+                return read
+            current = read.body
+        answer = call(cluster, "PUT", path, change(current))
         if answer.status != 409:
             return answer
+        current = None
     return answer
 
 

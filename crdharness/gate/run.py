@@ -211,10 +211,12 @@ class GateRun(
                 self._count_refusal(created)
             return None
         if "status" in body and objects.has_status(entry):
-            put = self._write_with_retry(
+            put = write_with_retry(
+                self.cluster,
                 resource.path(version, namespace, name) + "/status",
                 lambda current: {**current, "status": body["status"]},
                 read_path=resource.path(version, namespace, name),
+                current=created.body,
             )
             if not put.ok:
                 if refusals is not None:
@@ -237,9 +239,6 @@ class GateRun(
         self.refused[why] += 1
         # One message per reason, so the user sees why (and can write samples that pass).
         self.refused_examples.setdefault(why, answer.message[:300])
-
-    def _write_with_retry(self, path: str, change, read_path: str | None = None) -> Answer:
-        return write_with_retry(self.cluster, path, change, read_path)
 
 
 class GateTimeout(BaseException):

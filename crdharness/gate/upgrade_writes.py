@@ -39,7 +39,12 @@ def write_again(cluster: Cluster, path: str, version: str, has_status: bool) -> 
     """Write the object at ``path`` (at ``version``) again; one line per write refused."""
     refused: list[str] = []
 
+    # Each write's answer is the object as it now is: the next write starts from it.
+    latest: dict | None = None
+
     def judge(what: str, answer: Answer) -> None:
+        nonlocal latest
+        latest = answer.body if answer.ok else None
         if not answer.ok:
             refused.append(f"{what} at {version}: {answer.status} {answer.message}")
             if STALE_MANAGED_FIELDS in answer.message:
@@ -51,20 +56,26 @@ def write_again(cluster: Cluster, path: str, version: str, has_status: bool) -> 
         current.setdefault("metadata", {}).setdefault("annotations", {})[TOUCHED] = version
         return current
 
-    judge("update with a changed annotation", write_with_retry(cluster, path, annotate))
-    current = call(cluster, "GET", path)
-    if current.ok:
+    judge(
+        "update with a changed annotation",
+        write_with_retry(cluster, path, annotate, current=latest),
+    )
+    current = call(cluster, "GET", path) if latest is None else None
+    content = latest if latest is not None else (current.body if current.ok else None)
+    if content is not None:
         judge(
             "server-side apply of the same content",
-            apply(cluster, path, _applied(current.body), MANAGER),
+            apply(cluster, path, _applied(content), MANAGER),
         )
     if has_status:
         judge(
             "status update through /status",
-            write_with_retry(cluster, f"{path}/status", lambda c: c, read_path=path),
+            write_with_retry(
+                cluster, f"{path}/status", lambda c: c, read_path=path, current=latest
+            ),
         )
-    if current.ok and not refused:
-        again = _applied(current.body)
+    if content is not None and not refused:
+        again = _applied(content)
         again["metadata"] = {
             "generateName": "gate-recreated-",
             **{k: v for k, v in again["metadata"].items() if k not in ("name", "annotations")},

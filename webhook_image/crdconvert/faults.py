@@ -108,6 +108,22 @@ def _add(field_name: str, key: str, value: str) -> Callable[[dict], None]:
     return lambda obj: _metadata(obj).setdefault(field_name, {}).__setitem__(key, value)
 
 
+def _omit_empty(obj: dict) -> None:
+    """What a Go webhook whose types say ``omitempty`` does: empty maps and lists vanish."""
+
+    def pruned(value):
+        if isinstance(value, dict):
+            kept = {k: pruned(v) for k, v in value.items()}
+            return {k: v for k, v in kept.items() if v not in ({}, [])}
+        if isinstance(value, list):
+            return [pruned(v) for v in value]
+        return value
+
+    for part in ("spec", "status"):
+        if isinstance(obj.get(part), dict):
+            obj[part] = pruned(obj[part])
+
+
 # name -> rewrite of (answer, request body)
 REWRITES: dict[str, Callable[[dict, dict], None]] = {
     "fail-with-message": _fail(FAILURE_MESSAGE),
@@ -128,6 +144,7 @@ REWRITES: dict[str, Callable[[dict, dict], None]] = {
     "drop-annotations": _each(lambda o: _metadata(o).pop("annotations", None)),
     "mutate-other-metadata": _each(lambda o: _metadata(o).update(OTHER_METADATA)),
     "extra-field": _each(lambda o: o.__setitem__("extra", 1)),
+    "omit-empty": _each(_omit_empty),
     "lose-fields": _each(lambda o: [o.pop(k, None) for k in ("host", "port", "hostPort")]),
     "mutate-kind": _each(lambda o: o.__setitem__("kind", o.get("kind", "") + "2")),
     "invalid-label": _each(_add("labels", "to", "example.com/v1")),
