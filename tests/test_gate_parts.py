@@ -2,17 +2,16 @@
 schema translation for generation, the check plan, and conduct judgement."""
 
 import copy
-from types import SimpleNamespace
 
 from crdharness.binaries import versions
-from crdharness.gate import diff, manifests, migration, objects, plan, schemas
+from crdharness.gate import diff, kubernetes_upgrade, manifests, migration, objects, plan, schemas
 from crdharness.gate.conduct import conduct_problems
 from crdharness.gate.config import GateConfig, Migration, WebhookSpec
+from crdharness.gate.context import GateContext
 from crdharness.gate.deprecation import default_warning, priority
-from crdharness.gate.kubernetes_upgrade import KubernetesUpgradeCheck
 from crdharness.gate.manifests import Release
 from crdharness.gate.results import CheckResult
-from crdharness.gate.run import GateRun
+from crdharness.gate.run import PHASES, GateRun
 from crdharness.gate.webhook import Exchange
 
 CRD = {
@@ -393,13 +392,13 @@ def test_a_phase_that_raises_fails_every_check_it_had_not_decided():
     history = [release(0, [{"name": "v1", "served": True, "storage": True}])]
     config = GateConfig(source=None, crds=[])
     checks = plan.plan(config, history)
-    run = GateRun(None, config, history, {}, lambda line: None, planned=checks)
+    ctx = GateContext(None, config, history, {}, lambda line: None, planned=checks)
 
-    def history_phase():
-        run.result("install", "release 1").evidence = "1 CRDs created"  # decided: stays
+    def history_phase(ctx):
+        ctx.result("install", "release 1").evidence = "1 CRDs created"  # decided: stays
         raise ConnectionError("the API server went away\nsecond line")
 
-    run._history = history_phase
+    run = GateRun(ctx, {**PHASES, "history": history_phase})
     run.run("history")
     assert run.decision(checks[0]).status == "pass"
     undecided = [c for c in checks if c.phase == "history" and c.key != checks[0].key]
@@ -427,20 +426,18 @@ def test_the_kubernetes_upgrade_is_planned_only_in_the_run_on_the_oldest_listed_
     assert plan.kubernetes_path(["1.37"], "1.37") == []
 
 
-class UpgradeComparison(KubernetesUpgradeCheck):
+class UpgradeComparison:
     """The kubernetes-upgrade judgement on reads made up here (no cluster)."""
 
     def __init__(self, revisions_after: dict[str, int]):
-        self.cluster = SimpleNamespace(etcd=object())
         self.revisions_after = revisions_after
-
-    def _stored_object_revisions(self) -> dict[str, int]:
-        return self.revisions_after
 
     def judge(self, before, after, revisions_before) -> CheckResult:
         result = CheckResult("kubernetes-upgrade", "1.36->1.37")
         older, newer = versions.resolve("1.36"), versions.resolve("1.37")
-        self._judge_upgrade(result, before, after, revisions_before, older, newer)
+        kubernetes_upgrade.judge(
+            result, before, after, revisions_before, self.revisions_after, older, newer
+        )
         return result
 
 

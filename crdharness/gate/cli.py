@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
         # The failure bundle and transcripts go there too, never into the harness's checkout.
         os.environ[paths.ARTIFACTS_ENV] = str(artifacts)
         argv = [
-            str(HERE / "gate_checks.py"),
+            str(HERE / "test_gate.py"),
             "-p",
             "crdharness.pytest_plugin",
             "-p",

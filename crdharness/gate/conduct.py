@@ -13,51 +13,49 @@ from __future__ import annotations
 import statistics
 
 from crdharness.gate import diff
+from crdharness.gate.context import GateContext
 
 SERVER_LIMIT = 30.0  # seconds kube-apiserver waits for a conversion webhook's answer
 
 
-class ConductCheck:
-    """``GateRun``'s conduct phase."""
-
-    def _conduct(self) -> None:
-        result = self.result("webhook-conduct", "webhook")
-        if self.webhook is None:
-            result.evidence = "no conversion webhook in this history"
-            return
-        if self.webhook.proxy is None:
-            result.passed = None
-            result.evidence = (
-                "not proven: the API server calls the webhook through its Service here, "
-                "without the gate's recording proxy (run the gate on --cluster=local for this)"
+def run(ctx: GateContext) -> None:
+    result = ctx.result("webhook-conduct", "webhook")
+    if ctx.webhook is None:
+        result.evidence = "no conversion webhook in this history"
+        return
+    if ctx.webhook.proxy is None:
+        result.passed = None
+        result.evidence = (
+            "not proven: the API server calls the webhook through its Service here, "
+            "without the gate's recording proxy (run the gate on --cluster=local for this)"
+        )
+        return
+    exchanges = [e for e in ctx.webhook.proxy.exchanges if e.kind == "ConversionReview"]
+    problems = []
+    for e in exchanges:
+        problems += conduct_problems(e)
+    latencies = sorted(e.seconds for e in exchanges)
+    result.counts = {"reviews": len(exchanges)}
+    if latencies:
+        p50 = statistics.median(latencies) * 1000
+        p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1000
+        result.counts |= {"p50_ms": round(p50, 2), "p99_ms": round(p99, 2)}
+        latency = f"p50 {p50:.1f} ms, p99 {p99:.1f} ms"
+        budget = ctx.config.webhook.latency_budget_ms if ctx.config.webhook else None
+        if budget is not None and p99 > budget:
+            problems.append(
+                f"p99 latency {p99:.1f} ms is over the budget of {budget:g} ms "
+                "(webhook.latency_budget_ms)"
             )
-            return
-        exchanges = [e for e in self.webhook.proxy.exchanges if e.kind == "ConversionReview"]
-        problems = []
-        for e in exchanges:
-            problems += conduct_problems(e)
-        latencies = sorted(e.seconds for e in exchanges)
-        result.counts = {"reviews": len(exchanges)}
-        if latencies:
-            p50 = statistics.median(latencies) * 1000
-            p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1000
-            result.counts |= {"p50_ms": round(p50, 2), "p99_ms": round(p99, 2)}
-            latency = f"p50 {p50:.1f} ms, p99 {p99:.1f} ms"
-            budget = self.config.webhook.latency_budget_ms if self.config.webhook else None
-            if budget is not None and p99 > budget:
-                problems.append(
-                    f"p99 latency {p99:.1f} ms is over the budget of {budget:g} ms "
-                    "(webhook.latency_budget_ms)"
-                )
-        else:
-            latency = "no review seen"
-        if problems:
-            result.fail(
-                f"{len(problems)} misbehaving answers of {len(exchanges)}: {problems[0]}", *problems
-            )
-        else:
-            result.evidence = f"{len(exchanges)} reviews answered correctly; {latency}"
-        result.details.insert(0, f"latency per review (through the proxy): {latency}")
+    else:
+        latency = "no review seen"
+    if problems:
+        result.fail(
+            f"{len(problems)} misbehaving answers of {len(exchanges)}: {problems[0]}", *problems
+        )
+    else:
+        result.evidence = f"{len(exchanges)} reviews answered correctly; {latency}"
+    result.details.insert(0, f"latency per review (through the proxy): {latency}")
 
 
 def conduct_problems(e) -> list[str]:

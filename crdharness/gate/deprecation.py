@@ -4,9 +4,9 @@ server promises, and no version is unserved or removed without having been depre
 
 from __future__ import annotations
 
-from crdharness.gate import objects
+from crdharness.gate import checks, objects
 from crdharness.gate.api import Resource, call
-from crdharness.gate.history import HISTORY_NS
+from crdharness.gate.context import HISTORY_NS, GateContext
 from crdharness.gate.manifests import Release
 
 
@@ -38,88 +38,85 @@ def priority(version: str) -> tuple:
     return (1, rank, int(major), int(minor or 0)) if stage else (1, 3, int(major), 0)
 
 
-class DeprecationChecks:
-    """``GateRun``'s deprecation checks, run during the history phase."""
-
-    def _check_removal_policy(self, release: Release) -> None:
-        previous = self.releases[release.index - 1]
-        subject = f"release {release.index}->{release.index + 1}"
-        result = self.result("deprecation", subject)
-        for name in release.crds:
-            gone = [v for v in previous.served(name) if v not in release.served(name)]
-            for version in gone:
-                ever = any(version in r.deprecated(name) for r in self.releases[: release.index])
-                if not ever:
-                    how = "removed" if version not in release.names(name) else "no longer served"
-                    text = (
-                        f"{name}: {version} is {how} in release {release.index + 1} but was "
-                        "never deprecated in an earlier release"
-                    )
-                    if self.config.require_deprecation_before_removal:
-                        result.fail(text, text)
-                    else:
-                        result.details.append(f"{text} (allowed by policy)")
-        if result.passed:
-            result.evidence = (
-                result.evidence or "every version unserved or removed was deprecated first"
-            )
-
-    def _check_warnings(self, release: Release, subject: str) -> None:
-        """Deprecated versions answer get, list, create and update with a Warning header.
-        The object is one the version's schema accepts: the user's sample, else a generated
-        one (an empty object is refused by a schema with ``required`` fields)."""
-        result = self.result("deprecation", subject)
-        checked = []
-        for name in self.live(release):
-            manifest = release.crds[name]
-            resource = Resource.of(manifest)
-            for version, custom in release.deprecated(name).items():
-                expected = custom or default_warning(
-                    resource.group, version, resource.kind, release.versions(name)
+def check_removal_policy(ctx: GateContext, release: Release) -> None:
+    previous = ctx.releases[release.index - 1]
+    subject = checks.transition(release.index)
+    result = ctx.result("deprecation", subject)
+    for name in release.crds:
+        gone = [v for v in previous.served(name) if v not in release.served(name)]
+        for version in gone:
+            ever = any(version in r.deprecated(name) for r in ctx.releases[: release.index])
+            if not ever:
+                how = "removed" if version not in release.names(name) else "no longer served"
+                text = (
+                    f"{name}: {version} is {how} in release {release.index + 1} but was "
+                    "never deprecated in an earlier release"
                 )
-                obj_name = self._name("deprecation")
-                path = resource.path(version, HISTORY_NS)
-                created, refusals = None, []
-                for body in self._acceptable_bodies(name, release, version):
-                    candidate = objects.manifest(manifest, version, obj_name, HISTORY_NS, body)
-                    created = call(self.cluster, "POST", path, candidate)
-                    if created.ok:
-                        break
-                    refusals.append(created.message)
-                answers = {"list": call(self.cluster, "GET", path)}
-                if created is not None and created.ok:
-                    answers["create"] = created
-                    answers["get"] = call(self.cluster, "GET", f"{path}/{obj_name}")
-                    updated = answers["get"].body or {}
-                    updated.setdefault("metadata", {}).setdefault("labels", {})["gate"] = "updated"
-                    answers["update"] = call(self.cluster, "PUT", f"{path}/{obj_name}", updated)
-                    call(self.cluster, "DELETE", f"{path}/{obj_name}")
+                if ctx.config.require_deprecation_before_removal:
+                    result.fail(text, text)
                 else:
-                    result.details.append(
-                        f"{name}: no object could be created at {version} to check create, get "
-                        f"and update (add a sample): {refusals[0] if refusals else 'none tried'}"
-                    )
-                    if result.passed:
-                        result.passed = None
-                for verb, answer in answers.items():
-                    if expected not in answer.warnings:
-                        result.fail(
-                            f"{name}: {verb} at deprecated {version} did not warn {expected!r}",
-                            f"{verb} at {version}: {answer.status}, warnings {answer.warnings}",
-                        )
-                verbs = ", ".join(answers)
-                text = "custom" if custom else "default"
-                checked.append(f"{resource.plural} {version} ({text} text; {verbs})")
-        if result.passed is not False:
-            result.evidence = (
-                f"Warning header on {', '.join(checked)}"
-                if checked
-                else "no deprecated served version"
-            )
-            if result.passed is None:
-                result.evidence = "not proven in part: " + result.evidence
+                    result.details.append(f"{text} (allowed by policy)")
+    if result.passed:
+        result.evidence = (
+            result.evidence or "every version unserved or removed was deprecated first"
+        )
 
-    def _acceptable_bodies(self, name: str, release: Release, version: str) -> list[dict]:
-        entry = release.version(name, version)
-        samples = self.sample_bodies(name, version)
-        return [*samples, {}, *objects.first_examples(entry, 10, self.config.seed)]
+
+def check_warnings(ctx: GateContext, release: Release, subject: str) -> None:
+    """Deprecated versions answer get, list, create and update with a Warning header.
+    The object is one the version's schema accepts: the user's sample, else a generated
+    one (an empty object is refused by a schema with ``required`` fields)."""
+    result = ctx.result("deprecation", subject)
+    checked = []
+    for name in ctx.live(release):
+        manifest = release.crds[name]
+        resource = Resource.of(manifest)
+        for version, custom in release.deprecated(name).items():
+            expected = custom or default_warning(
+                resource.group, version, resource.kind, release.versions(name)
+            )
+            obj_name = ctx.name("deprecation")
+            path = resource.path(version, HISTORY_NS)
+            created, refusals = None, []
+            for body in _acceptable_bodies(ctx, name, release, version):
+                candidate = objects.manifest(manifest, version, obj_name, HISTORY_NS, body)
+                created = call(ctx.cluster, "POST", path, candidate)
+                if created.ok:
+                    break
+                refusals.append(created.message)
+            answers = {"list": call(ctx.cluster, "GET", path)}
+            if created is not None and created.ok:
+                answers["create"] = created
+                answers["get"] = call(ctx.cluster, "GET", f"{path}/{obj_name}")
+                updated = answers["get"].body or {}
+                updated.setdefault("metadata", {}).setdefault("labels", {})["gate"] = "updated"
+                answers["update"] = call(ctx.cluster, "PUT", f"{path}/{obj_name}", updated)
+                call(ctx.cluster, "DELETE", f"{path}/{obj_name}")
+            else:
+                result.details.append(
+                    f"{name}: no object could be created at {version} to check create, get "
+                    f"and update (add a sample): {refusals[0] if refusals else 'none tried'}"
+                )
+                if result.passed:
+                    result.passed = None
+            for verb, answer in answers.items():
+                if expected not in answer.warnings:
+                    result.fail(
+                        f"{name}: {verb} at deprecated {version} did not warn {expected!r}",
+                        f"{verb} at {version}: {answer.status}, warnings {answer.warnings}",
+                    )
+            verbs = ", ".join(answers)
+            text = "custom" if custom else "default"
+            checked.append(f"{resource.plural} {version} ({text} text; {verbs})")
+    if result.passed is not False:
+        result.evidence = (
+            f"Warning header on {', '.join(checked)}" if checked else "no deprecated served version"
+        )
+        if result.passed is None:
+            result.evidence = "not proven in part: " + result.evidence
+
+
+def _acceptable_bodies(ctx: GateContext, name: str, release: Release, version: str) -> list[dict]:
+    entry = release.version(name, version)
+    samples = ctx.sample_bodies(name, version)
+    return [*samples, {}, *objects.first_examples(entry, 10, ctx.config.seed)]

@@ -14,10 +14,9 @@ from crdharness.errors import HarnessError
 from crdharness.gate import diff, objects, schemas
 from crdharness.gate.api import Resource, call
 from crdharness.gate.config import Expectation
+from crdharness.gate.context import ROUND_TRIP_NS, GateContext
 from crdharness.gate.manifests import documents
 from crdharness.gate.results import CheckResult
-
-NAMESPACE = "gate-round-trip"
 
 
 def load(expectation: Expectation) -> tuple[dict, dict]:
@@ -39,69 +38,68 @@ def view(obj: dict) -> dict:
     return {**shown, "metadata": kept} if kept else shown
 
 
-class ExpectationChecks:
-    """``GateRun``'s expected-conversion checks, run in the candidate phase."""
+def check(ctx: GateContext) -> None:
+    for expectation in ctx.config.expect:
+        result = ctx.result("expected-conversion", expectation.subject)
+        first, second = load(expectation)
+        crd = _crd_serving(ctx, first)
+        if crd is None:
+            served = f"{first.get('apiVersion')} {first.get('kind')}"
+            result.fail(f"{expectation.at.name}: no CRD of the candidate serves {served}")
+            continue
+        _expect(ctx, result, crd, first, second)
+        _expect(ctx, result, crd, second, first)
+        if result.passed:
+            a, b = _version(first), _version(second)
+            result.evidence = f"written at {a} it reads at {b} as expected, and back"
 
-    def _check_expectations(self) -> None:
-        for expectation in self.config.expect:
-            result = self.result("expected-conversion", expectation.subject)
-            first, second = load(expectation)
-            crd = self._crd_serving(first)
-            if crd is None:
-                served = f"{first.get('apiVersion')} {first.get('kind')}"
-                result.fail(f"{expectation.at.name}: no CRD of the candidate serves {served}")
-                continue
-            self._expect(result, crd, first, second)
-            self._expect(result, crd, second, first)
-            if result.passed:
-                a, b = _version(first), _version(second)
-                result.evidence = f"written at {a} it reads at {b} as expected, and back"
 
-    def _crd_serving(self, obj: dict) -> str | None:
-        group = str(obj.get("apiVersion", "")).rpartition("/")[0]
-        for name, crd in self.candidate.crds.items():
-            if crd["spec"]["group"] == group and crd["spec"]["names"]["kind"] == obj.get("kind"):
-                return name
-        return None
+def _crd_serving(ctx: GateContext, obj: dict) -> str | None:
+    group = str(obj.get("apiVersion", "")).rpartition("/")[0]
+    for name, crd in ctx.candidate.crds.items():
+        if crd["spec"]["group"] == group and crd["spec"]["names"]["kind"] == obj.get("kind"):
+            return name
+    return None
 
-    def _expect(self, result: CheckResult, crd: str, written: dict, expected: dict) -> None:
-        manifest = self.candidate.crds[crd]
-        resource = Resource.of(manifest)
-        a, b = _version(written), _version(expected)
-        entry, at_b = self.candidate.version(crd, a), self.candidate.version(crd, b)
-        if entry is None or at_b is None or not (entry.get("served") and at_b.get("served")):
-            result.fail(f"{crd}: the candidate does not serve both {a} and {b}")
+
+def _expect(ctx: GateContext, result: CheckResult, crd: str, written: dict, expected: dict) -> None:
+    manifest = ctx.candidate.crds[crd]
+    resource = Resource.of(manifest)
+    a, b = _version(written), _version(expected)
+    entry, at_b = ctx.candidate.version(crd, a), ctx.candidate.version(crd, b)
+    if entry is None or at_b is None or not (entry.get("served") and at_b.get("served")):
+        result.fail(f"{crd}: the candidate does not serve both {a} and {b}")
+        return
+    namespace = ROUND_TRIP_NS if resource.namespaced else None
+    name = ctx.name("expect")
+    refusals: list = []
+    created = ctx.create(
+        manifest, entry, a, name, namespace, objects.sample_body(written), refusals=refusals
+    )
+    if created is None:
+        message = refusals[0].message if refusals else "refused"
+        result.fail(f"the object of {a} cannot be created at {a}: {message}")
+        return
+    try:
+        read = call(ctx.cluster, "GET", resource.path(b, namespace, name))
+        if not read.ok:
+            result.fail(f"written at {a}, it cannot be read at {b}: {read.message}")
             return
-        namespace = NAMESPACE if resource.namespaced else None
-        name = self._name("expect")
-        refusals: list = []
-        created = self._create(
-            manifest, entry, a, name, namespace, objects.sample_body(written), refusals=refusals
-        )
-        if created is None:
-            message = refusals[0].message if refusals else "refused"
-            result.fail(f"the object of {a} cannot be created at {a}: {message}")
-            return
-        try:
-            read = call(self.cluster, "GET", resource.path(b, namespace, name))
-            if not read.ok:
-                result.fail(f"written at {a}, it cannot be read at {b}: {read.message}")
-                return
-            found = [
-                d
-                for d in diff.differences(view(expected), view(read.body))
-                if not (d.change == "added" and schemas.defaulted(at_b, d.path))
-            ]
-            if found:
-                paths = ", ".join(sorted({d.path for d in found}))
-                result.fail(
-                    f"written at {a}, it reads at {b} otherwise than expected: {paths}",
-                    *(f"{a} -> {b}: {d.describe()}" for d in found),
-                )
-                result.objects.append((f"expected at {b}", expected))
-                result.objects.append((f"read at {b}", view(read.body)))
-        finally:
-            call(self.cluster, "DELETE", resource.path(a, namespace, name))
+        found = [
+            d
+            for d in diff.differences(view(expected), view(read.body))
+            if not (d.change == "added" and schemas.defaulted(at_b, d.path))
+        ]
+        if found:
+            paths = ", ".join(sorted({d.path for d in found}))
+            result.fail(
+                f"written at {a}, it reads at {b} otherwise than expected: {paths}",
+                *(f"{a} -> {b}: {d.describe()}" for d in found),
+            )
+            result.objects.append((f"expected at {b}", expected))
+            result.objects.append((f"read at {b}", view(read.body)))
+    finally:
+        call(ctx.cluster, "DELETE", resource.path(a, namespace, name))
 
 
 def _version(obj: dict) -> str:

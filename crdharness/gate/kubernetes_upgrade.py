@@ -9,122 +9,124 @@ from __future__ import annotations
 import itertools
 
 from crdharness.binaries.versions import Release
-from crdharness.gate import diff
+from crdharness.gate import checks, diff, history
 from crdharness.gate.api import Resource, call
+from crdharness.gate.context import GateContext
 
 Reads = dict[tuple[str, str, str, str], dict]  # (crd, version, namespace, name) -> object
 ListErrors = dict[tuple[str, str], str]  # (crd, version) -> the server's message
 
 
-class KubernetesUpgradeCheck:
-    """``GateRun``'s kubernetes phase; ``self.kubernetes_path`` lists the releases, oldest
-    (the one running) first."""
-
-    kubernetes_path: list[Release]
-
-    def _kubernetes(self) -> None:
-        self.run("history")  # the objects to carry across come from the other phases
-        self.run("candidate")
-        pairs = list(itertools.pairwise(self.kubernetes_path))
-        if self.cluster.switch_kubernetes is None:
-            for older, newer in pairs:
-                result = self.result("kubernetes-upgrade", f"{older.minor}->{newer.minor}")
-                result.passed = None
-                result.evidence = (
-                    "not proven: the harness does not run this cluster's control plane, so it "
-                    "cannot replace kube-apiserver (run the gate on --cluster=local for this)"
-                )
-            return
-        # Beside what the other phases left: `generate` fresh objects per served version.
-        self._write_objects(self.candidate, count=self.config.generate, prefix="k8s")
-        before, failed_before = self._read_all_objects()
-        stored_before = self._stored_object_revisions()
+def run(ctx: GateContext) -> None:
+    # history and candidate ran first (checks.NEEDS): their objects are carried across
+    pairs = list(itertools.pairwise(ctx.kubernetes_path))
+    if ctx.cluster.switch_kubernetes is None:
         for older, newer in pairs:
-            result = self.result("kubernetes-upgrade", f"{older.minor}->{newer.minor}")
-            new = newer.git_version
-            away = self.cluster.switch_kubernetes(newer)
-            running = self.cluster.server_version()
-            if running != newer.git_version:
-                result.fail(f"after the upgrade the API server says {running}, not {new}")
-                return
-            after, failed_after = self._read_all_objects()
-            for (crd, version), message in failed_after.items():
-                if (crd, version) in failed_before:
-                    result.details.append(f"{crd} at {version}: LIST fails under both: {message}")
-                else:
-                    result.fail(f"{crd}: LIST at {version} fails under {new}: {message}")
-            self._judge_upgrade(result, before, after, stored_before, older, newer)
-            result.counts["api_unavailable_seconds"] = round(away, 1)
-
-    def _judge_upgrade(
-        self, result, before: Reads, after: Reads, stored_before, older, newer
-    ) -> None:
-        rewritten = [
-            k for k, rev in self._stored_object_revisions().items() if stored_before.get(k) != rev
-        ]
-        written_meanwhile = 0
-        for key, obj in before.items():
-            crd, version, namespace, name = key
-            where = f"{crd} {namespace + '/' if namespace else ''}{name} at {version}"
-            if key not in after:
-                result.fail(
-                    f"{where}: read under {older.git_version}, not under {newer.git_version}"
-                )
-                continue
-            if after[key]["metadata"].get("resourceVersion") != obj["metadata"].get(
-                "resourceVersion"
-            ):
-                written_meanwhile += 1  # someone (the user's controllers) wrote it: not ours
-                continue
-            changed = diff.differences(obj, after[key])
-            if changed:
-                result.fail(
-                    f"{where} reads differently under {newer.git_version}",
-                    *(f"{where}: {d.describe()}" for d in changed),
-                )
-        objects = len({(k[0], k[2], k[3]) for k in before})
-        result.counts |= {"objects": objects, "reads": len(before)}
-        if written_meanwhile:
-            result.counts["written_meanwhile"] = written_meanwhile
-        if self.cluster.etcd is None:
-            etcd = "stored bytes not proven (no etcd access)"
-        elif len(rewritten) > written_meanwhile:
-            result.fail(
-                f"{len(rewritten)} stored objects were rewritten across the upgrade",
-                *rewritten[:20],
+            result = ctx.result(
+                "kubernetes-upgrade", checks.kubernetes_step(older.minor, newer.minor)
             )
-            etcd = ""
-        else:
-            etcd = "stored bytes untouched"
-        if result.passed:
+            result.passed = None
             result.evidence = (
-                f"{objects} objects read at every served version ({len(before)} reads) under "
-                f"{newer.git_version} exactly as under {older.git_version}; {etcd}"
+                "not proven: the harness does not run this cluster's control plane, so it "
+                "cannot replace kube-apiserver (run the gate on --cluster=local for this)"
             )
+        return
+    # Beside what the other phases left: `generate` fresh objects per served version.
+    history.write_objects(ctx, ctx.candidate, count=ctx.config.generate, prefix="k8s")
+    before, failed_before = _read_all_objects(ctx)
+    stored_before = _stored_object_revisions(ctx)
+    for older, newer in pairs:
+        result = ctx.result("kubernetes-upgrade", checks.kubernetes_step(older.minor, newer.minor))
+        new = newer.git_version
+        away = ctx.cluster.switch_kubernetes(newer)
+        running = ctx.cluster.server_version()
+        if running != newer.git_version:
+            result.fail(f"after the upgrade the API server says {running}, not {new}")
+            return
+        after, failed_after = _read_all_objects(ctx)
+        for (crd, version), message in failed_after.items():
+            if (crd, version) in failed_before:
+                result.details.append(f"{crd} at {version}: LIST fails under both: {message}")
+            else:
+                result.fail(f"{crd}: LIST at {version} fails under {new}: {message}")
+        stored_after = _stored_object_revisions(ctx) if ctx.cluster.etcd is not None else None
+        judge(result, before, after, stored_before, stored_after, older, newer)
+        result.counts["api_unavailable_seconds"] = round(away, 1)
 
-    def _read_all_objects(self) -> tuple[Reads, ListErrors]:
-        """Every object of the candidate's CRDs, LISTed at each served version (a LIST fails
-        whole when one object cannot be converted: such lists are returned as errors)."""
-        seen: Reads = {}
-        failed: ListErrors = {}
-        for name, manifest in self.candidate.crds.items():
-            resource = Resource.of(manifest)
-            for version in self.candidate.served(name):
-                answer = call(self.cluster, "GET", resource.path(version, None))
-                if not answer.ok:
-                    failed[(name, version)] = f"{answer.status} {answer.message}"
-                    continue
-                for item in (answer.body or {}).get("items", []):
-                    meta = item["metadata"]
-                    seen[(name, version, meta.get("namespace", ""), meta["name"])] = item
-        return seen, failed
 
-    def _stored_object_revisions(self) -> dict[str, int]:
-        if self.cluster.etcd is None:
-            return {}
-        revisions = {}
-        for manifest in self.candidate.crds.values():
-            resource = Resource.of(manifest)
-            prefix = f"/registry/{resource.group}/{resource.plural}/"
-            revisions |= {s.key: s.mod_revision for s in self.cluster.etcd.list(prefix)}
-        return revisions
+def judge(
+    result,
+    before: Reads,
+    after: Reads,
+    stored_before: dict[str, int],
+    stored_after: dict[str, int] | None,
+    older: Release,
+    newer: Release,
+) -> None:
+    """Compare the reads before and after the upgrade, and the stored revisions (None: no
+    etcd access, stored bytes not proven)."""
+    rewritten = [k for k, rev in (stored_after or {}).items() if stored_before.get(k) != rev]
+    written_meanwhile = 0
+    for key, obj in before.items():
+        crd, version, namespace, name = key
+        where = f"{crd} {namespace + '/' if namespace else ''}{name} at {version}"
+        if key not in after:
+            result.fail(f"{where}: read under {older.git_version}, not under {newer.git_version}")
+            continue
+        if after[key]["metadata"].get("resourceVersion") != obj["metadata"].get("resourceVersion"):
+            written_meanwhile += 1  # someone (the user's controllers) wrote it: not ours
+            continue
+        changed = diff.differences(obj, after[key])
+        if changed:
+            result.fail(
+                f"{where} reads differently under {newer.git_version}",
+                *(f"{where}: {d.describe()}" for d in changed),
+            )
+    objects = len({(k[0], k[2], k[3]) for k in before})
+    result.counts |= {"objects": objects, "reads": len(before)}
+    if written_meanwhile:
+        result.counts["written_meanwhile"] = written_meanwhile
+    if stored_after is None:
+        etcd = "stored bytes not proven (no etcd access)"
+    elif len(rewritten) > written_meanwhile:
+        result.fail(
+            f"{len(rewritten)} stored objects were rewritten across the upgrade",
+            *rewritten[:20],
+        )
+        etcd = ""
+    else:
+        etcd = "stored bytes untouched"
+    if result.passed:
+        result.evidence = (
+            f"{objects} objects read at every served version ({len(before)} reads) under "
+            f"{newer.git_version} exactly as under {older.git_version}; {etcd}"
+        )
+
+
+def _read_all_objects(ctx: GateContext) -> tuple[Reads, ListErrors]:
+    """Every object of the candidate's CRDs, LISTed at each served version (a LIST fails
+    whole when one object cannot be converted: such lists are returned as errors)."""
+    seen: Reads = {}
+    failed: ListErrors = {}
+    for name, manifest in ctx.candidate.crds.items():
+        resource = Resource.of(manifest)
+        for version in ctx.candidate.served(name):
+            answer = call(ctx.cluster, "GET", resource.path(version, None))
+            if not answer.ok:
+                failed[(name, version)] = f"{answer.status} {answer.message}"
+                continue
+            for item in (answer.body or {}).get("items", []):
+                meta = item["metadata"]
+                seen[(name, version, meta.get("namespace", ""), meta["name"])] = item
+    return seen, failed
+
+
+def _stored_object_revisions(ctx: GateContext) -> dict[str, int]:
+    if ctx.cluster.etcd is None:
+        return {}
+    revisions = {}
+    for manifest in ctx.candidate.crds.values():
+        resource = Resource.of(manifest)
+        prefix = f"/registry/{resource.group}/{resource.plural}/"
+        revisions |= {s.key: s.mod_revision for s in ctx.cluster.etcd.list(prefix)}
+    return revisions

@@ -18,8 +18,10 @@ from kubernetes.client.rest import ApiException
 
 from crdharness.binaries import versions
 from crdharness.cluster import Cluster
+from crdharness.gate import checks
 from crdharness.gate.api import Answer, Resource, call, read_crd
 from crdharness.gate.config import GateConfig, Migration, fill_placeholders
+from crdharness.gate.context import GateContext
 from crdharness.gate.manifests import Release, uses_webhook
 from crdharness.gate.schemas import schema_differences
 from crdharness.scenarios import migrate, storage_migration
@@ -197,3 +199,49 @@ def removal_advice(
             "a conversion webhook and a migration"
         )
     return advice
+
+
+def check(ctx: GateContext, release: Release, live: list[str], stored_before) -> None:
+    """Run what the release ships (``migrate:``), nothing otherwise, and say what a
+    cluster then stores."""
+    subject = checks.release(release.index)
+    shipped = ctx.config.migrations.get(release.index)
+    if shipped is None and not ctx.planned_check("migration", subject):
+        return
+    result = ctx.result("migration", subject)
+    if shipped is None:
+        notes = []
+        for name in live:
+            stored = stored_versions(ctx.cluster, name)
+            if set(stored) != {release.storage(name)}:
+                notes.append(f"{name}: storedVersions {stored}")
+        result.evidence = (
+            "nothing migrates (no `migrate:` on this release): " + "; ".join(notes)
+            if notes
+            else f"storedVersions hold only the storage version of {', '.join(live)}"
+        )
+        return
+    outcomes = run_shipped(ctx.cluster, ctx.config, release.subset(live), shipped, ctx.report)
+    shown = []
+    for name in live:
+        outcome, storage = outcomes[name], release.storage(name)
+        for failure in outcome.failures:
+            result.fail(f"{shipped.describe()} failed: {failure}", failure)
+        if outcome.output and outcome.failures:
+            result.details += [f"output: {line}" for line in outcome.output.splitlines()]
+        stored = stored_versions(ctx.cluster, name)
+        if ctx.cluster.etcd is None:
+            if result.passed:
+                result.passed = None
+            shown.append(f"{name}: not proven from etcd (no etcd access); stored {stored}")
+            continue
+        total, behind = keys_behind(ctx.cluster, Resource.of(release.crds[name]), storage)
+        if behind:
+            result.fail(
+                f"{name}: {len(behind)} of {total} etcd keys are not at {storage} after "
+                f"{shipped.describe()}",
+                *behind[:20],
+            )
+        shown.append(f"{name}: all {total} etcd keys at {storage}, storedVersions {stored}")
+    if result.passed is not False:
+        result.evidence = f"{shipped.describe()}: " + "; ".join(shown)

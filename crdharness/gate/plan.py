@@ -7,21 +7,9 @@ import itertools
 from dataclasses import dataclass
 
 from crdharness.binaries import versions
+from crdharness.gate import checks
 from crdharness.gate.config import GateConfig
 from crdharness.gate.manifests import Release, uses_webhook
-
-PHASE = {
-    "install": "history",
-    "upgrade": "history",
-    "migration": "history",
-    "deprecation": "history",
-    "round-trip": "candidate",
-    "expected-conversion": "candidate",
-    "convertibility": "candidate",
-    "schemas-vs-strategy": "candidate",
-    "webhook-conduct": "conduct",
-    "kubernetes-upgrade": "kubernetes",
-}
 
 
 @dataclass(frozen=True)
@@ -31,7 +19,7 @@ class PlannedCheck:
 
     @property
     def phase(self) -> str:
-        return PHASE[self.check]
+        return checks.CHECKS[self.check]
 
     @property
     def key(self) -> str:
@@ -56,36 +44,38 @@ def plan(
     releases: list[Release],
     upgrade_through: list[versions.Release] = (),
 ) -> list[PlannedCheck]:
-    checks = [PlannedCheck("install", f"release {r.index + 1}") for r in releases]
+    planned = [PlannedCheck("install", checks.release(r.index)) for r in releases]
     for previous, release in itertools.pairwise(releases):
-        transition = f"release {previous.index + 1}->{release.index + 1}"
-        checks.append(PlannedCheck("upgrade", transition))
+        transition = checks.transition(release.index)
+        planned.append(PlannedCheck("upgrade", transition))
         ever_stored = {
             (name, r.storage(name)) for r in releases[: release.index] for name in r.crds
         }
         for name in release.crds:
             if previous.crds.get(name) and release.storage(name) != previous.storage(name):
-                checks.append(PlannedCheck("migration", f"release {release.index + 1}"))
+                planned.append(PlannedCheck("migration", checks.release(release.index)))
             dropped = [v for v in previous.names(name) if v not in release.names(name)]
             if any((name, v) in ever_stored for v in dropped):
-                checks.append(PlannedCheck("migration", transition))
+                planned.append(PlannedCheck("migration", transition))
             if [v for v in previous.served(name) if v not in release.served(name)]:
-                checks.append(PlannedCheck("deprecation", transition))
+                planned.append(PlannedCheck("deprecation", transition))
     for release in releases:
         if release.index in config.migrations:
-            checks.append(PlannedCheck("migration", f"release {release.index + 1}"))
+            planned.append(PlannedCheck("migration", checks.release(release.index)))
         if any(release.deprecated(name) for name in release.crds):
-            checks.append(PlannedCheck("deprecation", f"release {release.index + 1}"))
+            planned.append(PlannedCheck("deprecation", checks.release(release.index)))
     candidate = releases[-1]
     for name in candidate.crds:
-        checks.append(PlannedCheck("schemas-vs-strategy", name))
+        planned.append(PlannedCheck("schemas-vs-strategy", name))
         for a, b in itertools.permutations(candidate.served(name), 2):
-            checks.append(PlannedCheck("round-trip", f"{name} {a}->{b}"))
-            checks.append(PlannedCheck("convertibility", f"{name} {a}->{b}"))
+            planned.append(PlannedCheck("round-trip", checks.pair(name, a, b)))
+            planned.append(PlannedCheck("convertibility", checks.pair(name, a, b)))
     for expectation in config.expect:
-        checks.append(PlannedCheck("expected-conversion", expectation.subject))
+        planned.append(PlannedCheck("expected-conversion", expectation.subject))
     if any(uses_webhook(r, config.webhook) for r in releases):
-        checks.append(PlannedCheck("webhook-conduct", "webhook"))
+        planned.append(PlannedCheck("webhook-conduct", "webhook"))
     for older, newer in itertools.pairwise(upgrade_through):
-        checks.append(PlannedCheck("kubernetes-upgrade", f"{older.minor}->{newer.minor}"))
-    return list(dict.fromkeys(checks))  # once each, in order
+        planned.append(
+            PlannedCheck("kubernetes-upgrade", checks.kubernetes_step(older.minor, newer.minor))
+        )
+    return list(dict.fromkeys(planned))  # once each, in order

@@ -1,4 +1,4 @@
-"""The gate as a pytest plugin: each planned check is one test of ``gate_checks.py``.
+"""The gate as a pytest plugin: each planned check is one test of ``test_gate.py``.
 
 Loaded by ``python -m crdharness gate`` together with ``crdharness.pytest_plugin`` (which
 brings the cluster, ``--cluster``, ``--keep-cluster`` and the failure bundle).
@@ -12,6 +12,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -22,6 +23,9 @@ from crdharness.gate import expectations, manifests, plan, report
 from crdharness.gate.config import GateConfig
 from crdharness.gate.manifests import Release
 
+if TYPE_CHECKING:
+    from crdharness.gate.run import GateRun
+
 
 @dataclass
 class GateSetup:
@@ -31,6 +35,10 @@ class GateSetup:
     admission: list[dict]
     checks: list[plan.PlannedCheck]
     kubernetes_path: list  # crdharness.binaries.versions.Release, oldest first; empty: no upgrade
+
+
+SETUP = pytest.StashKey[GateSetup]()
+RUN: pytest.StashKey[GateRun] = pytest.StashKey()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -59,13 +67,13 @@ def pytest_configure(config: pytest.Config) -> None:
             expectations.load(expectation)
     except HarnessError as exc:
         raise pytest.UsageError(f"crdharness gate: {exc}") from None
-    config._gate = setup
+    config.stash[SETUP] = setup
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "gate_check" not in metafunc.fixturenames:
         return
-    setup = getattr(metafunc.config, "_gate", None)
+    setup = metafunc.config.stash.get(SETUP, None)
     if setup is None:
         raise pytest.UsageError("crdharness gate: --gate-config is required")
     metafunc.parametrize(
@@ -79,9 +87,10 @@ def _report(line: str) -> None:
 
 @pytest.fixture(scope="session")
 def gate_run(cluster, request: pytest.FixtureRequest, tmp_path_factory):
+    from crdharness.gate.context import GateContext
     from crdharness.gate.run import GateRun
 
-    setup: GateSetup = request.config._gate
+    setup = request.config.stash[SETUP]
     webhook = None
     try:
         started = time.perf_counter()
@@ -90,7 +99,7 @@ def gate_run(cluster, request: pytest.FixtureRequest, tmp_path_factory):
             webhook = _start_webhook(setup, cluster, tmp_path_factory.mktemp("gate-webhook"))
         webhook_seconds = round(time.perf_counter() - started, 2)
         _apply_admission(setup, cluster, webhook)
-        run = GateRun(
+        ctx = GateContext(
             cluster,
             setup.config,
             setup.releases,
@@ -102,9 +111,10 @@ def gate_run(cluster, request: pytest.FixtureRequest, tmp_path_factory):
         )
         ready = cluster.processes.start_to_ready_seconds if cluster.processes else None
         if ready is not None:
-            run.timings["control plane ready"] = round(ready, 2)
-        run.timings["webhook ready"] = webhook_seconds
-        request.config._gate_run = run
+            ctx.timings["control plane ready"] = round(ready, 2)
+        ctx.timings["webhook ready"] = webhook_seconds
+        run = GateRun(ctx)
+        request.config.stash[RUN] = run
         with _bounded(run):
             yield run
     except HarnessError as exc:
@@ -118,14 +128,14 @@ def gate_run(cluster, request: pytest.FixtureRequest, tmp_path_factory):
 def _bounded(run):
     """Interrupt whatever a phase is waiting on when the run's ``timeout:`` passes: that
     phase turns its undecided checks into failures that say so, and later phases do not start
-    (``GateRun.check_deadline``). Between phases the alarm only lets the deadline pass."""
+    (``GateContext.check_deadline``). Between phases the alarm only lets the deadline pass."""
 
     def expire(signum, frame):
         if run.running_phase is not None:
-            run.check_deadline(f"the {run.running_phase} phase could finish")
+            run.ctx.check_deadline(f"the {run.running_phase} phase could finish")
 
     previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, max(run.deadline - time.monotonic(), 0.01))
+    signal.setitimer(signal.ITIMER_REAL, max(run.ctx.deadline - time.monotonic(), 0.01))
     try:
         yield
     finally:
@@ -201,40 +211,41 @@ def _apply_admission(setup: GateSetup, cluster, webhook) -> None:
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
-    run = getattr(config, "_gate_run", None)
+    run = config.stash.get(RUN, None)
     if run is None:
         return
+    ctx = run.ctx
     notes = []
-    if len(run.config.kubernetes) > 1 and not run.kubernetes_path:
+    if len(ctx.config.kubernetes) > 1 and not ctx.kubernetes_path:
         notes.append(
             "kubernetes-upgrade runs in the gate's run on the oldest listed version; this run "
             "gated its version on its own"
         )
-    if run.cluster.etcd is None:
+    if ctx.cluster.etcd is None:
         notes.append(
-            f"stored bytes not proven: {run.cluster.etcd_unavailable} (checks that need etcd "
+            f"stored bytes not proven: {ctx.cluster.etcd_unavailable} (checks that need etcd "
             "say 'not proven')"
         )
-    kubernetes = run.cluster.kubernetes or "(existing cluster)"
-    if run.kubernetes_path and "kubernetes-upgrade" in {r.check for r in run.results.values()}:
-        later = ", ".join(r.kubernetes for r in run.kubernetes_path[1:])
-        kubernetes = f"{run.kubernetes_path[0].kubernetes}, then upgraded in place to {later}"
+    kubernetes = ctx.cluster.kubernetes or "(existing cluster)"
+    if ctx.kubernetes_path and "kubernetes-upgrade" in {r.check for r in ctx.results.values()}:
+        later = ", ".join(r.kubernetes for r in ctx.kubernetes_path[1:])
+        kubernetes = f"{ctx.kubernetes_path[0].kubernetes}, then upgraded in place to {later}"
     results = run.decide_all()
     directory = report.write(
         Path(config.getoption("--gate-artifacts")),
         results,
         kubernetes,
-        dict(run.refused),
+        dict(ctx.refused),
         notes,
-        run.timings,
-        run.refused_examples,
-        run.stored_after,
+        ctx.timings,
+        ctx.refused_examples,
+        ctx.stored_after,
     )
     terminalreporter.section("crdharness upgrade gate")
     for line in report.table(results, kubernetes):
         terminalreporter.write_line(line)
-    if run.refused:
-        refused = ", ".join(f"{why}: {n}" for why, n in sorted(run.refused.items()))
+    if ctx.refused:
+        refused = ", ".join(f"{why}: {n}" for why, n in sorted(ctx.refused.items()))
         terminalreporter.write_line(f"objects refused before any check (not findings): {refused}")
     for note in notes:
         terminalreporter.write_line(f"note: {note}")

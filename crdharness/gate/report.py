@@ -9,11 +9,12 @@ from pathlib import Path
 
 import yaml
 
-from crdharness.gate.results import CHECKS, CheckResult
+from crdharness.gate.checks import CHECKS
+from crdharness.gate.results import CheckResult
 
 
 def ordered(results: list[CheckResult]) -> list[CheckResult]:
-    return sorted(results, key=lambda r: (CHECKS.index(r.check), r.subject))
+    return sorted(results, key=lambda r: (list(CHECKS).index(r.check), r.subject))
 
 
 def table(results: list[CheckResult], kubernetes: str) -> list[str]:

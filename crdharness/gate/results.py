@@ -4,23 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-CHECKS = (
-    "install",
-    "upgrade",
-    "round-trip",
-    "expected-conversion",
-    "convertibility",
-    "schemas-vs-strategy",
-    "migration",
-    "deprecation",
-    "webhook-conduct",
-    "kubernetes-upgrade",
-)
-
 
 @dataclass
 class CheckResult:
-    check: str  # one of CHECKS
+    check: str  # one of checks.CHECKS
     subject: str  # what it was about: "release 2", "release 1→2", "crontabs.example.com v1→v2"
     passed: bool | None = True  # None: cannot be proven on this cluster (say why in evidence)
     evidence: str = ""  # one line

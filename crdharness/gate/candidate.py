@@ -1,0 +1,49 @@
+"""Phase *candidate*: the candidate release on its own. For every ordered pair of each CRD's
+served versions, *round-trip* and *convertibility* (``round_trips``); then
+*schemas-vs-strategy* (after the round trips: it ranks what they lost) and the user's
+*expected-conversion* pairs.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from crdharness.gate import checks, expectations, round_trips, schemas_vs_strategy
+from crdharness.gate.api import apply_crd, delete_crd, ensure_namespace, read_crd, wait_settled
+from crdharness.gate.context import ROUND_TRIP_NS, GateContext
+
+
+def run(ctx: GateContext) -> None:
+    # Round trips need the candidate installed; without the history (or for a CRD a
+    # release of it refused) it is installed on its own.
+    alone = [
+        name for name in ctx.candidate.crds if not ctx.history_completed or name in ctx.refused_crds
+    ]
+    uninstallable = set()
+    for name in alone:
+        manifest = ctx.candidate.crds[name]
+        if read_crd(ctx.cluster, name) is not None:
+            delete_crd(ctx.cluster, name)
+        answer = apply_crd(ctx.cluster, ctx.pointed(manifest))
+        if not answer.ok:
+            for check in ("round-trip", "convertibility"):
+                for subject in round_trips.pairs(ctx, name):
+                    ctx.result(check, subject).fail(
+                        f"the candidate's {name} cannot be installed: {answer.message}"
+                    )
+            uninstallable.add(name)
+            continue
+        wait_settled(ctx.cluster, manifest)
+    ensure_namespace(ctx.cluster, ROUND_TRIP_NS)
+    for name in ctx.candidate.crds:
+        if name in uninstallable:
+            continue
+        for a, b in itertools.permutations(ctx.candidate.served(name), 2):
+            ctx.check_deadline(f"the round trips of {name} {a}->{b}")
+            subject = checks.pair(name, a, b)
+            ctx.working_on(f"round-trip:{subject}", f"convertibility:{subject}")
+            round_trips.check_pair(ctx, name, a, b)
+        schemas_vs_strategy.check(ctx, name)  # after the round trips: it ranks what they lost
+    ctx.working_on(*(f"expected-conversion:{e.subject}" for e in ctx.config.expect))
+    expectations.check(ctx)
+    ctx.working_on()

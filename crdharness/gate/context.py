@@ -1,0 +1,176 @@
+"""What one gate run knows and writes down: the cluster, the user's releases, samples and
+webhook, and every check's result. One ``GateContext`` is passed to each phase's ``run(ctx)``;
+it holds the helpers every phase uses (naming, creating objects, counting refusals) and
+nothing about the order phases run in (``gate.run``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from crdharness.binaries.versions import Release as KubernetesRelease
+from crdharness.cluster import Cluster
+from crdharness.gate import objects
+from crdharness.gate.api import Answer, Resource, call, write_with_retry
+from crdharness.gate.config import GateConfig
+from crdharness.gate.manifests import Release, point_conversion
+from crdharness.gate.plan import PlannedCheck
+from crdharness.gate.results import CheckResult, NotConvertible
+
+if TYPE_CHECKING:
+    from crdharness.gate.kind_webhook import KindUserWebhook
+    from crdharness.gate.webhook import UserWebhook
+
+
+HISTORY_NS = "gate-history"  # where the history phase writes its objects
+ROUND_TRIP_NS = "gate-round-trip"  # where the candidate phase writes and deletes its objects
+
+
+class GateTimeout(BaseException):
+    """The run's ``timeout:`` passed. A BaseException, like KeyboardInterrupt: the waits
+    inside a phase retry on ordinary exceptions and must not swallow this one."""
+
+
+@dataclass
+class GateContext:
+    cluster: Cluster
+    config: GateConfig
+    releases: list[Release]  # oldest first; the last is the candidate
+    samples: dict[str, list[dict]]  # CRD name -> the user's sample objects
+    report: Callable[[str], None]  # a progress line for the terminal
+    webhook: UserWebhook | KindUserWebhook | None = None
+    kubernetes_path: list[KubernetesRelease] = field(default_factory=list)  # oldest first
+    planned: list[PlannedCheck] = field(default_factory=list)
+
+    results: dict[str, CheckResult] = field(default_factory=dict)  # check:subject -> result
+    timings: dict[str, float] = field(default_factory=dict)  # seconds per phase and step
+    refused: Counter[str] = field(default_factory=Counter)  # why generated objects were refused
+    refused_examples: dict[str, str] = field(default_factory=dict)  # reason -> one message
+    refused_crds: set[str] = field(default_factory=set)  # a release could not install them
+    history_completed: bool = False  # the history phase reached its last release
+    stored_after: dict[int, dict[str, list[str]]] = field(default_factory=dict)  # release ->
+    found: dict[tuple[str, str], list[dict]] = field(default_factory=dict)  # failing bodies
+    lost_paths: dict[str, set[str]] = field(default_factory=dict)  # crd -> paths lost
+    in_progress: set[str] = field(default_factory=set)  # see working_on
+    deadline: float = 0.0  # time.monotonic() when the run's `timeout:` passes
+    _names: itertools.count = field(default_factory=itertools.count)
+
+    def __post_init__(self) -> None:
+        if not self.deadline:
+            self.deadline = time.monotonic() + self.config.timeout
+
+    @property
+    def candidate(self) -> Release:
+        return self.releases[-1]
+
+    def result(self, check: str, subject: str) -> CheckResult:
+        key = f"{check}:{subject}"
+        if key not in self.results:
+            self.results[key] = CheckResult(check, subject)
+        return self.results[key]
+
+    def planned_check(self, check: str, subject: str) -> bool:
+        return any(p.check == check and p.subject == subject for p in self.planned)
+
+    def check_deadline(self, what: str) -> None:
+        """Raise if the run's ``timeout:`` has passed (checked between steps)."""
+        if time.monotonic() >= self.deadline:
+            raise GateTimeout(
+                f"the gate's time ran out ({self.config.timeout:g} s, `timeout:` in the gate "
+                f"file) before {what}"
+            )
+
+    def working_on(self, *keys: str) -> None:
+        """The checks the phase is deciding now (``check:subject``): if it raises, these fail
+        even where they already hold some evidence."""
+        self.in_progress = set(keys)
+
+    def live(self, release: Release) -> list[str]:
+        """The CRDs of ``release`` the history still carries (none refused before)."""
+        return [name for name in release.crds if name not in self.refused_crds]
+
+    def name(self, prefix: str) -> str:
+        """A name no other object of this run has."""
+        return f"{prefix}-{next(self._names)}"
+
+    def pointed(self, manifest: dict) -> dict:
+        """The CRD with its conversion webhook pointed at the running webhook."""
+        if self.webhook is None:
+            return manifest
+        return point_conversion(manifest, self.webhook.reach, self.config.webhook)
+
+    def sample_bodies(self, crd: str, version: str) -> list[dict]:
+        """The user's samples of ``crd`` written at ``version``, as bodies to create."""
+        return [
+            objects.sample_body(s)
+            for s in self.samples.get(crd, [])
+            if s["apiVersion"].endswith(f"/{version}")
+        ]
+
+    def resource(self, crd: str) -> Resource:
+        """Where ``crd``'s objects live, as its latest release says."""
+        for release in reversed(self.releases):
+            if crd in release.crds:
+                return Resource.of(release.crds[crd])
+        raise KeyError(crd)
+
+    def create(
+        self,
+        manifest: dict,
+        entry: dict,
+        version: str,
+        name: str,
+        namespace: str | None,
+        body: dict,
+        refusals: list[Answer] | None = None,
+    ) -> dict | None:
+        """Create an object (and its status, through the subresource); None if refused.
+        A refusal is counted as refused input, or, given ``refusals``, added to it (the
+        caller judges it). Raises ``NotConvertible`` when the server fails to store it."""
+        resource = Resource.of(manifest)
+        obj = objects.manifest(manifest, version, name, namespace, body)
+        created = call(self.cluster, "POST", resource.path(version, namespace), obj)
+        if created.status >= 500:  # the input was fine; storing it failed (conversion)
+            raise NotConvertible(
+                f"an object valid at {version} cannot be created: {created.message}",
+                [f"POST at {version}: {created.status} {created.message}"],
+                [(f"sent at {version}", obj)],
+            )
+        if not created.ok:
+            if refusals is not None:
+                refusals.append(created)
+            else:
+                self.count_refusal(created)
+            return None
+        if "status" in body and objects.has_status(entry):
+            put = write_with_retry(
+                self.cluster,
+                resource.path(version, namespace, name) + "/status",
+                lambda current: {**current, "status": body["status"]},
+                read_path=resource.path(version, namespace, name),
+                current=created.body,
+            )
+            if not put.ok:
+                if refusals is not None:
+                    refusals.append(put)
+                else:
+                    self.count_refusal(put, "status ")
+                call(self.cluster, "DELETE", resource.path(version, namespace, name))
+                return None
+            return put.body
+        return created.body
+
+    def count_refusal(self, answer: Answer, what: str = "") -> None:
+        """An object the server refused: not a finding, but counted and shown once."""
+        if "admission webhook" in answer.message:
+            why = f"{what}refused by an admission webhook"
+        else:
+            why = f"{what}refused by the API server's validation ({answer.status})"
+        self.refused[why] += 1
+        # One message per reason, so the user sees why (and can write samples that pass).
+        self.refused_examples.setdefault(why, answer.message[:300])

@@ -1,0 +1,339 @@
+"""Checks *round-trip* and *convertibility* for one ordered pair (A, B) of the candidate's
+served versions: create at A, read at B, update at B (and its status), read at A; with the
+user's samples, what other pairs already found, and objects generated from A's schema (or
+mutated from the samples), shrunk to a minimal one on failure within a time budget.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections import Counter
+
+from crdharness.gate import checks, diff, objects, schemas
+from crdharness.gate.api import Resource, call, write_with_retry
+from crdharness.gate.context import ROUND_TRIP_NS, GateContext
+from crdharness.gate.results import DataChanged, NotConvertible, RoundTripFailure
+
+TOUCH = "gate.crdharness.io/round-trip"
+MAX_FINDINGS = 3  # distinct failures searched for per version pair
+
+
+class ShrinkBudgetSpent(BaseException):
+    """Raised through hypothesis (not an Exception, so not a failing example) when shrinking
+    has taken ``shrink_seconds``: a CI gate that takes 18 minutes to say no gets turned off."""
+
+
+def pairs(ctx: GateContext, name: str) -> list[str]:
+    return [
+        checks.pair(name, a, b) for a, b in itertools.permutations(ctx.candidate.served(name), 2)
+    ]
+
+
+def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
+    subject = checks.pair(name, a, b)
+    round_trip = ctx.result("round-trip", subject)
+    convertible = ctx.result("convertibility", subject)
+    manifest = ctx.candidate.crds[name]
+    entry = ctx.candidate.version(name, a)
+    tally = Counter()
+    started = time.perf_counter()
+    ctx.report(f"gate: {subject}: round trips ({ctx.config.generate} generated objects)")
+
+    shown: set[str] = set()  # checks and paths already reported for this pair
+
+    def new(failure: RoundTripFailure) -> bool:
+        if failure.check == "convertibility":
+            return "convertibility" not in shown
+        return not failure.paths <= shown
+
+    def remember(failure: RoundTripFailure, label: str) -> None:
+        _record(ctx, failure, round_trip, convertible, label)
+        ctx.lost_paths.setdefault(name, set()).update(failure.paths)
+        shown.update(failure.paths if failure.check == "round-trip" else {failure.check})
+
+    def attempt(body: dict) -> RoundTripFailure | None:
+        return _round_trip(ctx, manifest, entry, a, b, body, tally)
+
+    for body in ctx.sample_bodies(name, a):
+        failure = attempt(body)
+        if failure is not None and new(failure):
+            remember(failure, "sample")
+    # What another pair already found starts this one: no search from scratch. Bodies
+    # found from A first, then from other versions (valid at A where the schemas agree;
+    # refused, and so only counted, where they do not).
+    replay = ctx.found.get((name, a), []) + [
+        body
+        for (crd, version), bodies in ctx.found.items()
+        if crd == name and version != a
+        for body in bodies
+    ]
+    for body in replay:
+        failure = attempt(body)
+        if failure is not None and new(failure):
+            remember(failure, "minimal object (found for another pair)")
+    shrink_until: list[float] = []  # the pair's shrinking deadline, set at its first failure
+    for _ in range(MAX_FINDINGS):  # each search looks for a failure not shown yet
+        failure = _search(ctx, name, entry, attempt, new, shrink_until)
+        if failure is None:
+            break
+        remember(failure, "minimal object (shrunk)")
+        ctx.found.setdefault((name, a), []).append(failure.body)
+    for result in (round_trip, convertible):
+        result.counts = dict(tally)
+    ctx.timings[f"round trips {subject}"] = round(time.perf_counter() - started, 2)
+    alone = (
+        " (the candidate installed on its own: the history could not apply it)"
+        if name in ctx.refused_crds
+        else ""
+    )
+    if round_trip.passed:
+        round_trip.evidence = (
+            f"{tally['compared']} objects equal after {a}->{b}->{a}"
+            + (f" ({len(round_trip.allowed)} allowed differences)" if round_trip.allowed else "")
+            + alone
+        )
+    if convertible.passed:
+        convertible.evidence = (
+            f"{tally['created']} objects valid at {a} read and written at {b}" + alone
+        )
+    for result, count in ((round_trip, tally["compared"]), (convertible, tally["created"])):
+        if 0 < count < ctx.config.min_objects and result.passed:
+            result.passed = None
+            result.evidence = (
+                f"not proven: only {count} objects reached this check (at least "
+                f"{ctx.config.min_objects} needed, `min_objects`); refused: "
+                f"{dict(ctx.refused)}: add samples the API server and your admission "
+                "webhooks accept"
+            )
+    for result in (round_trip, convertible):
+        if tally["created"] == 0 and result.passed:
+            result.passed = False
+            result.evidence = (
+                f"no object could be created at {a} (refused: {dict(ctx.refused)}): add "
+                "samples that the API server accepts"
+            )
+
+
+def _search(
+    ctx: GateContext, crd: str, entry: dict, attempt, new, shrink_until: list[float]
+) -> RoundTripFailure | None:
+    """Run ``attempt`` on generated bodies until one fails in a way ``new`` accepts; the
+    minimal such failure hypothesis shrank to, within the pair's ``shrink_seconds`` (one
+    budget for all of a pair's searches, started at its first failure)."""
+    if not ctx.config.generate:
+        return None
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import seed as fixed_seed
+    from hypothesis import strategies as st
+    from hypothesis.errors import Flaky
+
+    seen: list[RoundTripFailure] = []
+    budget = ctx.config.shrink_seconds
+    samples = ctx.sample_bodies(crd, entry["name"])
+    drawn = objects.bodies(entry)
+    if samples:  # half the user's samples mutated, half drawn from the schema
+        drawn = st.one_of(objects.mutations(entry, samples), drawn)
+
+    @fixed_seed(ctx.config.seed)
+    @settings(
+        max_examples=ctx.config.generate,
+        database=None,
+        deadline=None,
+        report_multiple_bugs=False,
+        suppress_health_check=list(HealthCheck),
+        print_blob=False,
+    )
+    @given(drawn)
+    def run(body):
+        if seen and time.monotonic() > shrink_until[0]:
+            raise ShrinkBudgetSpent  # keep the smallest failure seen so far
+        failure = attempt(body)
+        if failure is not None and new(failure):
+            failure.body, failure.at = body, time.monotonic()
+            if not shrink_until:
+                shrink_until.append(failure.at + budget)
+            seen.append(failure)
+            raise failure
+
+    try:
+        run()
+    except RoundTripFailure as failure:
+        return failure  # hypothesis re-raises the minimal example's failure last
+    except (Flaky, ShrinkBudgetSpent):
+        # Out of time, or a failure that did not repeat on replay: the smallest seen.
+        return min(seen, key=lambda f: f.size) if seen else None
+    return None
+
+
+def _record(
+    ctx: GateContext, failure: RoundTripFailure, round_trip, convertible, label: str
+) -> None:
+    result = round_trip if failure.check == "round-trip" else convertible
+    result.fail(failure.evidence, *failure.details)
+    for title, obj in failure.shown:
+        result.objects.append((f"{label}: {title}", obj))
+
+
+def _round_trip(ctx: GateContext, manifest, entry, a, b, body, tally) -> RoundTripFailure | None:
+    resource = Resource.of(manifest)
+    namespace = ROUND_TRIP_NS if resource.namespaced else None
+    name = ctx.name(f"rt-{a}-{b}".lower())
+    try:
+        created = ctx.create(manifest, entry, a, name, namespace, body)
+    except NotConvertible as failure:
+        return failure
+    if created is None:
+        tally["refused"] += 1
+        return None
+    tally["created"] += 1
+    try:
+        return _compare(ctx, resource, namespace, name, a, b, body, created, tally)
+    finally:
+        # At the storage version where it is served: the answer needs no conversion.
+        crd = _crd_of(ctx, resource)
+        storage = ctx.candidate.storage(crd)
+        at = storage if storage in ctx.candidate.served(crd) else a
+        call(ctx.cluster, "DELETE", resource.path(at, namespace, name))
+
+
+def _compare(ctx: GateContext, resource, namespace, name, a, b, body, created, tally):
+    """``created`` is the server's answer to the write at A: the object as stored and read
+    back at A (the server decodes what it wrote to etcd and converts it to A), so no GET."""
+    crd = _crd_of(ctx, resource)
+    result = ctx.result("round-trip", checks.pair(crd, a, b))
+    sent = objects.manifest(ctx.candidate.crds[crd], a, name, namespace, body)
+    original = created
+    shown = [(f"written at {a}", _clean(original))]
+    # What was written must read back at the same version: a version other than the
+    # storage version goes through the webhook on the way in, and can lose data there.
+    # Fields that appear (defaults) are not losses. (A dry-run create cannot serve as the
+    # reference: it converts to the storage version too, and hides the loss.)
+    wanted = {**objects.intent(body), "metadata": sent["metadata"]}
+    kept = {k: v for k, v in original.items() if k in wanted}
+    kept["metadata"] = {k: v for k, v in original["metadata"].items() if k in sent["metadata"]}
+    lost = [d for d in diff.differences(wanted, kept) if d.change != "added"]
+    lost = _judged(ctx, result, lost, a, b)
+    if lost:
+        paths = ", ".join(sorted({d.path for d in lost}))
+        return DataChanged(
+            f"written at {a}, read back at {a}: changed {paths}",
+            [d.describe() for d in lost],
+            [(f"sent at {a}", sent), (f"read back at {a}", _clean(original))],
+            _paths(lost),
+        )
+    at_b = call(ctx.cluster, "GET", resource.path(b, namespace, name))
+    if not at_b.ok:
+        return NotConvertible(
+            f"an object valid at {a} cannot be read at {b}: {at_b.message}",
+            [f"GET at {b}: {at_b.status} {at_b.message}"],
+            shown,
+        )
+    shown.append((f"read at {b}", _clean(at_b.body)))
+    # A field with the same path and type at both versions means the same at both: a
+    # webhook that swaps two fields both ways survives A->B->A, yet every client of B
+    # reads wrong values.
+    moved = _judged(ctx, result, _read_differently(ctx, crd, a, b, original, at_b.body), a, b)
+    if moved:
+        paths = ", ".join(sorted({d.path for d in moved}))
+        return DataChanged(
+            f"written at {a}, read at {b}: {paths} (same path and type at both) lost or "
+            f"changed at {b}",
+            [f"at {a} -> at {b}: {d.describe()}" for d in moved],
+            shown,
+            _paths(moved),
+        )
+
+    def touch(current: dict) -> dict:
+        current.setdefault("metadata", {}).setdefault("annotations", {})[TOUCH] = b
+        return current
+
+    path = resource.path(b, namespace, name)
+    updated = write_with_retry(ctx.cluster, path, touch, current=at_b.body)
+    if not updated.ok:
+        return NotConvertible(
+            f"an object read at {b} cannot be written back at {b}: {updated.message}",
+            [f"PUT at {b}: {updated.status} {updated.message}"],
+            shown,
+        )
+    if objects.has_status(ctx.candidate.version(crd, b)):  # through its own endpoint
+        status = write_with_retry(
+            ctx.cluster, path + "/status", lambda c: c, read_path=path, current=updated.body
+        )
+        if not status.ok:
+            return NotConvertible(
+                f"an object read at {b} cannot have its status written at {b}: {status.message}",
+                [f"PUT {b}/status: {status.status} {status.message}"],
+                shown,
+            )
+    back = call(ctx.cluster, "GET", resource.path(a, namespace, name))
+    if not back.ok:
+        return NotConvertible(
+            f"an object written at {b} cannot be read at {a}: {back.message}",
+            [f"GET at {a}: {back.status} {back.message}"],
+            shown,
+        )
+    shown.append((f"read back at {a}", _clean(back.body)))
+    tally["compared"] += 1
+    found = diff.differences(
+        diff.comparable(original), diff.comparable(back.body, ignore_annotations=(TOUCH,))
+    )
+    found = _judged(ctx, result, found, a, b)
+    if found:
+        paths = ", ".join(sorted({d.path for d in found}))
+        return DataChanged(
+            f"{a}->{b}->{a} changed {paths}",
+            [d.describe() for d in found],
+            shown,
+            _paths(found),
+        )
+    return None
+
+
+def _judged(ctx: GateContext, result, found: list, a: str, b: str) -> list:
+    """The differences that are findings: not excused by an ``allow`` entry (noted in
+    ``result.allowed``) and, unless ``strict``, not an empty value that came back absent
+    or the reverse (noted in ``result.normalised``)."""
+    findings = []
+    for d in found:
+        rule = next((r for r in ctx.config.allow if r.covers(d.path, a, b)), None)
+        if rule is not None:
+            note = f"{d.path} ({rule.reason})"
+            if note not in result.allowed:
+                result.allowed.append(note)
+        elif not ctx.config.strict and d.normalised:
+            if d.describe() not in result.normalised:
+                result.normalised.append(d.describe())
+        else:
+            findings.append(d)
+    return findings
+
+
+def _read_differently(ctx: GateContext, crd: str, a: str, b: str, at_a: dict, at_b: dict) -> list:
+    shared = schemas.shared_fields(ctx.candidate, crd, a, b)
+    there = diff.leaves(at_b)
+    found = []
+    for path, value in diff.leaves(at_a).items():
+        if path.startswith("metadata.") or diff.schema_path(path) not in shared:
+            continue
+        if path not in there:
+            found.append(diff.Difference(path, "lost", value))
+        elif not diff.same(value, there[path]):
+            found.append(diff.Difference(path, "changed", value, there[path]))
+    return found
+
+
+def _crd_of(ctx: GateContext, resource: Resource) -> str:
+    return f"{resource.plural}.{resource.group}"
+
+
+def _paths(found: list) -> frozenset[str]:
+    """The schema paths of differences: one defect at several list items is one finding."""
+    return frozenset(diff.schema_path(d.path) for d in found)
+
+
+def _clean(obj: dict) -> dict:
+    """An object as a person wants to see it: without managedFields and server bookkeeping."""
+    shown = diff.comparable(obj)
+    shown["apiVersion"] = obj.get("apiVersion")
+    return {"apiVersion": shown.pop("apiVersion"), **shown}
