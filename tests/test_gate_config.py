@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from crdharness.gate.config import GateConfigError, fill_placeholders, load
+from crdharness.gate.config import GateConfigError, fill_placeholders
+from crdharness.gate.gate_file import load
 
 
 def write(tmp_path: Path, text: str) -> Path:

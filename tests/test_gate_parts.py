@@ -10,9 +10,9 @@ from crdharness.gate.config import GateConfig, Migration, WebhookSpec
 from crdharness.gate.context import GateContext
 from crdharness.gate.deprecation import default_warning, priority
 from crdharness.gate.manifests import Release
+from crdharness.gate.proxy import Exchange
 from crdharness.gate.results import CheckResult
 from crdharness.gate.run import PHASES, GateRun
-from crdharness.gate.webhook import Exchange
 
 CRD = {
     "apiVersion": "apiextensions.k8s.io/v1",

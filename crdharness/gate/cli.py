@@ -15,7 +15,7 @@ import pytest
 
 from crdharness import paths
 from crdharness.errors import HarnessError
-from crdharness.gate import config as gate_config
+from crdharness.gate import gate_file
 
 HERE = Path(__file__).resolve().parent
 
@@ -33,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    config = gate_config.load(args.gate_file)  # a bad file fails here, in one line
+    config = gate_file.load(args.gate_file)  # a bad file fails here, in one line
     if any(a == "-n" or a.startswith(("-n", "--numprocesses")) for a in args.pytest_args):
         # The checks share one scenario on one cluster (history, then candidate): split
         # over workers, each would replay it all and none would hold the whole report.

@@ -24,7 +24,7 @@ from crdharness.gate.results import CheckResult, NotConvertible
 
 if TYPE_CHECKING:
     from crdharness.gate.kind_webhook import KindUserWebhook
-    from crdharness.gate.webhook import UserWebhook
+    from crdharness.gate.user_webhook import UserWebhook
 
 
 HISTORY_NS = "gate-history"  # where the history phase writes its objects

@@ -18,8 +18,7 @@ import pytest
 
 from crdharness.cluster import SERVICE_ROUTING
 from crdharness.errors import HarnessError
-from crdharness.gate import config as gate_config
-from crdharness.gate import expectations, manifests, plan, report
+from crdharness.gate import expectations, gate_file, manifests, plan, report
 from crdharness.gate.config import GateConfig
 from crdharness.gate.manifests import Release
 
@@ -52,7 +51,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if not path:
         return
     try:
-        parsed = gate_config.load(path)
+        parsed = gate_file.load(path)
         releases = manifests.load_history(parsed.crds, parsed.root)
         upgrade = plan.kubernetes_path(parsed.kubernetes, config.getoption("--k8s-version"))
         setup = GateSetup(
@@ -144,7 +143,7 @@ def _bounded(run):
 
 
 def _start_webhook(setup: GateSetup, cluster, directory: Path):
-    from crdharness.gate.webhook import UserWebhook
+    from crdharness.gate.user_webhook import UserWebhook
 
     spec = setup.config.webhook
     if spec is None:

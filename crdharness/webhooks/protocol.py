@@ -11,7 +11,7 @@ class ConversionWebhook(Protocol):
     reference webhook as a local process (``reference.LocalWebhook``), a container from its
     image (``reference.ContainerWebhook``) or a Deployment behind a Service on kind
     (``backends.kind_cluster.KindWebhook``); the user's own webhook in the gate, from a
-    command, an image or a URL (``gate.webhook.UserWebhook``; on kind
+    command, an image or a URL (``gate.user_webhook.UserWebhook``; on kind
     ``gate.kind_webhook.KindUserWebhook``). ``start`` is ``launch`` then ``wait_ready``, and
     stops what it launched if that fails; each form is cleaned up after a killed run (a
     guardian, or the cluster). A form that cannot do something (fault control in a user's

@@ -1,25 +1,15 @@
-"""The user's webhook, whatever form it takes, behind a recording proxy.
+"""The user's webhook, whatever form it takes, behind the recording proxy (``proxy``).
 
 ``UserWebhook`` starts the webhook the gate file describes — a command (a controller-runtime
 manager under ``go run``, agnhost, anything), a container image, or a URL that already
-answers — with certificates the harness generates. The API server does not call it directly:
-it calls ``RecordingProxy``, an HTTPS server of the harness's own that forwards each request
-unchanged and keeps the request, the answer and the time taken. That is how the gate judges
-the conduct of a webhook it has never seen (uid, review version, metadata, latency) without
-any cooperation from it.
+answers — with certificates the harness generates, and puts a ``RecordingProxy`` in front.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import ssl
 import sys
-import threading
-import time
 import uuid
-from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -29,169 +19,12 @@ from crdharness import certs, ports
 from crdharness.errors import HarnessError
 from crdharness.gate.config import WebhookSpec, fill_placeholders
 from crdharness.gate.manifests import url_reach
+from crdharness.gate.proxy import PROBE_HEADER, RecordingProxy, review_record
 from crdharness.guardian import Guardian
 from crdharness.polling import wait_for
 from crdharness.processes import ManagedProcess, identity
 from crdharness.webhooks import images
 from crdharness.webhooks.protocol import ReviewRecords
-
-PROBE_HEADER = "X-Crdharness-Probe"
-# Headers about the connection, not the request: not forwarded (RFC 9110, 7.6.1).
-HOP_BY_HOP = {
-    "host",
-    "content-length",
-    "connection",
-    "keep-alive",
-    "transfer-encoding",
-    "te",
-    "trailer",
-    "upgrade",
-    "proxy-connection",
-    PROBE_HEADER.lower(),
-}
-
-
-@dataclass
-class Exchange:
-    """One request the API server made to the webhook, as the proxy saw it."""
-
-    path: str
-    request: dict | None
-    status: int
-    answer: dict | None
-    seconds: float
-    error: str = ""  # the proxy could not reach the webhook
-    answer_text: str = ""  # the start of an answer that is not JSON
-
-    @property
-    def kind(self) -> str:
-        return (self.request or {}).get("kind", "")
-
-
-class RecordingProxy:
-    """HTTPS on 127.0.0.1, forwarding every POST to ``target`` and recording the exchange."""
-
-    def __init__(self, ca: certs.CertificateAuthority, target: str, target_ca: Path, log: Path):
-        self.target = target.rstrip("/")
-        self.target_ca = target_ca
-        self.log = log
-        self.exchanges: list[Exchange] = []
-        self._lock = threading.Lock()
-        serving = ca.issue_server("gate-proxy", *certs.LOOPBACK_NAMES)
-        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        context.load_cert_chain(str(serving.cert), str(serving.key))
-        proxy = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            # Headers and body are two writes: with Nagle the body waits for the peer's
-            # delayed ACK of the headers, 40 ms per review.
-            disable_nagle_algorithm = True
-
-            def do_POST(self):
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length)
-                headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
-                status, headers, answer = proxy._forward(
-                    self.path, body, headers, bool(self.headers.get(PROBE_HEADER))
-                )
-                self.send_response(status)
-                for name, value in headers.items():
-                    self.send_header(name, value)
-                self.send_header("Content-Length", str(len(answer)))
-                self.end_headers()
-                self.wfile.write(answer)
-
-            def log_message(self, format, *args):  # the API server's calls are recorded, not logged
-                pass
-
-        self.server = ThreadingHTTPServer((ports.LOOPBACK, 0), Handler)
-        self.server.daemon_threads = True
-        self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
-        self.port = self.server.server_address[1]
-        self._thread = threading.Thread(
-            target=self.server.serve_forever, name="gate-proxy", daemon=True
-        )
-        self._thread.start()
-        self._session = threading.local()
-
-    @property
-    def url(self) -> str:
-        return f"https://{ports.LOOPBACK}:{self.port}"
-
-    def _http(self) -> requests.Session:
-        session = getattr(self._session, "http", None)
-        if session is None:
-            session = self._session.http = requests.Session()
-            session.trust_env = False  # a machine-wide REQUESTS_CA_BUNDLE must not win
-        return session
-
-    def _forward(self, path: str, body: bytes, headers: dict[str, str], probe: bool):
-        started = time.perf_counter()
-        try:
-            response = self._http().post(
-                self.target + path,
-                data=body,
-                headers=headers,  # as the API server sent them (webhooks negotiate on Accept)
-                verify=str(self.target_ca),
-                timeout=60,
-            )
-        except requests.RequestException as exc:
-            seconds = time.perf_counter() - started
-            if not probe:
-                self._record(Exchange(path, _json(body), 502, None, seconds, error=str(exc)))
-            return 502, {"Content-Type": "text/plain"}, f"gate proxy: {exc}".encode()
-        seconds = time.perf_counter() - started
-        if not probe:
-            answer = _json(response.content)
-            text = "" if answer is not None else response.content[:200].decode(errors="replace")
-            self._record(
-                Exchange(path, _json(body), response.status_code, answer, seconds, answer_text=text)
-            )
-        headers = {"Content-Type": response.headers.get("Content-Type", "application/json")}
-        return response.status_code, headers, response.content
-
-    def _record(self, exchange: Exchange) -> None:
-        with self._lock:
-            self.exchanges.append(exchange)
-            with self.log.open("a") as out:
-                out.write(json.dumps(exchange.__dict__) + "\n")
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
-def review_record(exchange: Exchange) -> dict:
-    """One exchange as the reference webhook records a review (``reviews_for`` reads both)."""
-    review = exchange.request or {}
-    request = review.get("request") or {}
-    result = ((exchange.answer or {}).get("response") or {}).get("result") or {}
-    objects = []
-    for obj in request.get("objects") or []:
-        if not isinstance(obj, dict):
-            objects.append({"invalid": True})
-            continue
-        metadata = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
-        objects.append({"name": metadata.get("name"), "apiVersion": obj.get("apiVersion")})
-    return {
-        "path": exchange.path,
-        "uid": request.get("uid"),
-        "reviewVersion": review.get("apiVersion"),
-        "desiredAPIVersion": request.get("desiredAPIVersion"),
-        "objects": objects,
-        "result": result.get("status"),
-        "message": result.get("message") or exchange.error,
-        "status": exchange.status,
-        "durationMs": round(exchange.seconds * 1000, 3),
-    }
-
-
-def _json(raw: bytes):
-    try:
-        return json.loads(raw)
-    except ValueError:
-        return None
 
 
 class UserWebhook(ReviewRecords):

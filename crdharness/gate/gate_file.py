@@ -1,0 +1,351 @@
+"""The gate file: a small YAML file, read and validated before anything starts.
+
+Every problem is reported as one line naming the file, the line and the key, e.g.
+``gate.yaml:7: webhook.comand: unknown key (known: command, image, url, ...)``. The schema is
+documented in README.md ("Gate your own CRDs"); this module is its single source of truth.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+import yaml
+
+from crdharness.gate.config import (
+    MIGRATION_KINDS,
+    PLACEHOLDERS,
+    Allowance,
+    Expectation,
+    GateConfig,
+    GateConfigError,
+    Migration,
+    WebhookSpec,
+    fill_placeholders,
+)
+
+TOP_KEYS = {
+    "crds",
+    "webhook",
+    "admission",
+    "samples",
+    "generate",
+    "seed",
+    "allow",
+    "kubernetes",
+    "policy",
+    "upgrade_objects",
+    "timeout",
+    "strict",
+    "min_objects",
+    "shrink_seconds",
+    "expect",
+}
+
+
+RELEASE_KEYS = {"path", "migrate"}
+
+
+WEBHOOK_KEYS = {
+    "command",
+    "image",
+    "url",
+    "ca",
+    "workdir",
+    "env",
+    "args",
+    "port",
+    "cert_dir",
+    "ready_timeout",
+    "convert",
+    "path",
+    "review_versions",
+    "latency_budget_ms",
+}
+
+
+ALLOW_KEYS = {"path", "between", "reason"}
+
+
+POLICY_KEYS = {"require_deprecation_before_removal"}
+
+
+class _Reader:
+    """Walks the composed YAML so every error can name its line."""
+
+    def __init__(self, source: Path):
+        self.source = source
+        try:
+            text = source.read_text()
+        except OSError as exc:
+            raise GateConfigError(f"{source}: cannot read the gate file: {exc.strerror}") from None
+        try:
+            self.node = yaml.compose(text)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f"{source}:{mark.line + 1}" if mark else str(source)
+            problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+            raise GateConfigError(f"{where}: not valid YAML: {problem}") from None
+
+    def fail(self, node: yaml.Node | None, key: str, problem: str) -> GateConfigError:
+        line = f":{node.start_mark.line + 1}" if node is not None else ""
+        return GateConfigError(f"{self.source}{line}: {key}: {problem}")
+
+    def mapping(self, node, key: str, known: set[str]) -> dict[str, yaml.Node]:
+        if not isinstance(node, yaml.MappingNode):
+            raise self.fail(node, key or "(top)", "must be a mapping of keys to values")
+        result = {}
+        for key_node, value_node in node.value:
+            name = key_node.value
+            if name not in known:
+                raise self.fail(
+                    key_node,
+                    f"{key}.{name}" if key else name,
+                    f"unknown key (known: {', '.join(sorted(known))})",
+                )
+            result[name] = value_node
+        return result
+
+    def scalar(self, node, key: str, kind: type):
+        if not isinstance(node, yaml.ScalarNode):
+            raise self.fail(node, key, f"must be a {kind.__name__}")
+        value = yaml.safe_load(yaml.serialize(node))
+        if kind is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if kind is str and isinstance(value, (int, float)) and not isinstance(value, bool):
+            value = str(value)  # `1.37` in YAML is a float; as a version it is a string
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise self.fail(node, key, f"must be a {kind.__name__}, not {value!r}")
+        return value
+
+    def strings(self, node, key: str) -> list[str]:
+        if isinstance(node, yaml.ScalarNode):
+            return [self.scalar(node, key, str)]
+        if not isinstance(node, yaml.SequenceNode):
+            raise self.fail(node, key, "must be a string or a list of strings")
+        return [self.scalar(item, f"{key}[{i}]", str) for i, item in enumerate(node.value)]
+
+    def path(self, node, key: str, must_exist: bool = True) -> Path:
+        path = (self.source.parent / self.scalar(node, key, str)).resolve()
+        if must_exist and not path.exists():
+            raise self.fail(node, key, f"{path} does not exist")
+        return path
+
+
+def load(source: Path | str) -> GateConfig:
+    """Read and validate a gate file; raise GateConfigError (one line) on any problem."""
+    source = Path(source).resolve()
+    reader = _Reader(source)
+    if reader.node is None:
+        raise GateConfigError(f"{source}: the gate file is empty; it needs at least `crds:`")
+    top = reader.mapping(reader.node, "", TOP_KEYS)
+    if "crds" not in top:
+        raise reader.fail(reader.node, "crds", "missing: list the CRD release history")
+    crds, migrations = _history(reader, top["crds"])
+    config = GateConfig(source=source, crds=crds, migrations=migrations)
+    if "webhook" in top:
+        config.webhook = _webhook(reader, top["webhook"])
+    if "admission" in top:
+        config.admission = [
+            reader.path(n, f"admission[{i}]")
+            for i, n in enumerate(_sequence(reader, top, "admission"))
+        ]
+    if "samples" in top:
+        config.samples = [
+            reader.path(n, f"samples[{i}]") for i, n in enumerate(_sequence(reader, top, "samples"))
+        ]
+    for name in ("generate", "seed", "upgrade_objects", "min_objects"):
+        if name in top:
+            value = reader.scalar(top[name], name, int)
+            if value < 0:
+                raise reader.fail(top[name], name, "must be 0 or more")
+            setattr(config, name, value)
+    if "timeout" in top:
+        config.timeout = reader.scalar(top["timeout"], "timeout", float)
+        if config.timeout <= 0:
+            raise reader.fail(top["timeout"], "timeout", "must be more than 0 (seconds)")
+    if "shrink_seconds" in top:
+        config.shrink_seconds = reader.scalar(top["shrink_seconds"], "shrink_seconds", float)
+        if config.shrink_seconds < 0:
+            raise reader.fail(top["shrink_seconds"], "shrink_seconds", "must be 0 or more")
+    if "expect" in top:
+        config.expect = []
+        for i, node in enumerate(_sequence(reader, top, "expect")):
+            keys = reader.mapping(node, f"expect[{i}]", {"at", "reads_at"})
+            for required in ("at", "reads_at"):
+                if required not in keys:
+                    raise reader.fail(node, f"expect[{i}].{required}", "missing")
+            config.expect.append(
+                Expectation(
+                    reader.path(keys["at"], f"expect[{i}].at"),
+                    reader.path(keys["reads_at"], f"expect[{i}].reads_at"),
+                )
+            )
+    if "strict" in top:
+        config.strict = reader.scalar(top["strict"], "strict", bool)
+    if "allow" in top:
+        config.allow = [
+            _allowance(reader, n, f"allow[{i}]")
+            for i, n in enumerate(_sequence(reader, top, "allow"))
+        ]
+    if "kubernetes" in top:
+        config.kubernetes = reader.strings(top["kubernetes"], "kubernetes")
+    if "policy" in top:
+        policy = reader.mapping(top["policy"], "policy", POLICY_KEYS)
+        if "require_deprecation_before_removal" in policy:
+            config.require_deprecation_before_removal = reader.scalar(
+                policy["require_deprecation_before_removal"],
+                "policy.require_deprecation_before_removal",
+                bool,
+            )
+    return config
+
+
+def _sequence(reader: _Reader, top: dict, key: str) -> list[yaml.Node]:
+    node = top[key]
+    if not isinstance(node, yaml.SequenceNode):
+        raise reader.fail(node, key, "must be a list")
+    return node.value
+
+
+def _history(reader: _Reader, node) -> tuple[list[list[Path]], dict[int, Migration]]:
+    if not isinstance(node, yaml.SequenceNode) or not node.value:
+        raise reader.fail(node, "crds", "must be a non-empty list of releases, oldest first")
+    history, migrations = [], {}
+    for i, entry in enumerate(node.value):
+        key = f"crds[{i}]"
+        if isinstance(entry, yaml.MappingNode):  # {path: ..., migrate: ...}
+            keys = reader.mapping(entry, key, RELEASE_KEYS)
+            if "path" not in keys:
+                raise reader.fail(entry, f"{key}.path", "missing: the release's CRD files")
+            if "migrate" in keys:
+                migrations[i] = _migration(reader, keys["migrate"], f"{key}.migrate")
+            entry = keys["path"]
+            key = f"{key}.path"
+        if isinstance(entry, yaml.SequenceNode):  # one release made of several paths
+            paths = [reader.path(p, f"{key}[{j}]") for j, p in enumerate(entry.value)]
+        else:
+            paths = [reader.path(entry, key)]
+        if not paths:
+            raise reader.fail(entry, key, "an empty release")
+        history.append(paths)
+    return history, migrations
+
+
+def _migration(reader: _Reader, node, key: str) -> Migration:
+    """``storage-version-migration``, ``rewrite``, or ``{command: ...}``."""
+    if isinstance(node, yaml.MappingNode):
+        keys = reader.mapping(node, key, {"command"})
+        if "command" not in keys:
+            raise reader.fail(node, f"{key}.command", "missing")
+        command = keys["command"]
+        if isinstance(command, yaml.ScalarNode):
+            try:
+                words = shlex.split(reader.scalar(command, f"{key}.command", str))
+            except ValueError as exc:
+                raise reader.fail(command, f"{key}.command", f"cannot split: {exc}") from None
+        else:
+            words = reader.strings(command, f"{key}.command")
+        if not words:
+            raise reader.fail(command, f"{key}.command", "is empty")
+        for j, word in enumerate(words):
+            _check_placeholders(reader, command, f"{key}.command[{j}]", word)
+        return Migration("command", tuple(words))
+    kind = reader.scalar(node, key, str)
+    if kind not in MIGRATION_KINDS[:2]:
+        raise reader.fail(
+            node, key, "must be storage-version-migration, rewrite, or {command: ...}"
+        )
+    return Migration(kind)
+
+
+def _webhook(reader: _Reader, node) -> WebhookSpec:
+    keys = reader.mapping(node, "webhook", WEBHOOK_KEYS)
+    forms = [k for k in ("command", "image", "url") if k in keys]
+    if len(forms) != 1:
+        problem = "needs exactly one of command, image, url" + (
+            f" (found {', '.join(forms)})" if forms else ""
+        )
+        raise reader.fail(node, "webhook", problem)
+    spec = WebhookSpec()
+    if "command" in keys:
+        command = keys["command"]
+        if isinstance(command, yaml.ScalarNode):
+            text = reader.scalar(command, "webhook.command", str)
+            try:
+                spec.command = shlex.split(text)
+            except ValueError as exc:
+                raise reader.fail(command, "webhook.command", f"cannot split: {exc}") from None
+        else:
+            spec.command = reader.strings(command, "webhook.command")
+        if not spec.command:
+            raise reader.fail(command, "webhook.command", "is empty")
+        for i, word in enumerate(spec.command):
+            _check_placeholders(reader, command, f"webhook.command[{i}]", word)
+    if "image" in keys:
+        spec.image = reader.scalar(keys["image"], "webhook.image", str)
+    if "url" in keys:
+        spec.url = reader.scalar(keys["url"], "webhook.url", str)
+        if not spec.url.startswith("https://"):
+            raise reader.fail(keys["url"], "webhook.url", "must start with https://")
+        if "ca" not in keys:
+            raise reader.fail(node, "webhook.ca", "missing: a url needs the CA of its certificate")
+    if "ca" in keys:
+        spec.ca = reader.path(keys["ca"], "webhook.ca")
+    if "workdir" in keys:
+        spec.workdir = reader.path(keys["workdir"], "webhook.workdir")
+    if "env" in keys:
+        env = reader.mapping(keys["env"], "webhook.env", _AnyKey())
+        spec.env = {k: reader.scalar(v, f"webhook.env.{k}", str) for k, v in env.items()}
+        for k, v in spec.env.items():
+            _check_placeholders(reader, env[k], f"webhook.env.{k}", v)
+    if "args" in keys:
+        spec.args = reader.strings(keys["args"], "webhook.args")
+    if "port" in keys:
+        spec.port = reader.scalar(keys["port"], "webhook.port", int)
+    if "cert_dir" in keys:
+        spec.cert_dir = reader.scalar(keys["cert_dir"], "webhook.cert_dir", str)
+    if "ready_timeout" in keys:
+        spec.ready_timeout = reader.scalar(keys["ready_timeout"], "webhook.ready_timeout", float)
+    if "convert" in keys:
+        spec.convert = reader.strings(keys["convert"], "webhook.convert")
+    if "path" in keys:
+        spec.path = reader.scalar(keys["path"], "webhook.path", str)
+        if not spec.path.startswith("/"):
+            raise reader.fail(keys["path"], "webhook.path", "must start with /")
+    if "latency_budget_ms" in keys:
+        spec.latency_budget_ms = reader.scalar(
+            keys["latency_budget_ms"], "webhook.latency_budget_ms", float
+        )
+    if "review_versions" in keys:
+        spec.review_versions = reader.strings(keys["review_versions"], "webhook.review_versions")
+    return spec
+
+
+class _AnyKey(set):
+    """``known`` for mappings whose keys are free (environment variables)."""
+
+    def __contains__(self, item) -> bool:
+        return True
+
+
+def _check_placeholders(reader: _Reader, node, key: str, text: str) -> None:
+    try:
+        fill_placeholders(text, dict.fromkeys(PLACEHOLDERS, ""))
+    except GateConfigError as exc:
+        raise reader.fail(node, key, str(exc)) from None
+
+
+def _allowance(reader: _Reader, node, key: str) -> Allowance:
+    keys = reader.mapping(node, key, ALLOW_KEYS)
+    for required in ALLOW_KEYS:
+        if required not in keys:
+            raise reader.fail(node, f"{key}.{required}", "missing")
+    between = reader.strings(keys["between"], f"{key}.between")
+    if len(between) != 2 or between[0] == between[1]:
+        raise reader.fail(keys["between"], f"{key}.between", "must name two different versions")
+    reason = reader.scalar(keys["reason"], f"{key}.reason", str).strip()
+    if not reason:
+        raise reader.fail(keys["reason"], f"{key}.reason", "must say why the difference is fine")
+    path = reader.scalar(keys["path"], f"{key}.path", str)
+    return Allowance(path=path, between=(between[0], between[1]), reason=reason)
