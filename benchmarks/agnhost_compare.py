@@ -74,7 +74,7 @@ def start_agnhost(binary: Path, serving: certs.KeyPair, port: int, log: Path) ->
     process = ManagedProcess("agnhost", command, log, env=env).start()
 
     with _stopped_on_failure(process):
-        wait_for(lambda: _listening(process, port), 30, "agnhost to listen", fatal=(HarnessError,))
+        wait_for(lambda: _listening(process, port), 30, "agnhost to listen", retry=(OSError,))
     return process
 
 
@@ -89,7 +89,7 @@ def start_http_floor(serving: certs.KeyPair, port: int, log: Path) -> ManagedPro
             lambda: _listening(process, port),
             30,
             "the HTTP floor server to listen",
-            fatal=(HarnessError,),
+            retry=(OSError,),
         )
     return process
 

@@ -19,23 +19,22 @@ def wait_for(
     what: str,
     interval: float = 0.05,
     last_seen: Callable[[], str] | None = None,
-    fatal: tuple[type[Exception], ...] = (),
+    retry: tuple[type[BaseException], ...] = (),
 ) -> T:
     """Poll ``condition`` until it returns something truthy, and return that.
 
-    Exceptions from ``condition`` count as "not yet" (the thing may not exist yet); the last
-    one is reported if the deadline passes. Exceptions of a ``fatal`` type end the wait at once.
+    An exception of a ``retry`` type counts as "not yet" (the thing may not exist yet, the
+    server may still be starting); the last one is reported if the deadline passes. Any other
+    exception ends the wait at once: a 422 is an answer, not something to wait 30 s for.
     """
     deadline = time.monotonic() + timeout
-    last_error: Exception | None = None
+    last_error: BaseException | None = None
     while True:
         try:
             result = condition()
             if result:
                 return result
-        except fatal:
-            raise
-        except Exception as exc:
+        except retry as exc:
             last_error = exc
         if time.monotonic() >= deadline:
             detail = ""

@@ -4,6 +4,7 @@ import json
 import threading
 
 import pytest
+from kubernetes.client.rest import ApiException
 
 from crdharness.polling import wait_for
 from crdharness.scenarios.versioned import (
@@ -228,7 +229,7 @@ def test_old_and_new_version_clients_coexist(make_crd, group, namespace):
                             return None
                         raise
 
-                wait_for(write, 30, f"a {v} write without conflict")
+                wait_for(write, 30, f"a {v} write without conflict", retry=(ApiException,))
         except Exception as exc:
             errors.append(exc)
 

@@ -1,6 +1,7 @@
 """P. Validation, pruning and defaulting across versions (PD-*)."""
 
 import pytest
+from kubernetes.client.rest import ApiException
 
 from crdharness.polling import wait_for
 from crdharness.scenarios.versioned import (
@@ -85,6 +86,7 @@ def test_read_time_defaults_are_not_persisted_until_an_update(make_crd, group, n
         lambda: crd.get_object("v1beta1", namespace, "old").get("port") == "443",
         30,
         "reads to apply the new default",
+        retry=(ApiException,),  # 429 while the handler is rebuilt
         last_seen=lambda: str(crd.get_object("v1beta1", namespace, "old")),
     )
     assert crd.get_object("v1", namespace, "old")["port"] == "443"

@@ -77,7 +77,7 @@ def wait_for_cluster(proc: subprocess.Popen, info: Path) -> dict:
             raise AssertionError(f"inner pytest ended early:\n{proc.stdout.read()}")
         return info.exists() and json.loads(info.read_text())
 
-    return wait_for(ready, 300, "the inner session's cluster to start", fatal=(AssertionError,))
+    return wait_for(ready, 300, "the inner session's cluster to start", retry=(ValueError,))
 
 
 def port_is_free(port: int) -> bool:
@@ -120,6 +120,7 @@ def assert_nothing_left(info: dict) -> None:
         30,
         "the inner session's temporary directory to be empty",
         last_seen=lambda: str(left_in_tmpdir(info)),
+        retry=(OSError,),  # an entry removed while it is listed
     )
 
 

@@ -113,7 +113,11 @@ def test_rotated_certificate_is_used_without_restart(webhook, tmp_path):
             == 200
         )
 
-    wait_for(trusted_by_new_ca, 20, "the webhook to serve the rotated certificate", interval=0.2)
+    # Until it does, the old certificate fails verification against the new CA (SSLError).
+    retry = (requests.RequestException,)
+    wait_for(
+        trusted_by_new_ca, 20, "the webhook to serve the rotated certificate", 0.2, retry=retry
+    )
     assert webhook.process.pid == pid and webhook.process.running()
 
 

@@ -23,6 +23,7 @@ import uuid
 from pathlib import Path
 
 import yaml
+from kubernetes.client.rest import ApiException
 
 from crdharness import certs, paths
 from crdharness.binaries.versions import Release
@@ -242,6 +243,7 @@ class KindWebhook(ReviewRecords):
                 ),
                 timeout,
                 "a conversion through the webhook's Service to succeed",
+                retry=(ApiException,),  # 500 until the Service has an endpoint
             )
         finally:
             probe.delete()

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import time
 
+import requests
+
 from crdharness.backends.controlplane import ControlPlane
 from crdharness.binaries import assets, versions
 from crdharness.binaries.versions import Release
@@ -62,4 +64,5 @@ def wait_custom_resources_served(cluster: Cluster, timeout: float) -> None:
             timeout,
             f"{path} to be served again after the kube-apiserver restart (it answered 429)",
             interval=0.1,
+            retry=(requests.RequestException,),
         )

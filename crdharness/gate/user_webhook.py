@@ -243,7 +243,9 @@ class UserWebhook(ReviewRecords):
         what = f"the webhook ({self.spec.form}) to answer " + (
             f"a ConversionReview at {path}" if path else "HTTPS"
         )
-        wait_for(answers, self.spec.ready_timeout, what, interval=0.2, fatal=(HarnessError,))
+        # Not listening yet, or not answering JSON yet: wait; an exit (HarnessError) ends it.
+        retry = (requests.RequestException, ValueError, KeyError, TypeError)
+        wait_for(answers, self.spec.ready_timeout, what, interval=0.2, retry=retry)
 
     def stop(self) -> None:
         if self.proxy is not None:

@@ -25,7 +25,12 @@ def established(api: client.ApiextensionsV1Api, name: str) -> bool:
 
 
 def wait_established(api: client.ApiextensionsV1Api, name: str, timeout: float = 60) -> None:
-    wait_for(lambda: established(api, name), timeout, f"CRD {name} to be Established")
+    wait_for(
+        lambda: established(api, name),
+        timeout,
+        f"CRD {name} to be Established",
+        retry=(ApiException,),
+    )
 
 
 def served_versions(api_client: client.ApiClient, group: str) -> set[str]:
@@ -200,6 +205,7 @@ def wait_crds_work(api_client: client.ApiClient, timeout: float = 60) -> None:
         ),
         timeout,
         "the readiness CRD to serve LIST",
+        retry=(ApiException,),
     )
     delete_and_wait(api_client, READINESS_CRD["metadata"]["name"])
 

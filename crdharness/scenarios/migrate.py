@@ -55,7 +55,6 @@ def _patiently(call: Callable[[], object], what: str):
         BUSY_TIMEOUT,
         f"{what} to be answered without 429",
         interval=0.1,
-        fatal=(ApiException,),
     )[0]
 
 

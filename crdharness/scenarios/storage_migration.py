@@ -13,6 +13,8 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 
+import requests
+
 from crdharness.binaries.versions import Release
 from crdharness.cluster import Cluster
 from crdharness.polling import wait_for
@@ -114,5 +116,5 @@ def migrate(
         + (" and update the CRD" if updates_stored_versions(release) else ""),
         interval=0.2,
         last_seen=last_seen,
-        fatal=(AssertionError,),
+        retry=(requests.RequestException, ValueError),  # not created yet, not JSON yet
     )

@@ -127,7 +127,7 @@ class WebhookServer(ReviewRecords):
             timeout,
             f"the webhook at {self.url} to answer a ConversionReview",
             interval=0.1,
-            fatal=(HarnessError,),
+            retry=(requests.RequestException, ValueError, KeyError, TypeError),
         )
 
     def wait_listening(self, timeout: float = 30) -> None:
@@ -139,9 +139,7 @@ class WebhookServer(ReviewRecords):
             with socket.socket() as sock:
                 return sock.connect_ex((ports.LOOPBACK, self.port)) == 0
 
-        wait_for(
-            listening, timeout, f"the webhook to listen on port {self.port}", fatal=(HarnessError,)
-        )
+        wait_for(listening, timeout, f"the webhook to listen on port {self.port}", retry=(OSError,))
 
     held_port: socket.socket | None = None
 

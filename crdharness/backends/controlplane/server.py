@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import requests
+
 from crdharness.errors import HarnessError
 from crdharness.polling import WaitTimeout, wait_for
 from crdharness.processes import AttachedProcess, ManagedProcess
@@ -73,7 +75,9 @@ def wait_until(process, condition: Callable[[], object], timeout: float, what: s
         return bool(condition())
 
     try:
-        wait_for(ready_or_dead, timeout, what, interval=0.05, fatal=(_Exited,))
+        # Not listening yet, or not answering yet: wait; an exit ends it at once.
+        retry = (requests.RequestException, OSError, ValueError)
+        wait_for(ready_or_dead, timeout, what, interval=0.05, retry=retry)
     except _Exited:
         raise HarnessError(exit_message(process)) from None
     except WaitTimeout as exc:
