@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from crdharness.backends import local_cluster
-from crdharness.backends.controlplane import ControlPlane
+from crdharness.backends.controlplane import ControlPlane, controller_manager
 from crdharness.binaries import assets, versions
 from crdharness.progress import to_stderr
 from crdharness.scenarios import storage_migration
@@ -53,11 +53,11 @@ def main() -> None:
     args = parser.parse_args()
     release = versions.resolve()
     binaries = assets.resolve(release, report=to_stderr)
-    controller_manager = assets.controller_manager(release, to_stderr)
+    manager_binary = assets.controller_manager(release, to_stderr)
     results = {"kubernetes": release.kubernetes, "objects": args.objects, "runs": []}
     with ControlPlane(binaries, release, report=to_stderr) as plane:
         began = time.perf_counter()
-        plane.start_controller_manager(controller_manager)
+        controller_manager.start(plane, manager_binary)
         results["controller_manager_start_s"] = round(time.perf_counter() - began, 2)
         cluster = local_cluster(plane)
         try:

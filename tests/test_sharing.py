@@ -25,7 +25,8 @@ def test_attach_to_a_matching_control_plane(plane):
     assert attached.server_url == plane.server_url
     assert attached.apiserver.pid == plane.apiserver.pid
     assert attached.etcd.pid == plane.etcd.pid
-    assert attached._readyz_ok()  # through the attached side's own reading of the certificates
+    # Through the attached side's own reading of the certificates:
+    assert attached.apiserver.healthy()
 
 
 def test_attach_refuses_other_flags(plane):

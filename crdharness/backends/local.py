@@ -6,7 +6,7 @@ from __future__ import annotations
 from crdharness import cluster as capability
 from crdharness.backends import sharing, upgrade
 from crdharness.backends.base import Running, Settings
-from crdharness.backends.controlplane import ControlPlane, ControlPlaneOptions
+from crdharness.backends.controlplane import ControlPlane, ControlPlaneOptions, controller_manager
 from crdharness.binaries import assets, versions
 from crdharness.cluster import Cluster, LocalProcesses
 from crdharness.etcd import EtcdInspector
@@ -88,7 +88,7 @@ def local_cluster(plane: ControlPlane, assets_dir: str | None = None) -> Cluster
     """The Cluster of a running local control plane."""
 
     def start_controllers() -> None:
-        plane.start_controller_manager(assets.controller_manager(plane.release, plane.report))
+        controller_manager.start(plane, assets.controller_manager(plane.release, plane.report))
         cluster.processes.pids["kube-controller-manager"] = plane.controller_manager.pid
         if plane.controller_manager_port not in cluster.processes.ports:
             cluster.processes.ports.append(plane.controller_manager_port)

@@ -10,10 +10,21 @@ policy already binds) and gives each controller its own service account, as clus
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+import requests
+from filelock import FileLock
 
 from crdharness import certs, kubeconfig, ports
+from crdharness.backends.controlplane.record import read_record, write_record
+from crdharness.backends.controlplane.server import wait_until
 from crdharness.binaries.versions import Release
+from crdharness.processes import AttachedProcess, ManagedProcess
+
+if TYPE_CHECKING:
+    from crdharness.backends.controlplane.plane import ControlPlane
 
 USER = "system:kube-controller-manager"
 CONTROLLERS = (
@@ -67,3 +78,57 @@ def args(
         "--profiling=false",
         *release.storage_migration_controller_manager_flags,
     ]
+
+
+def start(plane: ControlPlane, binary: Path) -> None:
+    """Start kube-controller-manager (namespace, garbage collector, storage version
+    migrator) against ``plane``, and wait for its /healthz. Idempotent, also across the
+    processes that share the plane."""
+    if plane.controller_manager is not None and plane.controller_manager.running():
+        return
+    with FileLock(str(plane.path / "controller-manager.lock")):
+        if adopt(plane, read_record(plane.path)):
+            return
+        _start(plane, binary)
+        write_record(plane)
+
+
+def adopt(plane: ControlPlane, record: dict) -> bool:
+    """Take over the kube-controller-manager another process started in ``plane``'s
+    workspace, if it runs."""
+    known = record.get("processes", {}).get("kube-controller-manager")
+    if not known:
+        return False
+    process = AttachedProcess(
+        "kube-controller-manager", *known, plane.path / "kube-controller-manager.log"
+    )
+    if not process.running():
+        return False
+    plane.controller_manager = process
+    plane.controller_manager_port = record.get("controller_manager_port")
+    return True
+
+
+def _start(plane: ControlPlane, binary: Path) -> None:
+    ca = plane.ca
+    assert ca is not None
+    began = time.monotonic()
+    port = plane.controller_manager_port = ports.free_port()
+    serving = ca.issue_server("controller-manager-serving", *certs.LOOPBACK_NAMES)
+    credentials = write_credentials(ca, plane.server_url, plane.path)
+    process = ManagedProcess(
+        "kube-controller-manager",
+        args(binary, plane.release, credentials, serving, port),
+        plane.path / "kube-controller-manager.log",
+    ).start()
+    plane.controller_manager = process
+    plane.adopt(process)
+    url = f"https://{ports.LOOPBACK}:{port}/healthz?verbose"
+    wait_until(
+        process,
+        lambda: all_started(requests.get(url, verify=str(ca.cert_path), timeout=5)),
+        plane.options.ready_timeout,
+        "kube-controller-manager /healthz to report each of its controllers ok",
+    )
+    took = time.monotonic() - began
+    plane.report(f"kube-controller-manager {plane.release.git_version} ready in {took:.1f}s")

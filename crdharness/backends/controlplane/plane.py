@@ -9,34 +9,33 @@ half-done start is undone: whatever was started is stopped and the workspace rem
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import requests
-from filelock import FileLock
 from kubernetes import client
 
 from crdharness import certs, kubeconfig, ports
 from crdharness.backends.controlplane import controller_manager
 from crdharness.backends.controlplane.apiserver import APIServer, APIServerFlags, APIServerPKI
 from crdharness.backends.controlplane.etcd_server import EtcdServer
-from crdharness.backends.controlplane.server import wait_until
+from crdharness.backends.controlplane.record import (
+    PLANE_FILE,
+    check_attached,
+    read_record,
+    write_record,
+)
 from crdharness.binaries import cache
 from crdharness.binaries.assets import Assets
 from crdharness.binaries.versions import Release
 from crdharness.cluster import new_api_client
 from crdharness.errors import HarnessError
 from crdharness.guardian import Guardian
-from crdharness.processes import AttachedProcess, ManagedProcess, command_line, identity
+from crdharness.processes import ManagedProcess, identity
 from crdharness.progress import Reporter, to_stderr
 from crdharness.scenarios import crds
 from crdharness.workspace import Workspace, sweep_stale
-
-# In the workspace: what another process needs to attach to a running control plane.
-PLANE_FILE = "plane.json"
 
 ADMIN_USER = "crdharness-admin"
 ADMIN_GROUPS = ("system:masters",)
@@ -89,15 +88,15 @@ class ControlPlane:
             # etcd boots while the certificates are made, and kube-apiserver starts without
             # waiting for etcd's /health (it retries until etcd answers): the three overlap.
             self._prepare_workspace()
-            self.etcd.launch(self._adopt)
+            self.etcd.launch(self.adopt)
             self._prepare_certificates()
             self.apiserver = self._new_apiserver(self.assets, self.release)
-            self.apiserver.launch(self._adopt)
+            self.apiserver.launch(self.adopt)
             self.etcd.wait_healthy(self.options.ready_timeout, "etcd /health")
             self._await_apiserver()
             self._wait_crds_work()
             self.start_to_ready_seconds = time.monotonic() - began
-            self._write_record()
+            write_record(self)
         except HarnessError as exc:
             kept = self._keep_logs()
             self.stop()
@@ -112,16 +111,27 @@ class ControlPlane:
         return self
 
     def stop(self) -> None:
-        """Stop the controller manager, kube-apiserver, then etcd, then remove the workspace.
-        Idempotent."""
-        for process in (self.controller_manager, self.apiserver, self.etcd):
-            if process is not None:
-                process.stop()
+        """Stop the controller manager, kube-apiserver, then etcd, then remove the workspace
+        and release the guardian. Idempotent. Each step runs whatever an earlier one raised;
+        every failure is reported, in one HarnessError."""
+        steps = [
+            (p.name, p.stop)
+            for p in (self.controller_manager, self.apiserver, self.etcd)
+            if p is not None
+        ]
         if self.workspace is not None:
-            self.workspace.remove()
+            steps.append(("the workspace", self.workspace.remove))
         if self.guardian is not None:
-            self.guardian.release()
-            self.guardian = None
+            steps.append(("the guardian", self.guardian.release))
+        failures = []
+        for what, step in steps:
+            try:
+                step()
+            except Exception as exc:  # the next steps still run: nothing is left behind
+                failures.append(f"{what}: {type(exc).__name__}: {exc}")
+        self.guardian = None
+        if failures:
+            raise HarnessError("stopping the control plane failed: " + "; ".join(failures))
 
     def keep(self) -> str:
         """Leave everything running after this process exits; return how to reach it."""
@@ -167,46 +177,9 @@ class ControlPlane:
         plane.etcd.attach(*processes["etcd"])
         plane.apiserver = plane._new_apiserver(assets, release, record["apiserver_port"])
         plane.apiserver.attach(*processes["kube-apiserver"])
-        plane._attach_controller_manager(record)
-        plane._check_attached()
+        controller_manager.adopt(plane, record)
+        check_attached(plane)
         return plane
-
-    def _check_attached(self) -> None:
-        for server in (self.etcd, self.apiserver):
-            if not server.running():
-                raise HarnessError(f"its {server.name} (pid {server.pid}) is not running")
-            running, wanted = command_line(server.pid), server.args()
-            if running != wanted:
-                differ = sorted(set(running or []) ^ set(wanted))
-                raise HarnessError(
-                    f"its {server.name} runs with other binaries or flags: {' '.join(differ)}"
-                )
-        try:
-            ready = self.apiserver.healthy()
-        except requests.RequestException as exc:
-            raise HarnessError(f"its kube-apiserver does not answer: {exc}") from None
-        if not ready:
-            raise HarnessError("its kube-apiserver is not ready (/readyz)")
-
-    def _write_record(self) -> None:
-        processes = {
-            p.name: list(identity(p.pid) or (p.pid, 0.0))
-            for p in (self.etcd, self.apiserver, self.controller_manager)
-            if p is not None
-        }
-        record = {
-            "kubernetes": self.release.git_version,
-            "apiserver_port": self.apiserver_port,
-            "etcd_port": self.etcd_port,
-            "etcd_peer_port": self.etcd.peer_port,
-            "controller_manager_port": self.controller_manager_port,
-            "processes": processes,
-            "start_to_ready_seconds": self.start_to_ready_seconds,
-            "guardian_pid": self.guardian_pid,
-        }
-        scratch = self.path / f"{PLANE_FILE}.{os.getpid()}"
-        scratch.write_text(json.dumps(record, indent=2))
-        scratch.replace(self.path / PLANE_FILE)
 
     @property
     def guardian_pid(self) -> int | None:
@@ -214,27 +187,7 @@ class ControlPlane:
         attached to, the one its starter recorded."""
         if self.guardian is not None:
             return self.guardian.pid
-        return self._read_record().get("guardian_pid")
-
-    def _read_record(self) -> dict:
-        try:
-            return json.loads((self.path / PLANE_FILE).read_text())
-        except (OSError, ValueError):
-            return {}
-
-    def _attach_controller_manager(self, record: dict) -> bool:
-        """Take over the kube-controller-manager another process started here, if it runs."""
-        known = record.get("processes", {}).get("kube-controller-manager")
-        if not known:
-            return False
-        process = AttachedProcess(
-            "kube-controller-manager", *known, self.path / "kube-controller-manager.log"
-        )
-        if not process.running():
-            return False
-        self.controller_manager = process
-        self.controller_manager_port = record.get("controller_manager_port")
-        return True
+        return read_record(self.path).get("guardian_pid")
 
     def __enter__(self) -> ControlPlane:
         return self.start()
@@ -283,7 +236,7 @@ class ControlPlane:
                 shutil.copy(log, kept / f"{name}.log")
         return kept
 
-    def _adopt(self, process: ManagedProcess) -> None:
+    def adopt(self, process: ManagedProcess) -> None:
         """A process just started: into the workspace's list, under the guardian's watch."""
         assert self.workspace is not None
         self.workspace.adopt(process.pid)
@@ -337,9 +290,6 @@ class ControlPlane:
             self.options.ready_timeout, "kube-apiserver /readyz to answer ok"
         )
 
-    def _readyz_ok(self) -> bool:
-        return self.apiserver.healthy()
-
     # -- changes to a running control plane ----------------------------------------------
 
     def replace_apiserver(
@@ -364,51 +314,15 @@ class ControlPlane:
         self.controller_manager = None
         self.assets, self.release = assets, release
         self.apiserver = self._new_apiserver(assets, release)
-        self.apiserver.launch(self._adopt)
+        self.apiserver.launch(self.adopt)
         self._await_apiserver()
         self._wait_crds_work()
         if had_controllers:
-            self.start_controller_manager(controller_manager_binary)
-        self._write_record()
+            controller_manager.start(self, controller_manager_binary)
+        write_record(self)
         took = time.monotonic() - began
         self.report(f"kube-apiserver is now {release.git_version} (ready in {took:.1f}s)")
         return took
-
-    def start_controller_manager(self, binary: Path) -> None:
-        """Start kube-controller-manager (namespace, garbage collector, storage version
-        migrator) against this control plane, and wait for its /healthz. Idempotent, also
-        across the processes that share this control plane."""
-        if self.controller_manager is not None and self.controller_manager.running():
-            return
-        with FileLock(str(self.path / "controller-manager.lock")):
-            if self._attach_controller_manager(self._read_record()):
-                return
-            self._start_controller_manager(binary)
-            self._write_record()
-
-    def _start_controller_manager(self, binary: Path) -> None:
-        assert self.ca is not None
-        began = time.monotonic()
-        port = self.controller_manager_port = ports.free_port()
-        serving = self.ca.issue_server("controller-manager-serving", *certs.LOOPBACK_NAMES)
-        credentials = controller_manager.write_credentials(self.ca, self.server_url, self.path)
-        self.controller_manager = ManagedProcess(
-            "kube-controller-manager",
-            controller_manager.args(binary, self.release, credentials, serving, port),
-            self.path / "kube-controller-manager.log",
-        ).start()
-        self._adopt(self.controller_manager)
-        url = f"https://{ports.LOOPBACK}:{port}/healthz?verbose"
-        wait_until(
-            self.controller_manager,
-            lambda: controller_manager.all_started(
-                requests.get(url, verify=str(self.ca.cert_path), timeout=5)
-            ),
-            self.options.ready_timeout,
-            "kube-controller-manager /healthz to report each of its controllers ok",
-        )
-        took = time.monotonic() - began
-        self.report(f"kube-controller-manager {self.release.git_version} ready in {took:.1f}s")
 
     def _wait_crds_work(self) -> None:
         api_client = self.api_client()
