@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from crdharness.errors import HarnessError
+from crdharness.gate.diff import at_or_under
 
 PLACEHOLDERS = ("tls_cert", "tls_key", "cert_dir", "port", "kubeconfig", "ca", "python")
 
@@ -29,7 +30,7 @@ class Allowance:
     def covers(self, path: str, a: str, b: str) -> bool:
         if {a, b} != set(self.between):
             return False
-        return path == self.path or path.startswith((self.path + ".", self.path + "["))
+        return at_or_under(path, self.path)
 
 
 MIGRATION_KINDS = ("storage-version-migration", "rewrite", "command")

@@ -56,6 +56,7 @@ class GateContext:
     stored_after: dict[int, dict[str, list[str]]] = field(default_factory=dict)  # release ->
     found: dict[tuple[str, str], list[dict]] = field(default_factory=dict)  # failing bodies
     lost_paths: dict[str, set[str]] = field(default_factory=dict)  # crd -> paths lost
+    shrunk: dict[str, set[str]] = field(default_factory=dict)  # crd -> failures shrunk once
     in_progress: set[str] = field(default_factory=set)  # see working_on
     deadline: float = 0.0  # time.monotonic() when the run's `timeout:` passes
     _names: itertools.count = field(default_factory=itertools.count)

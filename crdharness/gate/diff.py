@@ -17,6 +17,12 @@ SERVER_METADATA = (
 )
 
 
+def at_or_under(path: str, ancestor: str) -> bool:
+    """Whether JSON path ``path`` is ``ancestor`` or inside it (``a.b`` and ``a[0]`` are in
+    ``a``; ``ab`` is not)."""
+    return path == ancestor or path.startswith((ancestor + ".", ancestor + "["))
+
+
 @dataclass(frozen=True)
 class Difference:
     path: str

@@ -72,12 +72,23 @@ def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
         failure = attempt(body)
         if failure is not None and new(failure):
             remember(failure, "minimal object (found for another pair)")
+    shrunk = ctx.shrunk.setdefault(name, set())
+
+    def shrunk_elsewhere(failure: RoundTripFailure) -> bool:
+        """The same failure (its paths at or under paths already shrunk) was shrunk for
+        another pair: shown there, not shrunk again."""
+        return all(any(diff.at_or_under(k, done) for done in shrunk) for k in _kinds(failure))
+
     shrink_until: list[float] = []  # the pair's shrinking deadline, set at its first failure
     for _ in range(MAX_FINDINGS):  # each search looks for a failure not shown yet
-        failure = _search(ctx, name, entry, attempt, new, shrink_until)
+        failure = _search(ctx, name, entry, attempt, new, shrink_until, shrunk_elsewhere)
         if failure is None:
             break
-        remember(failure, "minimal object (shrunk)")
+        if shrunk_elsewhere(failure):
+            remember(failure, "object (not shrunk again: shrunk for another version pair)")
+        else:
+            remember(failure, "minimal object (shrunk)")
+            shrunk.update(_kinds(failure))
         ctx.found.setdefault((name, a), []).append(failure.body)
     for result in (round_trip, convertible):
         result.counts = dict(tally)
@@ -116,11 +127,19 @@ def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
 
 
 def _search(
-    ctx: GateContext, crd: str, entry: dict, attempt, new, shrink_until: list[float]
+    ctx: GateContext,
+    crd: str,
+    entry: dict,
+    attempt,
+    new,
+    shrink_until: list[float],
+    shrunk_elsewhere,
 ) -> RoundTripFailure | None:
     """Run ``attempt`` on generated bodies until one fails in a way ``new`` accepts; the
     minimal such failure hypothesis shrank to, within the pair's ``shrink_seconds`` (one
-    budget for all of a pair's searches, started at its first failure)."""
+    budget for all of a pair's searches, started at its first failure). A failure
+    ``shrunk_elsewhere`` accepts is returned as found: failing is fast when every pair
+    fails the same way."""
     if not ctx.config.generate:
         return None
     from hypothesis import HealthCheck, given, settings
@@ -154,6 +173,8 @@ def _search(
             if not shrink_until:
                 shrink_until.append(failure.at + budget)
             seen.append(failure)
+            if shrunk_elsewhere(failure):
+                raise ShrinkBudgetSpent  # returns it unshrunk
             raise failure
 
     try:
@@ -325,6 +346,11 @@ def _read_differently(ctx: GateContext, crd: str, a: str, b: str, at_a: dict, at
 
 def _crd_of(ctx: GateContext, resource: Resource) -> str:
     return f"{resource.plural}.{resource.group}"
+
+
+def _kinds(failure: RoundTripFailure) -> set[str]:
+    """What a failure is, to know it again: the paths a round trip changed, or the check."""
+    return set(failure.paths) if failure.check == "round-trip" else {failure.check}
 
 
 def _paths(found: list) -> frozenset[str]:

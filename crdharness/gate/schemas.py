@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from crdharness.gate import diff
 from crdharness.gate.manifests import Release
 
 TOP_LEVEL = ("apiVersion", "kind", "metadata")
@@ -46,10 +47,12 @@ def grouped_differences(release: Release, crd: str, a: str, b: str) -> list[tupl
     differing = {
         path: kind for path, kind in at_a.items() if path not in at_b or at_b[path] != kind
     }
-    tops = sorted(p for p in differing if not any(_under(p, q) for q in differing if q != p))
+    tops = sorted(
+        p for p in differing if not any(diff.at_or_under(p, q) for q in differing if q != p)
+    )
     found = []
     for path in tops:
-        below = sum(1 for q in differing if _under(q, path))
+        below = sum(1 for q in differing if q != path and diff.at_or_under(q, path))
         more = f" (and {below} fields under it)" if below else ""
         if path not in at_b:
             found.append(
@@ -63,10 +66,6 @@ def grouped_differences(release: Release, crd: str, a: str, b: str) -> list[tupl
                 )
             )
     return found
-
-
-def _under(path: str, ancestor: str) -> bool:
-    return path.startswith((ancestor + ".", ancestor + "["))
 
 
 def shared_fields(release: Release, crd: str, a: str, b: str) -> set[str]:

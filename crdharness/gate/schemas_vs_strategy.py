@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import itertools
 
-from crdharness.gate import schemas
+from crdharness.gate import diff, schemas
 from crdharness.gate.context import GateContext
 
 
@@ -30,7 +30,7 @@ def check(ctx: GateContext, name: str) -> None:
     lost = ctx.lost_paths.get(name, set())
 
     def at_stake(path: str) -> bool:
-        return any(p == path or p.startswith((path + ".", path + "[")) for p in lost)
+        return any(diff.at_or_under(p, path) for p in lost)
 
     grouped.sort(key=lambda item: not at_stake(item[0]))
     problems = [
