@@ -119,12 +119,6 @@ class Cluster:
     def can(self, capability: str) -> bool:
         return capability in self.capabilities
 
-    @property
-    def reaches_host_loopback(self) -> bool:
-        """The API server can call a webhook on this machine's 127.0.0.1 (not so on kind,
-        whose API server runs in a container)."""
-        return self.can(HOST_LOOPBACK)
-
     @cached_property
     def api_client(self) -> client.ApiClient:
         return new_api_client(self.kubeconfig, self.credentials_dir)

@@ -18,6 +18,7 @@ from cryptography import x509
 from crdharness import certs
 from crdharness.backends import kind_cluster
 from crdharness.binaries import versions
+from crdharness.cluster import HOST_LOOPBACK
 from crdharness.errors import HarnessError
 
 RELEASE = versions.resolve("1.37")
@@ -246,7 +247,7 @@ def test_what_the_kind_backend_runs_and_what_its_cluster_can_do(monkeypatch, tmp
         ],
     ]
     assert got.capabilities == {cluster.ETCD, cluster.IMAGE_LOADER, cluster.SERVICE_ROUTING}
-    assert not got.reaches_host_loopback
+    assert not got.can(HOST_LOOPBACK)
     # The node image's release (kind publishes some patches only), not the local one's.
     assert RELEASE.kind_node_image.startswith(f"kindest/node:v{got.kubernetes}@")
 

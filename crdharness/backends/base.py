@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
 
 from crdharness.cluster import Cluster
 from crdharness.progress import Reporter
@@ -37,8 +36,8 @@ class Running:
     keep: Callable[[], str]  # leave it running; returns how to reach it
 
 
-class Backend(Protocol):
-    name: str
+@dataclass(frozen=True)
+class Backend:
+    name: str  # as --cluster names it
     capabilities: frozenset[str]  # what every cluster it starts can do
-
-    def start(self, settings: Settings, report: Reporter) -> Running: ...
+    start: Callable[[Settings, Reporter], Running]

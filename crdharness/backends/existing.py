@@ -8,26 +8,13 @@ import shutil
 from pathlib import Path
 
 from crdharness import cluster as capability
-from crdharness.backends.base import Running, Settings
+from crdharness.backends.base import Backend, Running, Settings
 from crdharness.binaries import assets, versions
 from crdharness.cluster import Cluster
 from crdharness.errors import HarnessError
 from crdharness.guardian import Guardian
 from crdharness.progress import Reporter
 from crdharness.workspace import Workspace
-
-
-class ExistingBackend:
-    name = "existing"
-    # Its API server may reach this machine's 127.0.0.1 or not; a URL webhook the user gives
-    # is the user's to make reachable.
-    capabilities = frozenset({capability.HOST_LOOPBACK})
-
-    def start(self, settings: Settings, report: Reporter) -> Running:
-        return _connect_existing(settings, report)
-
-
-BACKEND = ExistingBackend()
 
 
 def _connect_existing(settings: Settings, report: Reporter) -> Running:
@@ -68,3 +55,8 @@ def _connect_existing(settings: Settings, report: Reporter) -> Running:
         return f"KUBECONFIG={path} kubectl get crd"
 
     return Running(cluster, stop, keep)
+
+
+# Its API server may reach this machine's 127.0.0.1 or not; a URL webhook the user gives
+# is the user's to make reachable.
+BACKEND = Backend("existing", frozenset({capability.HOST_LOOPBACK}), _connect_existing)

@@ -12,23 +12,12 @@ import yaml
 
 from crdharness import cluster as capability
 from crdharness.backends import kind_cluster
-from crdharness.backends.base import Running, Settings
+from crdharness.backends.base import Backend, Running, Settings
 from crdharness.binaries import assets, versions
 from crdharness.cluster import Cluster
 from crdharness.errors import HarnessError
 from crdharness.progress import Reporter, phase
 from crdharness.webhooks import images
-
-
-class KindBackend:
-    name = "kind"
-    capabilities = frozenset({capability.ETCD, capability.IMAGE_LOADER, capability.SERVICE_ROUTING})
-
-    def start(self, settings: Settings, report: Reporter) -> Running:
-        return _start_kind(settings, report)
-
-
-BACKEND = KindBackend()
 
 
 def _start_kind(settings: Settings, report: Reporter) -> Running:
@@ -89,3 +78,10 @@ def _start_kind(settings: Settings, report: Reporter) -> Running:
         )
 
     return Running(cluster, stop, keep)
+
+
+BACKEND = Backend(
+    "kind",
+    frozenset({capability.ETCD, capability.IMAGE_LOADER, capability.SERVICE_ROUTING}),
+    _start_kind,
+)

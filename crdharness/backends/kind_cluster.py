@@ -29,7 +29,7 @@ from crdharness import certs, paths
 from crdharness.binaries.versions import Release
 from crdharness.errors import HarnessError
 from crdharness.etcd import StoredObject, custom_resource_key, parse_range
-from crdharness.webhooks.protocol import ReviewRecords
+from crdharness.webhooks.protocol import ReviewRecords, started
 
 KIND_VERSION = "v0.33.0"  # the kind release whose node images versions.SUPPORTED pins
 MANIFESTS = paths.MANIFESTS / "webhook-deployment"
@@ -188,13 +188,7 @@ class KindWebhook(ReviewRecords):
         return service_client_config(self.ca)
 
     def start(self) -> KindWebhook:
-        self.launch()
-        try:
-            self.wait_ready()
-        except BaseException:
-            self.stop()
-            raise
-        return self
+        return started(self)
 
     def launch(self) -> KindWebhook:
         """Apply the Secret, Deployment and Service; wait for the rollout. Deleted by

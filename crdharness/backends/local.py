@@ -5,23 +5,12 @@ from __future__ import annotations
 
 from crdharness import cluster as capability
 from crdharness.backends import sharing, upgrade
-from crdharness.backends.base import Running, Settings
+from crdharness.backends.base import Backend, Running, Settings
 from crdharness.backends.controlplane import ControlPlane, ControlPlaneOptions, controller_manager
 from crdharness.binaries import assets, versions
 from crdharness.cluster import Cluster, LocalProcesses
 from crdharness.etcd import EtcdInspector
 from crdharness.progress import Reporter
-
-
-class LocalBackend:
-    name = "local"
-    capabilities = frozenset({capability.ETCD, capability.CONTROL_PLANES, capability.HOST_LOOPBACK})
-
-    def start(self, settings: Settings, report: Reporter) -> Running:
-        return _start_local(settings, report)
-
-
-BACKEND = LocalBackend()
 
 
 def _start_local(settings: Settings, report: Reporter) -> Running:
@@ -118,3 +107,10 @@ def local_cluster(plane: ControlPlane, assets_dir: str | None = None) -> Cluster
         ),
     )
     return cluster
+
+
+BACKEND = Backend(
+    "local",
+    frozenset({capability.ETCD, capability.CONTROL_PLANES, capability.HOST_LOOPBACK}),
+    _start_local,
+)

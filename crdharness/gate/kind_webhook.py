@@ -17,6 +17,7 @@ import yaml
 from crdharness import certs
 from crdharness.errors import HarnessError
 from crdharness.gate.config import WebhookSpec, fill_placeholders
+from crdharness.webhooks.protocol import started
 
 NAMESPACE = "crdharness-gate"
 NAME = "gate-webhook"
@@ -138,13 +139,7 @@ class KindUserWebhook:
         raise HarnessError("the user's webhook has no fault control; only the reference has")
 
     def start(self) -> KindUserWebhook:
-        self.launch()
-        try:
-            self.wait_ready()
-        except BaseException:
-            self.stop()
-            raise
-        return self
+        return started(self)
 
     def launch(self) -> KindUserWebhook:
         self.load_image(self.spec.image, self.directory)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 
 from crdharness.binaries.versions import Release
+from crdharness.cluster import CONTROL_PLANES
 from crdharness.gate import checks, diff, history
 from crdharness.gate.api import Resource, call
 from crdharness.gate.context import GateContext
@@ -20,7 +21,7 @@ ListErrors = dict[tuple[str, str], str]  # (crd, version) -> the server's messag
 def run(ctx: GateContext) -> None:
     # history and candidate ran first (checks.NEEDS): their objects are carried across
     pairs = list(itertools.pairwise(ctx.kubernetes_path))
-    if ctx.cluster.switch_kubernetes is None:
+    if not ctx.cluster.can(CONTROL_PLANES):
         for older, newer in pairs:
             result = ctx.result(
                 "kubernetes-upgrade", checks.kubernetes_step(older.minor, newer.minor)

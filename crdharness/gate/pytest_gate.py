@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from crdharness.cluster import SERVICE_ROUTING
+from crdharness.cluster import HOST_LOOPBACK, IMAGE_LOADER, SERVICE_ROUTING
 from crdharness.errors import HarnessError
 from crdharness.gate import expectations, gate_file, manifests, plan, report
 from crdharness.gate.config import GateConfig
@@ -152,7 +152,7 @@ def _start_webhook(setup: GateSetup, cluster, directory: Path):
             "gate file has no `webhook:` saying how to run it"
         )
     path, desired = _probe_target(setup)
-    if cluster.reaches_host_loopback:
+    if cluster.can(HOST_LOOPBACK):
         webhook = UserWebhook(
             spec,
             directory,
@@ -161,7 +161,7 @@ def _start_webhook(setup: GateSetup, cluster, directory: Path):
             ready_path=path,
             ready_version=desired,
         )
-    elif cluster.can(SERVICE_ROUTING) and cluster.load_image is not None:
+    elif cluster.can(SERVICE_ROUTING) and cluster.can(IMAGE_LOADER):
         # kind: the API server runs in a container; the image goes behind a Service
         from crdharness.gate.kind_webhook import KindUserWebhook
 

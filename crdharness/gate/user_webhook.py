@@ -24,7 +24,7 @@ from crdharness.guardian import Guardian
 from crdharness.polling import wait_for
 from crdharness.processes import ManagedProcess, identity
 from crdharness.webhooks import images
-from crdharness.webhooks.protocol import ReviewRecords
+from crdharness.webhooks.protocol import ReviewRecords, started
 
 
 class UserWebhook(ReviewRecords):
@@ -75,13 +75,7 @@ class UserWebhook(ReviewRecords):
         raise HarnessError("the user's webhook has no fault control; only the reference has")
 
     def start(self) -> UserWebhook:
-        self.launch()
-        try:
-            self.wait_ready()
-        except BaseException:
-            self.stop()
-            raise
-        return self
+        return started(self)
 
     # -- launching -------------------------------------------------------------------------
 

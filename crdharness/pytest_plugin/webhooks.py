@@ -9,6 +9,7 @@ import socket
 import pytest
 
 from crdharness import certs, ports
+from crdharness.cluster import HOST_LOOPBACK, IMAGE_LOADER, SERVICE_ROUTING
 from crdharness.errors import HarnessError
 from crdharness.pytest_plugin.options import report
 from crdharness.webhooks.reference import WebhookServer
@@ -17,7 +18,7 @@ from crdharness.webhooks.reference import WebhookServer
 def _start_webhook(config: pytest.Config, directory, cluster=None):
     from crdharness.webhooks.reference import ContainerWebhook, LocalWebhook
 
-    if cluster is not None and not cluster.reaches_host_loopback:
+    if cluster is not None and not cluster.can(HOST_LOOPBACK):
         return _start_in_cluster_webhook(cluster, directory)
 
     form = ContainerWebhook if config.getoption("--webhook") == "container" else LocalWebhook
@@ -29,7 +30,6 @@ def _start_webhook(config: pytest.Config, directory, cluster=None):
 
 def _start_in_cluster_webhook(cluster, directory):
     """Build the image, load it into the nodes, deploy it behind its Service."""
-    from crdharness.cluster import IMAGE_LOADER, SERVICE_ROUTING
     from crdharness.webhooks import images
 
     if not (cluster.can(IMAGE_LOADER) and cluster.can(SERVICE_ROUTING)):

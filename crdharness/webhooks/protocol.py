@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from typing import Protocol
+from collections.abc import Callable
+from typing import Protocol, TypeVar
 
 
 class ConversionWebhook(Protocol):
@@ -32,6 +33,29 @@ class ConversionWebhook(Protocol):
     def start(self) -> ConversionWebhook: ...
 
     def stop(self) -> None: ...
+
+
+class Launchable(Protocol):
+    def launch(self) -> object: ...
+
+    def wait_ready(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+W = TypeVar("W", bound=Launchable)
+
+
+def started(webhook: W, wait_ready: Callable[[], None] | None = None) -> W:
+    """``webhook.launch()``, then wait until it is ready (``wait_ready``, by default its
+    own); a webhook that never became ready is stopped, so it cannot outlive the attempt."""
+    webhook.launch()
+    try:
+        (wait_ready or webhook.wait_ready)()
+    except BaseException:
+        webhook.stop()
+        raise
+    return webhook
 
 
 class ReviewRecords:

@@ -23,7 +23,7 @@ from crdharness.guardian import Guardian
 from crdharness.polling import wait_for
 from crdharness.processes import ManagedProcess, identity
 from crdharness.webhooks import images
-from crdharness.webhooks.protocol import ReviewRecords
+from crdharness.webhooks.protocol import ReviewRecords, started
 
 CONVERT_PATH = "/crdconvert"
 
@@ -94,13 +94,7 @@ class WebhookServer(ReviewRecords):
     def start(
         self, client_cert: certs.KeyPair | None = None, ready_timeout: float = 30
     ) -> WebhookServer:
-        self.launch()
-        try:
-            self.wait_ready(client_cert, ready_timeout)
-        except BaseException:
-            self.stop()  # a webhook that never became ready must not outlive the attempt
-            raise
-        return self
+        return started(self, lambda: self.wait_ready(client_cert, ready_timeout))
 
     def running(self) -> bool:
         raise NotImplementedError
