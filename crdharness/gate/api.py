@@ -11,7 +11,6 @@ import re
 from dataclasses import dataclass
 
 from crdharness.cluster import Cluster
-from crdharness.polling import wait_for
 from crdharness.scenarios import crds
 
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
@@ -157,24 +156,6 @@ def condition(crd: dict, kind: str) -> dict:
         if entry.get("type") == kind:
             return entry
     return {}
-
-
-def wait_settled(cluster: Cluster, manifest: dict, timeout: float = 60) -> None:
-    """Established, names accepted, and every served version of this resource listed in its
-    group's discovery and answering. Per resource: a group holds other CRDs too."""
-    name = manifest["metadata"]["name"]
-    wait_for(
-        lambda: condition(read_crd(cluster, name) or {}, "Established").get("status") == "True",
-        timeout,
-        f"CRD {name} to be Established",
-        last_seen=lambda: str(condition(read_crd(cluster, name) or {}, "Established")),
-    )
-    spec = manifest["spec"]
-    served = {v["name"] for v in spec["versions"] if v.get("served")}
-    unserved = {v["name"] for v in spec["versions"]} - served
-    group, plural = spec["group"], spec["names"]["plural"]
-    crds.wait_resource_discovery(cluster.api_client, group, plural, served, unserved, timeout)
-    crds.wait_serving(cluster.api_client, group, plural, served, timeout)
 
 
 def delete_crd(cluster: Cluster, name: str) -> None:

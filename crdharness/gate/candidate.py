@@ -9,8 +9,9 @@ from __future__ import annotations
 import itertools
 
 from crdharness.gate import checks, expectations, round_trips, schemas_vs_strategy
-from crdharness.gate.api import apply_crd, delete_crd, ensure_namespace, read_crd, wait_settled
+from crdharness.gate.api import apply_crd, delete_crd, ensure_namespace, read_crd
 from crdharness.gate.context import ROUND_TRIP_NS, GateContext
+from crdharness.scenarios import crds
 
 
 def run(ctx: GateContext) -> None:
@@ -33,7 +34,7 @@ def run(ctx: GateContext) -> None:
                     )
             uninstallable.add(name)
             continue
-        wait_settled(ctx.cluster, manifest)
+        crds.wait_settled(ctx.cluster.api_client, manifest)
     ensure_namespace(ctx.cluster, ROUND_TRIP_NS)
     for name in ctx.candidate.crds:
         if name in uninstallable:

@@ -24,13 +24,13 @@ from crdharness.gate.api import (
     condition,
     ensure_namespace,
     read_crd,
-    wait_settled,
 )
 from crdharness.gate.context import HISTORY_NS, GateContext
 from crdharness.gate.manifests import Release
 from crdharness.gate.results import NotConvertible
 from crdharness.gate.upgrade import Written
 from crdharness.polling import WaitTimeout
+from crdharness.scenarios import crds
 
 
 def run(ctx: GateContext) -> None:
@@ -89,7 +89,7 @@ def _install(
             refused.add(name)
             continue
         try:
-            wait_settled(ctx.cluster, manifest)
+            crds.wait_settled(ctx.cluster.api_client, manifest)
         except WaitTimeout as exc:
             # Seen: stored objects the webhook cannot convert keep the API server from
             # building its cache of the resource, and every LIST answers 429 from then on.

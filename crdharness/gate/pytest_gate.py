@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import signal
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +20,8 @@ from crdharness.errors import HarnessError
 from crdharness.gate import expectations, gate_file, manifests, plan, report
 from crdharness.gate.config import GateConfig
 from crdharness.gate.manifests import Release
+from crdharness.progress import to_stderr
+from crdharness.pytest_support import harness_work
 
 if TYPE_CHECKING:
     from crdharness.gate.run import GateRun
@@ -80,10 +81,6 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     )
 
 
-def _report(line: str) -> None:
-    print(f"[crdharness] {line}", file=sys.__stderr__, flush=True)
-
-
 @pytest.fixture(scope="session")
 def gate_run(cluster, request: pytest.FixtureRequest, tmp_path_factory):
     from crdharness.gate.context import GateContext
@@ -92,18 +89,20 @@ def gate_run(cluster, request: pytest.FixtureRequest, tmp_path_factory):
     setup = request.config.stash[SETUP]
     webhook = None
     try:
-        started = time.perf_counter()
-        converts = any(manifests.uses_webhook(r, setup.config.webhook) for r in setup.releases)
-        if converts or setup.admission:
-            webhook = _start_webhook(setup, cluster, tmp_path_factory.mktemp("gate-webhook"))
-        webhook_seconds = round(time.perf_counter() - started, 2)
-        _apply_admission(setup, cluster, webhook)
+        with harness_work(request.config, "crdharness gate"):
+            started = time.perf_counter()
+            converts = any(manifests.uses_webhook(r, setup.config.webhook) for r in setup.releases)
+            if converts or setup.admission:
+                directory = tmp_path_factory.mktemp("gate-webhook")
+                webhook = _start_webhook(setup, cluster, directory)
+            webhook_seconds = round(time.perf_counter() - started, 2)
+            _apply_admission(setup, cluster, webhook)
         ctx = GateContext(
             cluster,
             setup.config,
             setup.releases,
             setup.samples,
-            _report,
+            to_stderr,
             webhook,
             setup.kubernetes_path,
             setup.checks,
@@ -116,8 +115,6 @@ def gate_run(cluster, request: pytest.FixtureRequest, tmp_path_factory):
         request.config.stash[RUN] = run
         with _bounded(run):
             yield run
-    except HarnessError as exc:
-        pytest.fail(f"crdharness gate: {exc}", pytrace=False)
     finally:
         if webhook is not None:
             webhook.stop()
@@ -173,7 +170,7 @@ def _start_webhook(setup: GateSetup, cluster, directory: Path):
             f"the {cluster.backend} cluster can neither reach a webhook on this machine nor "
             "run one behind a Service"
         )
-    _report(f"gate: starting the webhook ({spec.form}), ready at {path or '/'}")
+    to_stderr(f"gate: starting the webhook ({spec.form}), ready at {path or '/'}")
     return webhook.start()
 
 

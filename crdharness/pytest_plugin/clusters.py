@@ -15,17 +15,17 @@ from kubernetes import client
 from crdharness import backends
 from crdharness.backends import sharing
 from crdharness.cluster import CONTROL_PLANES
-from crdharness.errors import HarnessError
 from crdharness.processes import identity
+from crdharness.progress import to_stderr as report
 from crdharness.pytest_plugin.options import (
     SHARED_DIR,
     SHARED_OWNER,
     keep_cluster,
-    report,
     session_settings,
     settings,
 )
 from crdharness.pytest_plugin.reporting import write_failure_bundle
+from crdharness.pytest_support import harness_work
 
 
 def _shared_dir(config: pytest.Config) -> Path:
@@ -58,12 +58,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 def start(config: pytest.Config, chosen: backends.Settings) -> backends.Running:
     """Start a cluster, showing build and start-up progress live; a harness error fails the
     test with its one line."""
-    capture = config.pluginmanager.getplugin("capturemanager")
-    with capture.global_and_fixture_disabled():
-        try:
-            return backends.start(chosen, report)
-        except HarnessError as exc:
-            pytest.fail(f"crdharness: {exc}", pytrace=False)
+    with harness_work(config):
+        return backends.start(chosen, report)
 
 
 @pytest.fixture(scope="session")
@@ -138,12 +134,8 @@ def controllers(cluster, request: pytest.FixtureRequest):
     version migrator). The local backend starts kube-controller-manager on first use (built
     once per version); kind and existing clusters run their own."""
     if cluster.start_controllers is not None:
-        capture = request.config.pluginmanager.getplugin("capturemanager")
-        with capture.global_and_fixture_disabled():
-            try:
-                cluster.start_controllers()
-            except HarnessError as exc:
-                pytest.fail(f"crdharness: {exc}", pytrace=False)
+        with harness_work(request.config):
+            cluster.start_controllers()
     return cluster
 
 
@@ -164,14 +156,10 @@ def upgradable_cluster(upgrade_pair, request: pytest.FixtureRequest):
     from crdharness.binaries import assets
 
     chosen = settings(request.config, apiserver_port=None, etcd_port=None)
-    capture = request.config.pluginmanager.getplugin("capturemanager")
-    with capture.global_and_fixture_disabled():
-        try:
-            # Both releases' binaries now, so a build shows its progress before the test.
-            assets.resolve(upgrade_pair[1], chosen.assets_dir, report)
-            plane = backends.start_control_plane(chosen, upgrade_pair[0], report)
-        except HarnessError as exc:
-            pytest.fail(f"crdharness: {exc}", pytrace=False)
+    with harness_work(request.config):
+        # Both releases' binaries now, so a build shows its progress before the test.
+        assets.resolve(upgrade_pair[1], chosen.assets_dir, report)
+        plane = backends.start_control_plane(chosen, upgrade_pair[0], report)
     upgradable = backends.local_cluster(plane, chosen.assets_dir)
     yield upgradable
     upgradable.close()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import signal
-import sys
 import time
 from pathlib import Path
 
@@ -92,22 +91,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--etcd-port", type=int, default=None, help="fixed etcd client port")
 
 
+STARTED = pytest.StashKey[float]()  # when the session began: its transcripts are newer
+
+
 def _sigterm_as_interrupt(signum, frame):
     # pytest tears fixtures down on KeyboardInterrupt but dies on a bare SIGTERM.
     raise KeyboardInterrupt(f"signal {signum}")
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config._crdharness_started = time.time()
+    config.stash[STARTED] = time.time()
     config.addinivalue_line("markers", "e2e: needs a running cluster (the `cluster` fixture)")
     config.addinivalue_line("markers", "behaviour(*ids): the behaviour-catalogue IDs a test covers")
     with contextlib.suppress(ValueError):  # not the main thread (embedded use): leave it alone
-        signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
-
-
-def report(line: str) -> None:
-    """A harness message, on stderr (start-up progress, kept clusters)."""
-    print(f"[crdharness] {line}", file=sys.stderr, flush=True)
+        previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
+        config.add_cleanup(lambda: signal.signal(signal.SIGTERM, previous))
 
 
 def keep_cluster(config: pytest.Config, failed: bool) -> bool:

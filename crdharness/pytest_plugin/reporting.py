@@ -5,9 +5,14 @@ documented scenarios; behaviour IDs as JUnit properties."""
 from __future__ import annotations
 
 import functools
-import sys
+from pathlib import Path
 
 import pytest
+
+from crdharness.progress import to_stderr
+from crdharness.pytest_plugin.options import STARTED
+
+BUNDLE = pytest.StashKey[Path]()  # where this session's failure bundle went
 
 
 def write_failure_bundle(config: pytest.Config, cluster) -> None:
@@ -18,10 +23,10 @@ def write_failure_bundle(config: pytest.Config, cluster) -> None:
     try:
         path = bundle.write(cluster, extra)
     except Exception as exc:
-        print(f"[crdharness] could not write the failure bundle: {exc}", file=sys.stderr)
+        to_stderr(f"could not write the failure bundle: {exc}")
         return
-    config._crdharness_bundle = path
-    print(f"\n[crdharness] failure bundle: {path}", file=sys.stderr, flush=True)
+    config.stash[BUNDLE] = path
+    to_stderr(f"failure bundle: {path}")
 
 
 @functools.cache
@@ -68,11 +73,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     last, where the failure bundle is."""
     from crdharness.scenarios.transcript import written_since
 
-    for path in written_since(config._crdharness_started):
+    for path in written_since(config.stash[STARTED]):
         terminalreporter.section(f"transcript {path.stem}")
         terminalreporter.write_line(path.read_text())
         terminalreporter.write_line(f"(saved to {path})")
-    bundle_path = getattr(config, "_crdharness_bundle", None)
+    bundle_path = config.stash.get(BUNDLE, None)
     if bundle_path is not None:
         terminalreporter.section("failure bundle")
         terminalreporter.write_line(f"logs, CRDs, objects and stored versions: {bundle_path}")

@@ -7,6 +7,8 @@ import pytest
 
 from crdharness.pytest_plugin.reporting import behaviour_ids
 
+LOCAL_ONLY = pytest.StashKey[int]()  # tests deselected: they need the local backend
+
 LOCAL_ONLY_FIXTURES = (
     "exact_cluster",
     "isolated_webhook",
@@ -31,11 +33,11 @@ def _deselect_local_only(config: pytest.Config, items: list[pytest.Item]) -> Non
     if local_only:
         config.hook.pytest_deselected(items=local_only)
         items[:] = [i for i in items if i not in local_only]
-        config._crdharness_local_only = len(local_only)
+        config.stash[LOCAL_ONLY] = len(local_only)
 
 
 def pytest_report_collectionfinish(config: pytest.Config):
-    count = getattr(config, "_crdharness_local_only", 0)
+    count = config.stash.get(LOCAL_ONLY, 0)
     if count:
         return (
             f"crdharness: {count} tests deselected: they need --cluster=local "

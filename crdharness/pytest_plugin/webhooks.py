@@ -11,21 +11,19 @@ import pytest
 from crdharness import certs, ports
 from crdharness.cluster import HOST_LOOPBACK, IMAGE_LOADER, SERVICE_ROUTING
 from crdharness.errors import HarnessError
-from crdharness.pytest_plugin.options import report
+from crdharness.progress import to_stderr as report
+from crdharness.pytest_support import harness_work
 from crdharness.webhooks.reference import WebhookServer
 
 
 def _start_webhook(config: pytest.Config, directory, cluster=None):
     from crdharness.webhooks.reference import ContainerWebhook, LocalWebhook
 
-    if cluster is not None and not cluster.can(HOST_LOOPBACK):
-        return _start_in_cluster_webhook(cluster, directory)
-
-    form = ContainerWebhook if config.getoption("--webhook") == "container" else LocalWebhook
-    try:
+    with harness_work(config):
+        if cluster is not None and not cluster.can(HOST_LOOPBACK):
+            return _start_in_cluster_webhook(cluster, directory)
+        form = ContainerWebhook if config.getoption("--webhook") == "container" else LocalWebhook
         return form(certs.CertificateAuthority(directory), directory).start()
-    except HarnessError as exc:
-        pytest.fail(f"crdharness: {exc}", pytrace=False)
 
 
 def _start_in_cluster_webhook(cluster, directory):
@@ -33,17 +31,13 @@ def _start_in_cluster_webhook(cluster, directory):
     from crdharness.webhooks import images
 
     if not (cluster.can(IMAGE_LOADER) and cluster.can(SERVICE_ROUTING)):
-        pytest.fail(
-            f"crdharness: the {cluster.backend} cluster can neither reach a webhook on this "
-            "machine nor run the webhook image behind a Service",
-            pytrace=False,
+        raise HarnessError(
+            f"the {cluster.backend} cluster can neither reach a webhook on this machine nor "
+            "run the webhook image behind a Service"
         )
-    try:
-        image = images.build_webhook_image(report)
-        cluster.load_image(image, directory)
-        return cluster.deploy_webhook(certs.CertificateAuthority(directory), image).start()
-    except HarnessError as exc:
-        pytest.fail(f"crdharness: {exc}", pytrace=False)
+    image = images.build_webhook_image(report)
+    cluster.load_image(image, directory)
+    return cluster.deploy_webhook(certs.CertificateAuthority(directory), image).start()
 
 
 # Ports of stopped webhooks, bound (not listening) until the session ends; see ``_retire``.

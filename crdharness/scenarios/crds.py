@@ -119,16 +119,24 @@ def wait_serving(
         )
 
 
-def create_and_wait(api_client: client.ApiClient, manifest: dict, timeout: float = 60) -> dict:
-    """Create a CRD from a manifest dict, and wait until every served version answers."""
-    api = client.ApiextensionsV1Api(api_client)
-    api.create_custom_resource_definition(manifest)
+def wait_settled(api_client: client.ApiClient, manifest: dict, timeout: float = 60) -> None:
+    """Wait until the CRD ``manifest`` describes is Established, discovery lists its resource
+    at every served version and at no other, and a LIST answers at each. Per resource: a
+    group may hold other CRDs (a project's bundle)."""
     name = manifest["metadata"]["name"]
-    wait_established(api, name, timeout)
-    served = {v["name"] for v in manifest["spec"]["versions"] if v.get("served")}
-    group, plural = manifest["spec"]["group"], manifest["spec"]["names"]["plural"]
-    wait_discovery(api_client, group, served, timeout)
+    wait_established(client.ApiextensionsV1Api(api_client), name, timeout)
+    spec = manifest["spec"]
+    served = {v["name"] for v in spec["versions"] if v.get("served")}
+    unserved = {v["name"] for v in spec["versions"]} - served
+    group, plural = spec["group"], spec["names"]["plural"]
+    wait_resource_discovery(api_client, group, plural, served, unserved, timeout)
     wait_serving(api_client, group, plural, served, timeout)
+
+
+def create_and_wait(api_client: client.ApiClient, manifest: dict, timeout: float = 60) -> dict:
+    """Create a CRD from a manifest dict, and wait until it has settled (``wait_settled``)."""
+    client.ApiextensionsV1Api(api_client).create_custom_resource_definition(manifest)
+    wait_settled(api_client, manifest, timeout)
     return manifest
 
 
