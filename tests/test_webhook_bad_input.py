@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests import webhook_examples as ex
-from tests.asgi_client import call
+from tests.app_client import call
 
 
 @pytest.fixture
@@ -95,11 +95,6 @@ def test_malformed_review_is_400_with_a_message(app, body, says):
 def test_oversized_body_is_413_by_declared_length(app):
     status, _, body = call(app, body=b"x" * 5000, headers={"content-length": "5000"})
     assert status == 413 and b"4096" in body
-
-
-def test_oversized_body_is_413_while_streaming(app):
-    status, _, _ = call(app, body=b" " * 5000, chunk=1000)
-    assert status == 413
 
 
 def test_unconvertible_objects_fail_the_review_not_the_server(app):

@@ -10,7 +10,7 @@ from crdconvert.converters import ConversionError, Registry
 from crdconvert.records import RecordSink
 
 from tests import webhook_examples as ex
-from tests.asgi_client import review
+from tests.app_client import review
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from crdconvert.converters import Registry
 from crdconvert.records import RecordSink
 
 from tests import webhook_examples as ex
-from tests.asgi_client import call
+from tests.app_client import call
 
 
 def answer_with(*specs, version="v1"):

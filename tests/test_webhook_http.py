@@ -113,6 +113,24 @@ def test_expect_100_continue_is_honoured(webhook):
         assert status == 200 and review_uid(answer) == ex.UID
 
 
+def test_a_body_streamed_past_the_limit_is_413_and_the_rest_is_not_read(ca, tmp_path):
+    server = LocalWebhook(ca, tmp_path, workers=1, max_body=4096).start()
+    try:
+        with connect(server) as conn:
+            head = (
+                "POST /crdconvert HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+            )
+            conn.sendall(head.encode())
+            for _ in range(5):  # no Content-Length: the limit is found while streaming
+                conn.sendall(b"3e8\r\n" + b" " * 1000 + b"\r\n")
+            [(status, headers, body)] = read_responses(conn, 1)
+            assert status == 413 and b"4096" in body
+            assert headers["connection"] == "close" and closed_by_server(conn)
+    finally:
+        server.stop()
+
+
 def test_head_of_a_health_path_has_no_body(webhook):
     with connect(webhook) as conn:
         conn.sendall(b"HEAD /healthz HTTP/1.1\r\nHost: x\r\n\r\n")

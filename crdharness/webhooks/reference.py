@@ -49,10 +49,12 @@ class WebhookServer(ReviewRecords):
         port: int | None = None,
         serving: certs.KeyPair | None = None,
         workers: int | None = None,
+        max_body: int | None = None,
     ):
         """``workers``: server processes (crdconvert's default: one per CPU, or one with
-        ``fault_control``)."""
+        ``fault_control``); ``max_body``: the largest request body in bytes (its default)."""
         self.workers = workers
+        self.max_body = max_body
         self.ca = ca
         self.directory = directory
         self.faults = faults
@@ -83,6 +85,8 @@ class WebhookServer(ReviewRecords):
             args.append("--fault-control")
         if self.workers is not None:
             args += ["--workers", str(self.workers)]
+        if self.max_body is not None:
+            args += ["--max-body-bytes", str(self.max_body)]
         for fault in self.faults:
             args += ["--fault", fault]
         return args
@@ -167,6 +171,7 @@ class LocalWebhook(WebhookServer):
     """crdconvert as a child process of the test run, with this venv's Python."""
 
     process: ManagedProcess | None = None
+    guardian: Guardian | None = None
 
     def launch(self) -> LocalWebhook:
         """Start the process, guarded, without waiting for it to answer: for a caller that
@@ -205,7 +210,7 @@ class LocalWebhook(WebhookServer):
     def stop(self) -> None:
         if self.process is not None:
             self.process.stop()
-        if getattr(self, "guardian", None) is not None:
+        if self.guardian is not None:
             self.guardian.release()
             self.guardian = None
 
@@ -307,6 +312,6 @@ class ContainerWebhook(WebhookServer):
         if self.container is not None:
             images.docker("rm", "-f", self.container, check=False, timeout=60)
             self.container = None
-        if getattr(self, "guardian", None) is not None:
+        if self.guardian is not None:
             self.guardian.release()
             self.guardian = None

@@ -4,7 +4,7 @@
 - ``converters``  the converter registry: one function per (group, kind, from, to)
 - ``crontab``     the documentation's example: v1beta1 ``hostPort`` <-> v1 ``host`` + ``port``
 - ``faults``      deliberate misbehaviour for tests, off unless asked for
-- ``app``         the application: routing, limits, records (also an ASGI app)
+- ``app``         the application: routing, limits, records (no I/O)
 - ``server``      the HTTP/1.1 server over TLS that runs it
 - ``tls``         the TLS context, reloaded when the certificate files change
 - ``workers``     several server processes on one port

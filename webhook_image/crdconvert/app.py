@@ -2,13 +2,11 @@
 
 A server hands it a request in two steps: ``head`` (method, path, headers) before the body
 is read, so a request it will refuse is refused without reading its body; then ``answer``
-with the whole body. ``crdconvert.server`` is the HTTP server the webhook runs; ``__call__``
-makes the same application an ASGI app (the unit tests drive it that way).
+with the whole body. ``crdconvert.server`` is the HTTP server the webhook runs.
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
 from dataclasses import dataclass
 
@@ -178,60 +176,9 @@ class ConversionApp:
                 raise Reply(400, str(exc), body_read=True) from None
         return Answer(200, json_codec.dumps(self.faults.describe()), b"application/json")
 
-    async def __call__(self, scope, receive, send) -> None:
-        """The same application over ASGI."""
-        if scope["type"] == "lifespan":
-            await _lifespan(receive, send)
-            return
-        if scope["type"] != "http":
-            return
-        method, path, headers = scope["method"], scope["path"], dict(scope["headers"])
-        answer = self.head(method, path, headers)
-        if answer is None:
-            body = await self._receive_body(method, path, receive)
-            answer = body if isinstance(body, Answer) else self.answer(method, path, headers, body)
-        if answer.delay:
-            await asyncio.sleep(answer.delay)
-        await send(
-            {
-                "type": "http.response.start",
-                "status": answer.status,
-                "headers": [
-                    (b"content-type", answer.content_type),
-                    (b"content-length", str(len(answer.body)).encode()),
-                    *answer.headers,
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": answer.body})
-
-    async def _receive_body(self, method: str, path: str, receive) -> bytes | Answer:
-        chunks, size = [], 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return self.client_went_away(method, path)
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.max_body:
-                return self.too_large(method, path)
-            chunks.append(chunk)
-            if not message.get("more_body"):
-                return b"".join(chunks)
-
 
 def _content_type(headers: Headers) -> str:
     raw = headers.get(b"content-type", b"")
     if raw == b"application/json":  # what the API server sends, every time
         return JSON
     return raw.decode("latin-1").split(";")[0].strip().lower()
-
-
-async def _lifespan(receive, send) -> None:
-    while True:
-        message = await receive()
-        if message["type"] == "lifespan.startup":
-            await send({"type": "lifespan.startup.complete"})
-        elif message["type"] == "lifespan.shutdown":
-            await send({"type": "lifespan.shutdown.complete"})
-            return
