@@ -10,7 +10,7 @@ import pytest
 
 from crdharness.scenarios.transcript import Transcript
 from crdharness.scenarios.versioned import crontab_manifest, version, webhook_conversion
-from e2e.test_hs_series import STEPS, short, snapshot, without_api_version
+from e2e.series import STEPS, short, snapshot, without_api_version
 
 SERVED = ("v1beta1", "v1")
 

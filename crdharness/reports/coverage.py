@@ -35,10 +35,6 @@ class Behaviour:
     group_title: str
     summary: str
 
-    @property
-    def tags(self) -> set[str]:
-        return set(re.findall(r"\[(OLD|H|I|D\+I|D)\]", self.summary))
-
 
 def catalogue(path: Path = CATALOGUE) -> list[Behaviour]:
     found, group, title = [], "", ""

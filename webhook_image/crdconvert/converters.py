@@ -54,9 +54,6 @@ class Registry:
         """Convert ``kind`` between any two versions by changing only ``apiVersion``."""
         self._identity.add((group, kind))
 
-    def kinds(self) -> list[tuple[str, str]]:
-        return sorted(self._edges)
-
     def _path(self, group: str, kind: str, source: str, target: str) -> list[Converter]:
         key = (group, kind, source, target)
         if key not in self._paths:
