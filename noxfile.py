@@ -149,10 +149,13 @@ def e2e_matrix(session: nox.Session, k8s: str) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff (lint and formatting) and actionlint (the GitHub workflow, built with Go)."""
-    session.install("ruff>=0.6,<1")
+    """ruff (lint and formatting), mypy (crdharness/ and webhook_image/, the protocols
+    against their implementations; configured in pyproject.toml) and actionlint (the GitHub
+    workflow, built with Go)."""
+    session.install("-e", ".[test,lint]")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
+    session.run("mypy")
     session.run(
         "go",
         "run",

@@ -50,6 +50,7 @@ def _up(args) -> None:
         backends.Settings(k8s_version=args.k8s_version, assets_dir=args.assets_dir), to_stderr
     )
     if args.controller_manager:
+        assert running.cluster.start_controllers is not None  # a local cluster's
         try:
             running.cluster.start_controllers()
         except BaseException:

@@ -14,7 +14,7 @@ from kubernetes import client, config
 
 from crdharness.binaries.versions import Release
 from crdharness.errors import HarnessError
-from crdharness.etcd import EtcdInspector, StoredObject
+from crdharness.etcd import EtcdReader, StoredObject
 
 
 def new_api_client(kubeconfig: Path, credentials_dir: Path) -> client.ApiClient:
@@ -91,7 +91,7 @@ class Cluster:
     # Where the client may write credentials it takes from the kubeconfig (removed with the
     # run); see new_api_client.
     credentials_dir: Path
-    etcd: EtcdInspector | None = None
+    etcd: EtcdReader | None = None
     etcd_unavailable: str = ""  # why ``etcd`` is None, for the error a test gets
     logs: dict[str, Path] = field(default_factory=dict)
     capabilities: frozenset[str] = frozenset({HOST_LOOPBACK})

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import json
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
 
 import requests
 
@@ -63,7 +64,22 @@ def parse_range(answer: dict) -> list[StoredObject]:
     ]
 
 
+class EtcdReader(Protocol):
+    """What a cluster's ``etcd`` answers, whichever way it reaches etcd: its gRPC gateway on
+    loopback (``EtcdInspector``) or etcdctl inside a kind node (``KindEtcd``)."""
+
+    def get(self, key: str) -> StoredObject | None: ...
+
+    def list(self, prefix: str) -> list[StoredObject]: ...
+
+    def custom_resource(
+        self, group: str, plural: str, name: str, namespace: str | None = None
+    ) -> StoredObject | None: ...
+
+
 class EtcdInspector:
+    """etcd read through its gRPC gateway (the local backend)."""
+
     def __init__(self, client_url: str):
         self.client_url = client_url.rstrip("/")
         self._http = requests.Session()
@@ -85,3 +101,7 @@ class EtcdInspector:
         self, group: str, plural: str, name: str, namespace: str | None = None
     ) -> StoredObject | None:
         return self.get(custom_resource_key(group, plural, name, namespace))
+
+
+if TYPE_CHECKING:  # mypy checks it against the protocol clusters are typed with
+    _checked: type[EtcdReader] = EtcdInspector

@@ -14,7 +14,7 @@ class WaitTimeout(AssertionError):
 
 
 def wait_for(
-    condition: Callable[[], T],
+    condition: Callable[[], T | None],
     timeout: float,
     what: str,
     interval: float = 0.05,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -20,3 +21,9 @@ def harness_work(config: pytest.Config, prefix: str = "crdharness") -> Iterator[
             yield
         except HarnessError as exc:
             pytest.fail(f"{prefix}: {exc}", pytrace=False)
+
+
+def basetemp(config: pytest.Config) -> Path:
+    """The session's base temporary directory (``tmp_path_factory``'s), from a hook, where no
+    fixture can be asked: pytest offers no public way, so its own attribute, in one place."""
+    return config._tmp_path_factory.getbasetemp()  # type: ignore[attr-defined]

@@ -21,6 +21,7 @@ import shutil
 import subprocess
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
 from kubernetes.client.rest import ApiException
@@ -28,8 +29,8 @@ from kubernetes.client.rest import ApiException
 from crdharness import certs, paths
 from crdharness.binaries.versions import Release
 from crdharness.errors import HarnessError
-from crdharness.etcd import StoredObject, custom_resource_key, parse_range
-from crdharness.webhooks.protocol import ReviewRecords, started
+from crdharness.etcd import EtcdReader, StoredObject, custom_resource_key, parse_range
+from crdharness.webhooks.protocol import ConversionWebhook, ReviewRecords, started
 
 KIND_VERSION = "v0.33.0"  # the kind release whose node images versions.SUPPORTED pins
 MANIFESTS = paths.MANIFESTS / "webhook-deployment"
@@ -46,7 +47,7 @@ def cluster_name() -> str:
 def cluster_config(release: Release) -> dict:
     """One control-plane node; its workloads (the webhook) run on it. Kubernetes' own storage
     version migration is turned on where it is not on by default, as on the local backend."""
-    config = {
+    config: dict[str, object] = {
         "kind": "Cluster",
         "apiVersion": "kind.x-k8s.io/v1alpha4",
         "nodes": [{"role": "control-plane"}],
@@ -277,3 +278,8 @@ def load_image(kind: str, name: str, image: str, directory: Path, run=subprocess
                 f"failed: {result.stderr.strip()[-300:]}"
             )
     return "image-archive"
+
+
+if TYPE_CHECKING:  # mypy checks them against the protocols the harness relies on
+    _webhook: type[ConversionWebhook] = KindWebhook
+    _etcd: type[EtcdReader] = KindEtcd

@@ -21,6 +21,7 @@ def _start_local(settings: Settings, report: Reporter) -> Running:
             plane = sharing.reuse_or_start(binaries, release, _options(settings), report)
         else:
             assert settings.owner is not None, "a shared control plane needs its owner"
+            assert settings.shared_dir is not None
             plane = sharing.attach_or_start(
                 settings.shared_dir,
                 settings.shared_key,
@@ -76,16 +77,22 @@ def start_control_plane(
 def local_cluster(plane: ControlPlane, assets_dir: str | None = None) -> Cluster:
     """The Cluster of a running local control plane."""
 
+    processes = LocalProcesses(
+        pids=plane.pids,
+        ports=plane.ports,
+        guardian_pid=plane.guardian_pid,
+        start_to_ready_seconds=plane.start_to_ready_seconds,
+    )
+
     def start_controllers() -> None:
         controller_manager.start(plane, assets.controller_manager(plane.release, plane.report))
-        cluster.processes.pids["kube-controller-manager"] = plane.controller_manager.pid
-        if plane.controller_manager_port not in cluster.processes.ports:
-            cluster.processes.ports.append(plane.controller_manager_port)
+        processes.pids, processes.ports = plane.pids, plane.ports
         cluster.logs.update(plane.logs)  # the failure bundle takes its log too
 
     def switch_kubernetes(release: versions.Release) -> float:
         return upgrade.switch(plane, cluster, release, assets_dir)
 
+    assert plane.kubeconfig is not None, "start the control plane first"
     cluster = Cluster(
         name="crdharness-local",
         backend="local",
@@ -99,12 +106,7 @@ def local_cluster(plane: ControlPlane, assets_dir: str | None = None) -> Cluster
         start_controllers=start_controllers,
         switch_kubernetes=switch_kubernetes,
         workspace=plane.path,
-        processes=LocalProcesses(
-            pids={"etcd": plane.etcd.pid, "kube-apiserver": plane.apiserver.pid},
-            ports=[plane.apiserver_port, plane.etcd_port, plane.etcd_peer_port],
-            guardian_pid=plane.guardian_pid,
-            start_to_ready_seconds=plane.start_to_ready_seconds,
-        ),
+        processes=processes,
     )
     return cluster
 

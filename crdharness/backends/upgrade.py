@@ -7,6 +7,7 @@ the e2e upgrade scenarios and the upgrade gate's "across Kubernetes versions" ch
 
 from __future__ import annotations
 
+import functools
 import time
 
 import requests
@@ -42,7 +43,8 @@ def switch(plane: ControlPlane, cluster: Cluster, release: Release, assets_dir=N
     plane.replace_apiserver(binaries, release, controller_manager)
     cluster.kubectl_path = binaries.kubectl
     cluster.kubernetes = release.kubernetes
-    cluster.processes.pids["kube-apiserver"] = plane.apiserver.pid
+    if cluster.processes is not None:
+        cluster.processes.pids = plane.pids
     wait_custom_resources_served(cluster, plane.options.ready_timeout)
     return time.monotonic() - began
 
@@ -58,9 +60,13 @@ def wait_custom_resources_served(cluster: Cluster, timeout: float) -> None:
         for v in crd["spec"]["versions"]
         if v.get("served")
     ]
+
+    def served(path: str) -> bool:
+        return cluster.http.get(path).status_code != 429
+
     for path in paths:
         wait_for(
-            lambda path=path: cluster.http.get(path).status_code != 429,
+            functools.partial(served, path),
             timeout,
             f"{path} to be served again after the kube-apiserver restart (it answered 429)",
             interval=0.1,

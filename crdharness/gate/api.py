@@ -20,7 +20,7 @@ WARNING = re.compile(r'\d{3} [^ ]+ "((?:[^"\\]|\\.)*)"')
 @dataclass
 class Answer:
     status: int
-    body: dict | None
+    body: dict  # the JSON object answered; empty if the answer was not one
     warnings: list[str]
     text: str
 
@@ -39,7 +39,9 @@ def _answer(response) -> Answer:
     try:
         body = response.json()
     except ValueError:
-        body = None
+        body = {}
+    if not isinstance(body, dict):
+        body = {}
     header = response.headers.get("Warning", "")
     return Answer(response.status_code, body, WARNING.findall(header), response.text)
 
@@ -94,7 +96,7 @@ def write_with_retry(
     """PUT ``change(current)``, reading the object again after a conflict: the user's
     controllers (a manager's reconcilers run beside its webhook) may write it meanwhile.
     ``current``, the object as the caller last read or wrote it, saves the first read."""
-    answer = None
+    answer = Answer(409, {}, [], "no attempt")
     for _ in range(5):
         if current is None:
             read = call(cluster, "GET", read_path or path)

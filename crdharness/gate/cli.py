@@ -38,7 +38,9 @@ def run(args: argparse.Namespace) -> int:
         # The checks share one scenario on one cluster (history, then candidate): split
         # over workers, each would replay it all and none would hold the whole report.
         raise HarnessError("the gate runs its checks in order on one cluster: drop -n")
-    versions = [args.k8s_version] if args.k8s_version else (config.kubernetes or [None])
+    versions: list[str | None] = (
+        [args.k8s_version] if args.k8s_version else [*config.kubernetes] or [None]
+    )
     status = 0
     for version in versions:
         artifacts = Path(args.artifacts).resolve()  # of the working directory, as documented

@@ -117,6 +117,6 @@ def check_warnings(ctx: GateContext, release: Release, subject: str) -> None:
 
 
 def _acceptable_bodies(ctx: GateContext, name: str, release: Release, version: str) -> list[dict]:
-    entry = release.version(name, version)
+    entry = release.entry(name, version)
     samples = ctx.sample_bodies(name, version)
     return [*samples, {}, *objects.first_examples(entry, 10, ctx.config.seed)]

@@ -11,13 +11,14 @@ from __future__ import annotations
 import base64
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
 
 from crdharness import certs
 from crdharness.errors import HarnessError
 from crdharness.gate.config import WebhookSpec, fill_placeholders
-from crdharness.webhooks.protocol import started
+from crdharness.webhooks.protocol import ConversionWebhook, started
 
 NAMESPACE = "crdharness-gate"
 NAME = "gate-webhook"
@@ -173,3 +174,7 @@ class KindUserWebhook:
         self.cluster.kubectl(
             "delete", "namespace", NAMESPACE, "--ignore-not-found", "--wait=false", check=False
         )
+
+
+if TYPE_CHECKING:  # mypy checks it against the protocol every caller relies on
+    _checked: type[ConversionWebhook] = KindUserWebhook

@@ -39,6 +39,7 @@ def run(ctx: GateContext) -> None:
     for older, newer in pairs:
         result = ctx.result("kubernetes-upgrade", checks.kubernetes_step(older.minor, newer.minor))
         new = newer.git_version
+        assert ctx.cluster.switch_kubernetes is not None  # CONTROL_PLANES says so
         away = ctx.cluster.switch_kubernetes(newer)
         running = ctx.cluster.server_version()
         if running != newer.git_version:
@@ -125,7 +126,7 @@ def _read_all_objects(ctx: GateContext) -> tuple[Reads, ListErrors]:
 def _stored_object_revisions(ctx: GateContext) -> dict[str, int]:
     if ctx.cluster.etcd is None:
         return {}
-    revisions = {}
+    revisions: dict[str, int] = {}
     for manifest in ctx.candidate.crds.values():
         resource = Resource.of(manifest)
         prefix = f"/registry/{resource.group}/{resource.plural}/"

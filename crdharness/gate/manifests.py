@@ -60,6 +60,13 @@ class Release:
         """The ``spec.versions`` entry ``name`` of ``crd``, if this release has it."""
         return next((v for v in self.versions(crd) if v["name"] == name), None)
 
+    def entry(self, crd: str, name: str) -> dict:
+        """The ``spec.versions`` entry ``name`` of ``crd``, which this release has."""
+        found = self.version(crd, name)
+        if found is None:
+            raise KeyError(f"{crd} has no version {name} in release {self.index + 1}")
+        return found
+
     def served(self, crd: str) -> list[str]:
         return [v["name"] for v in self.versions(crd) if v.get("served")]
 
@@ -120,7 +127,7 @@ def admission_configurations(paths: list[Path]) -> list[dict]:
 
 def samples_by_crd(paths: list[Path], releases: list[Release]) -> dict[str, list[dict]]:
     """Sample objects, sorted by the CRD (of any release) that serves their group and kind."""
-    by_group_kind = {}
+    by_group_kind: dict[tuple[str, str], str] = {}
     for release in releases:
         for name, crd in release.crds.items():
             spec = crd["spec"]
@@ -129,15 +136,15 @@ def samples_by_crd(paths: list[Path], releases: list[Release]) -> dict[str, list
     named = {path for path in paths if not path.is_dir()}
     for file, doc in documents(paths):
         group = str(doc.get("apiVersion", "")).rpartition("/")[0]
-        crd = by_group_kind.get((group, doc.get("kind")))
-        if crd is None and file not in named:
+        owner = by_group_kind.get((group, str(doc.get("kind"))))
+        if owner is None and file not in named:
             continue  # a directory also holds other things (kustomization.yaml, ...)
-        if crd is None:
+        if owner is None:
             raise HarnessError(
                 f"{file}: sample {doc.get('apiVersion')} {doc.get('kind')} is not served by "
                 "any CRD of the history"
             )
-        samples.setdefault(crd, []).append(doc)
+        samples.setdefault(owner, []).append(doc)
     return samples
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from dataclasses import dataclass, field
 
 from kubernetes.client.rest import ApiException
@@ -113,7 +114,7 @@ def _storage_version_migration(cluster: Cluster, resource: Resource, storage: st
 
 def _command(cluster: Cluster, config: GateConfig, shipped: Migration) -> Outcome:
     values = dict.fromkeys(("tls_cert", "tls_key", "cert_dir", "port", "ca"), "")
-    values |= {"kubeconfig": str(cluster.kubeconfig), "python": os.sys.executable}
+    values |= {"kubeconfig": str(cluster.kubeconfig), "python": sys.executable}
     argv = [fill_placeholders(word, values) for word in shipped.command]
     try:
         done = subprocess.run(
@@ -148,6 +149,7 @@ def set_stored_versions(cluster: Cluster, name: str, stored: list[str]) -> Answe
 
 def keys_behind(cluster: Cluster, resource: Resource, storage: str) -> tuple[int, list[str]]:
     """How many etcd keys the resource has, and those not stored at ``storage``."""
+    assert cluster.etcd is not None  # the caller checked
     keys = cluster.etcd.list(f"/registry/{resource.group}/{resource.plural}/")
     behind = [
         f"{k.key} (stored at {k.api_version})"

@@ -245,7 +245,7 @@ def sample_body(sample: dict) -> dict:
 
 def first_examples(version: dict, count: int, seed: int) -> list[dict]:
     """``count`` bodies drawn from ``bodies(version)``, the same ones for the same seed."""
-    from hypothesis import HealthCheck, given, settings
+    from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as fixed_seed
 
     drawn: list[dict] = []
@@ -257,7 +257,7 @@ def first_examples(version: dict, count: int, seed: int) -> list[dict]:
         max_examples=count,
         database=None,
         deadline=None,
-        phases=["generate"],
+        phases=[Phase.generate],
         suppress_health_check=list(HealthCheck),
     )
     @given(bodies(version))

@@ -4,6 +4,7 @@ test (so ``-k``, JUnit and the terminal summary name them), and says which phase
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from crdharness.binaries import versions
@@ -42,7 +43,7 @@ def kubernetes_path(listed: list[str], running: str | None) -> list[versions.Rel
 def plan(
     config: GateConfig,
     releases: list[Release],
-    upgrade_through: list[versions.Release] = (),
+    upgrade_through: Sequence[versions.Release] = (),
 ) -> list[PlannedCheck]:
     planned = [PlannedCheck("install", checks.release(r.index)) for r in releases]
     for previous, release in itertools.pairwise(releases):

@@ -56,7 +56,11 @@ class Exchange:
 class RecordingProxy:
     """HTTPS on 127.0.0.1, forwarding every POST to ``target`` and recording the exchange."""
 
-    def __init__(self, ca: certs.CertificateAuthority, target: str, target_ca: Path, log: Path):
+    def __init__(
+        self, ca: certs.CertificateAuthority, target: str, target_ca: Path | None, log: Path
+    ):
+        """``target_ca``: the CA the webhook's certificate is checked against (None: the
+        machine's trust store, for a URL webhook with a public certificate)."""
         self.target = target.rstrip("/")
         self.target_ca = target_ca
         self.log = log
@@ -118,7 +122,7 @@ class RecordingProxy:
                 self.target + path,
                 data=body,
                 headers=headers,  # as the API server sent them (webhooks negotiate on Accept)
-                verify=str(self.target_ca),
+                verify=str(self.target_ca) if self.target_ca else True,
                 timeout=60,
             )
         except requests.RequestException as exc:
@@ -152,12 +156,12 @@ def review_record(exchange: Exchange) -> dict:
     review = exchange.request or {}
     request = review.get("request") or {}
     result = ((exchange.answer or {}).get("response") or {}).get("result") or {}
-    objects = []
+    objects: list[dict] = []
     for obj in request.get("objects") or []:
         if not isinstance(obj, dict):
             objects.append({"invalid": True})
             continue
-        metadata = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        metadata = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
         objects.append({"name": metadata.get("name"), "apiVersion": obj.get("apiVersion")})
     return {
         "path": exchange.path,

@@ -19,7 +19,9 @@ from crdharness.cluster import HOST_LOOPBACK, IMAGE_LOADER, SERVICE_ROUTING
 from crdharness.errors import HarnessError
 from crdharness.gate import expectations, gate_file, manifests, plan, report
 from crdharness.gate.config import GateConfig
+from crdharness.gate.kind_webhook import KindUserWebhook
 from crdharness.gate.manifests import Release
+from crdharness.gate.user_webhook import UserWebhook
 from crdharness.progress import to_stderr
 from crdharness.pytest_support import harness_work
 
@@ -140,8 +142,6 @@ def _bounded(run):
 
 
 def _start_webhook(setup: GateSetup, cluster, directory: Path):
-    from crdharness.gate.user_webhook import UserWebhook
-
     spec = setup.config.webhook
     if spec is None:
         raise HarnessError(
@@ -149,6 +149,7 @@ def _start_webhook(setup: GateSetup, cluster, directory: Path):
             "gate file has no `webhook:` saying how to run it"
         )
     path, desired = _probe_target(setup)
+    webhook: UserWebhook | KindUserWebhook
     if cluster.can(HOST_LOOPBACK):
         webhook = UserWebhook(
             spec,
@@ -160,8 +161,7 @@ def _start_webhook(setup: GateSetup, cluster, directory: Path):
         )
     elif cluster.can(SERVICE_ROUTING) and cluster.can(IMAGE_LOADER):
         # kind: the API server runs in a container; the image goes behind a Service
-        from crdharness.gate.kind_webhook import KindUserWebhook
-
+        assert cluster.load_image is not None  # IMAGE_LOADER says so
         webhook = KindUserWebhook(
             spec, directory, cluster, cluster.load_image, ready_path=path, ready_version=desired
         )

@@ -108,8 +108,9 @@ def write(
         md += ["", "## Objects refused before any check (not findings)", ""]
         for why, count in sorted(refused.items()):
             md.append(f"- {why}: {count}")
-            if why in (refused_examples or {}):
-                md.append(f"  - for example: {refused_examples[why]}")
+            example = (refused_examples or {}).get(why)
+            if example:
+                md.append(f"  - for example: {example}")
     if notes:
         md += ["", "## Notes", "", *[f"- {n}" for n in notes]]
     (directory / "report.md").write_text("\n".join(md) + "\n")

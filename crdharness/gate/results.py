@@ -15,7 +15,7 @@ class CheckResult:
     objects: list[tuple[str, dict]] = field(default_factory=list)  # (title, object) to show
     allowed: list[str] = field(default_factory=list)  # differences an `allow` entry excused
     normalised: list[str] = field(default_factory=list)  # {} or [] read back absent, or back
-    counts: dict[str, int] = field(default_factory=dict)
+    counts: dict[str, float] = field(default_factory=dict)  # objects, reviews, ms, s
 
     @property
     def key(self) -> str:

@@ -35,8 +35,8 @@ def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
     round_trip = ctx.result("round-trip", subject)
     convertible = ctx.result("convertibility", subject)
     manifest = ctx.candidate.crds[name]
-    entry = ctx.candidate.version(name, a)
-    tally = Counter()
+    entry = ctx.candidate.entry(name, a)
+    tally: Counter[str] = Counter()
     started = time.perf_counter()
     ctx.report(f"gate: {subject}: round trips ({ctx.config.generate} generated objects)")
 
@@ -277,7 +277,7 @@ def _compare(ctx: GateContext, resource, namespace, name, a, b, body, created, t
             [f"PUT at {b}: {updated.status} {updated.message}"],
             shown,
         )
-    if objects.has_status(ctx.candidate.version(crd, b)):  # through its own endpoint
+    if objects.has_status(ctx.candidate.entry(crd, b)):  # through its own endpoint
         status = write_with_retry(
             ctx.cluster, path + "/status", lambda c: c, read_path=path, current=updated.body
         )

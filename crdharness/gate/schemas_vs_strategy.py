@@ -15,7 +15,7 @@ from crdharness.gate.context import GateContext
 def check(ctx: GateContext, name: str) -> None:
     result = ctx.result("schemas-vs-strategy", name)
     strategy = ctx.candidate.strategy(name)
-    if ctx.webhook is not None and name in (ctx.config.webhook.convert or []):
+    if ctx.webhook is not None and ctx.config.webhook and name in ctx.config.webhook.convert:
         strategy = "Webhook"
     served = [v for v in ctx.candidate.versions(name) if v.get("served")]
     if strategy != "None" or len(served) < 2:

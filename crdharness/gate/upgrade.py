@@ -65,7 +65,7 @@ def check(ctx: GateContext, release, written, before, stored_before) -> None:
                 found = diff.differences(
                     diff.comparable(obj.seen[version]), diff.comparable(got.body)
                 )
-                entry = release.version(obj.crd, version)
+                entry = release.entry(obj.crd, version)
                 defaults = [
                     d
                     for d in found
@@ -157,7 +157,7 @@ def _write_all_again(
     for obj in written:
         resource = ctx.resource(obj.crd)
         for version in release.served(obj.crd):
-            has_status = objects.has_status(release.version(obj.crd, version))
+            has_status = objects.has_status(release.entry(obj.crd, version))
             path = resource.path(version, obj.namespace, obj.name)
             refused = write_again(ctx.cluster, path, version, has_status)
             writes += 3 + has_status

@@ -60,8 +60,10 @@ def write_again(cluster: Cluster, path: str, version: str, has_status: bool) -> 
         "update with a changed annotation",
         write_with_retry(cluster, path, annotate, current=latest),
     )
-    current = call(cluster, "GET", path) if latest is None else None
-    content = latest if latest is not None else (current.body if current.ok else None)
+    content = latest
+    if content is None:
+        current = call(cluster, "GET", path)
+        content = current.body if current.ok else None
     if content is not None:
         judge(
             "server-side apply of the same content",

@@ -11,6 +11,7 @@ import os
 import sys
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import requests
@@ -24,7 +25,7 @@ from crdharness.guardian import Guardian
 from crdharness.polling import wait_for
 from crdharness.processes import ManagedProcess, identity
 from crdharness.webhooks import images
-from crdharness.webhooks.protocol import ReviewRecords, started
+from crdharness.webhooks.protocol import ConversionWebhook, ReviewRecords, started
 
 
 class UserWebhook(ReviewRecords):
@@ -102,14 +103,15 @@ class UserWebhook(ReviewRecords):
 
     def launch(self) -> UserWebhook:
         """Start the webhook (not waiting for it) and the proxy in front of it."""
+        target_ca: Path | None
         if self.spec.form == "command":
             target, target_ca = self._launch_command()
         elif self.spec.form == "image":
             target, target_ca = self._launch_image()
         else:
-            target, target_ca = self.spec.url, self.spec.ca
+            assert self.spec.url is not None  # the form says so
             parts = urlsplit(self.spec.url)
-            target = f"{parts.scheme}://{parts.netloc}"
+            target, target_ca = f"{parts.scheme}://{parts.netloc}", self.spec.ca
             if parts.path not in ("", "/"):
                 self.spec.path = parts.path
         self.proxy = RecordingProxy(self.ca, target, target_ca, self.directory / "exchanges.jsonl")
@@ -144,7 +146,9 @@ class UserWebhook(ReviewRecords):
 
     def _launch_image(self) -> tuple[str, Path]:
         images.require_engine()
-        if not images.image_exists(self.spec.image):
+        image = self.spec.image
+        assert image is not None  # the form says so
+        if not images.image_exists(image):
             raise HarnessError(
                 f"webhook.image: {self.spec.image} is not in the local Docker engine: build or "
                 "pull it first"
@@ -173,7 +177,7 @@ class UserWebhook(ReviewRecords):
             f"{ports.LOOPBACK}:{port}:{self.spec.port}",
             "-v",
             f"{cert_dir}:{self.spec.cert_dir}:ro",
-            self.spec.image,
+            image,
             *[fill_placeholders(a, values) for a in self.spec.args],
         )
         self.container = name
@@ -204,7 +208,8 @@ class UserWebhook(ReviewRecords):
     def wait_ready(self) -> None:
         """Until the webhook answers an (empty) ConversionReview at ``ready_path`` with its
         uid; with no ``ready_path`` (it serves only admission), until it answers HTTPS."""
-        assert self.proxy is not None, "launch() first"
+        proxy = self.proxy
+        assert proxy is not None, "launch() first"
         path, desired_api_version = self.ready_path, self.ready_version
 
         def answers() -> bool:
@@ -212,7 +217,7 @@ class UserWebhook(ReviewRecords):
                 raise HarnessError(f"the webhook exited before it was ready: {self.log_tail(5)}")
             if path is None:  # any answer from the webhook; 502 is the proxy's "unreachable"
                 response = requests.post(
-                    self.proxy.url + "/",
+                    proxy.url + "/",
                     data=b"{}",
                     headers={PROBE_HEADER: "1", "Content-Type": "application/json"},
                     verify=str(self.ca.cert_path),
@@ -226,7 +231,7 @@ class UserWebhook(ReviewRecords):
                 "request": {"uid": uid, "desiredAPIVersion": desired_api_version, "objects": []},
             }
             response = requests.post(
-                self.proxy.url + path,
+                proxy.url + path,
                 json=review,
                 headers={PROBE_HEADER: "1"},
                 verify=str(self.ca.cert_path),
@@ -255,3 +260,7 @@ class UserWebhook(ReviewRecords):
         if self.guardian is not None:
             self.guardian.release()
             self.guardian = None
+
+
+if TYPE_CHECKING:  # mypy checks it against the protocol every caller relies on
+    _checked: type[ConversionWebhook] = UserWebhook

@@ -25,18 +25,18 @@ from crdharness.pytest_plugin.options import (
     settings,
 )
 from crdharness.pytest_plugin.reporting import write_failure_bundle
-from crdharness.pytest_support import harness_work
+from crdharness.pytest_support import basetemp, harness_work
 
 
 def _shared_dir(config: pytest.Config) -> Path:
-    return config._tmp_path_factory.getbasetemp() / "crdharness-shared"
+    return basetemp(config) / "crdharness-shared"
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node) -> None:
     """xdist controller, for each worker: where the run's shared control planes are."""
     node.workerinput[SHARED_DIR] = str(_shared_dir(node.config))
-    node.workerinput[SHARED_OWNER] = list(identity(os.getpid()))
+    node.workerinput[SHARED_OWNER] = list(identity(os.getpid()) or (os.getpid(), 0.0))
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

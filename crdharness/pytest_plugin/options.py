@@ -105,7 +105,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "behaviour(*ids): the behaviour-catalogue IDs a test covers")
     with contextlib.suppress(ValueError):  # not the main thread (embedded use): leave it alone
         previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
-        config.add_cleanup(lambda: signal.signal(signal.SIGTERM, previous))
+
+        def restore() -> None:
+            signal.signal(signal.SIGTERM, previous)
+
+        config.add_cleanup(restore)
 
 
 def keep_cluster(config: pytest.Config, failed: bool) -> bool:

@@ -11,6 +11,7 @@ import pytest
 
 from crdharness.progress import to_stderr
 from crdharness.pytest_plugin.options import STARTED
+from crdharness.pytest_support import basetemp
 
 BUNDLE = pytest.StashKey[Path]()  # where this session's failure bundle went
 
@@ -18,8 +19,8 @@ BUNDLE = pytest.StashKey[Path]()  # where this session's failure bundle went
 def write_failure_bundle(config: pytest.Config, cluster) -> None:
     from crdharness.reports import bundle
 
-    basetemp = config._tmp_path_factory.getbasetemp()  # webhook logs and review records
-    extra = [*basetemp.rglob("webhook-records.jsonl"), *basetemp.rglob("webhook.log")]
+    temp = basetemp(config)  # webhook logs and review records
+    extra = [*temp.rglob("webhook-records.jsonl"), *temp.rglob("webhook.log")]
     try:
         path = bundle.write(cluster, extra)
     except Exception as exc:

@@ -54,7 +54,7 @@ def _write_cluster_state(cluster: Cluster, bundle: Path) -> None:
                     for kv in cluster.etcd.list(prefix)
                 }
             except Exception as exc:
-                stored[name] = f"unreadable: {exc}"
+                stored[name] = {"unreadable": {"error": str(exc)}}
         stored.setdefault(name, {})
     (bundle / "objects.yaml").write_text(yaml.safe_dump(objects, sort_keys=False))
     (bundle / "etcd-stored-versions.yaml").write_text(yaml.safe_dump(stored, sort_keys=False))

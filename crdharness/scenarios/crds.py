@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import copy
+import functools
 import json
+from collections.abc import Set as AbstractSet
+from typing import Any
 
 from kubernetes import client
 from kubernetes.client.rest import ApiException
@@ -74,8 +77,8 @@ def wait_resource_discovery(
     api_client: client.ApiClient,
     group: str,
     plural: str,
-    served: set[str],
-    unserved: set[str] = frozenset(),
+    served: AbstractSet[str],
+    unserved: AbstractSet[str] = frozenset(),
     timeout: float = 60,
 ) -> None:
     """Wait until discovery lists ``plural`` at every served version and at no unserved one:
@@ -112,7 +115,7 @@ def wait_serving(
 
     for version in sorted(versions):
         wait_for(
-            lambda v=version: answers(v),
+            functools.partial(answers, version),
             timeout,
             f"LIST of {plural}.{group} at {version} to answer",
             last_seen=lambda: last["answer"],
@@ -176,7 +179,7 @@ def with_group(manifest: dict, group: str) -> dict:
 
 # A CRD of the harness's own, created and deleted again to prove that an API server can serve
 # custom resources (``wait_crds_work``).
-READINESS_CRD = {
+READINESS_CRD: dict[str, Any] = {
     "apiVersion": "apiextensions.k8s.io/v1",
     "kind": "CustomResourceDefinition",
     "metadata": {"name": "probes.readiness.crdharness.io"},
@@ -221,6 +224,6 @@ def wait_crds_work(api_client: client.ApiClient, timeout: float = 60) -> None:
 def error_message(exc: ApiException) -> str:
     """The Status message of an API error (the body as it came if it is not a Status)."""
     try:
-        return json.loads(exc.body)["message"]
+        return json.loads(exc.body or "")["message"]
     except (TypeError, ValueError, KeyError):
         return str(exc.body or exc.reason)

@@ -7,6 +7,7 @@ race (HTTP 409) is retried with a fresh read, and an object deleted meanwhile is
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections.abc import Callable
@@ -120,7 +121,7 @@ def _rewrite(
         if before_write is not None:
             before_write(current)
         try:
-            _patiently(lambda body=current: write(body), f"the write of {key}")
+            _patiently(functools.partial(write, current), f"the write of {key}")
             result.rewritten.append(key)
             break
         except ApiException as exc:

@@ -14,6 +14,7 @@ import sys
 import tempfile
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import requests
 
@@ -23,7 +24,7 @@ from crdharness.guardian import Guardian
 from crdharness.polling import wait_for
 from crdharness.processes import ManagedProcess, identity
 from crdharness.webhooks import images
-from crdharness.webhooks.protocol import ReviewRecords, started
+from crdharness.webhooks.protocol import ConversionWebhook, ReviewRecords, started
 
 CONVERT_PATH = "/crdconvert"
 
@@ -91,8 +92,13 @@ class WebhookServer(ReviewRecords):
             args += ["--fault", fault]
         return args
 
+    guardian: Guardian | None = None  # stops what launch started if the run is killed
+
     def launch(self) -> WebhookServer:
         """Start serving, without waiting for it (each form says how)."""
+        raise NotImplementedError
+
+    def stop(self) -> None:
         raise NotImplementedError
 
     def start(
@@ -171,7 +177,6 @@ class LocalWebhook(WebhookServer):
     """crdconvert as a child process of the test run, with this venv's Python."""
 
     process: ManagedProcess | None = None
-    guardian: Guardian | None = None
 
     def launch(self) -> LocalWebhook:
         """Start the process, guarded, without waiting for it to answer: for a caller that
@@ -315,3 +320,8 @@ class ContainerWebhook(WebhookServer):
         if self.guardian is not None:
             self.guardian.release()
             self.guardian = None
+
+
+if TYPE_CHECKING:  # mypy checks each form against the protocol every caller relies on
+    _local: type[ConversionWebhook] = LocalWebhook
+    _container: type[ConversionWebhook] = ContainerWebhook

@@ -134,7 +134,7 @@ def describe(obj) -> str:
     """``CronTab default/name`` for messages (whatever shape the object has)."""
     if not isinstance(obj, dict):
         return "an object that is not a JSON object"
-    metadata = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    metadata = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
     name = metadata.get("name", "<no name>")
     namespace = metadata.get("namespace")
     where = f"{namespace}/{name}" if namespace else str(name)

@@ -145,7 +145,7 @@ REWRITES: dict[str, Callable[[dict, dict], None]] = {
     "mutate-other-metadata": _each(lambda o: _metadata(o).update(OTHER_METADATA)),
     "extra-field": _each(lambda o: o.__setitem__("extra", 1)),
     "omit-empty": _each(_omit_empty),
-    "lose-fields": _each(lambda o: [o.pop(k, None) for k in ("host", "port", "hostPort")]),
+    "lose-fields": _each(lambda o: _pop_all(o, ("host", "port", "hostPort"))),
     "mutate-kind": _each(lambda o: o.__setitem__("kind", o.get("kind", "") + "2")),
     "invalid-label": _each(_add("labels", "to", "example.com/v1")),
     "lowercase-success": _lowercase_success,
@@ -162,13 +162,19 @@ NAMES = (
 )
 
 
+def _pop_all(obj: dict, keys: tuple[str, ...]) -> None:
+    for key in keys:
+        obj.pop(key, None)
+
+
 def _drop(obj: dict, path: str) -> None:
     """Remove ``a.b.c`` from a converted object: the lossy converter of the gate's example."""
     *parents, last = path.split(".")
+    node: object = obj
     for part in parents:
-        obj = obj.get(part) if isinstance(obj, dict) else None
-    if isinstance(obj, dict):
-        obj.pop(last, None)
+        node = node.get(part) if isinstance(node, dict) else None
+    if isinstance(node, dict):
+        node.pop(last, None)
 
 
 def _swap(obj: dict, first: str, second: str) -> None:
@@ -177,7 +183,7 @@ def _swap(obj: dict, first: str, second: str) -> None:
 
     def parent(path: str) -> tuple[dict | None, str]:
         *parents, last = path.split(".")
-        node = obj
+        node: object = obj
         for part in parents:
             node = node.get(part) if isinstance(node, dict) else None
         return (node if isinstance(node, dict) else None), last

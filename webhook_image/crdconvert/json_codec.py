@@ -21,4 +21,4 @@ except ImportError:  # pragma: no cover - exercised where orjson is absent
     def dumps(value) -> bytes:
         return json.dumps(value, separators=(",", ":")).encode()
 
-    DecodeError = ValueError
+    DecodeError = ValueError  # type: ignore[misc, assignment]  # orjson's is one too

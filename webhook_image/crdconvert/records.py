@@ -16,8 +16,8 @@ from crdconvert import json_codec
 def object_summary(obj) -> dict:
     if not isinstance(obj, dict):
         return {"invalid": True}
-    metadata = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
-    summary = {"name": metadata.get("name"), "apiVersion": obj.get("apiVersion")}
+    metadata = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
+    summary: dict = {"name": metadata.get("name"), "apiVersion": obj.get("apiVersion")}
     for key in ("namespace", "uid", "resourceVersion"):
         if metadata.get(key):
             summary[key] = metadata[key]

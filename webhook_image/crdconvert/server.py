@@ -56,12 +56,13 @@ def response_bytes(answer: Answer, head_only: bool = False) -> bytes:
 class Connection(asyncio.Protocol):
     """One client connection: parse requests, answer each in order."""
 
+    transport: asyncio.Transport  # set by connection_made, which asyncio calls first
+
     def __init__(self, app: ConversionApp, connections: set[Connection]):
         self.app = app
         self.connections = connections
         self.loop = asyncio.get_running_loop()
         self.parser = httptools.HttpRequestParser(self)
-        self.transport: asyncio.Transport | None = None
         self.closing = False
         self.paused = False
         self.last_active = self.loop.time()

@@ -16,7 +16,7 @@ class TLSFiles:
 
     def stamp(self) -> tuple:
         """What changes when any of the files is rewritten or replaced."""
-        stamps = []
+        stamps: list[tuple[int, int, int] | None] = []
         for path in (self.cert, self.key, self.client_ca):
             if path:
                 try:

@@ -114,9 +114,9 @@ def run(count: int, sock: socket.socket, serve: Callable[[socket.socket], None],
             events.unregister(sock)
             sock.close()  # no new connections; the workers finish theirs
         for pid, code in _ended_children():
-            number = workers.pop(pid, None)
-            if number is not None and not stopping:
-                log(f"worker {number} exited unexpectedly ({_describe(code)}); stopping the others")
+            ended = workers.pop(pid, None)
+            if ended is not None and not stopping:
+                log(f"worker {ended} exited unexpectedly ({_describe(code)}); stopping the others")
                 status = 1
                 stop(None, None)
     return status

@@ -99,8 +99,9 @@ def adopt(plane: ControlPlane, record: dict) -> bool:
     known = record.get("processes", {}).get("kube-controller-manager")
     if not known:
         return False
+    pid, created = known
     process = AttachedProcess(
-        "kube-controller-manager", *known, plane.path / "kube-controller-manager.log"
+        "kube-controller-manager", pid, created, plane.path / "kube-controller-manager.log"
     )
     if not process.running():
         return False

@@ -76,6 +76,8 @@ class ControlPlane:
         self.kubeconfig: Path | None = None
         self.ca: certs.CertificateAuthority | None = None
         self.admin: certs.KeyPair | None = None
+        self.serving: certs.KeyPair | None = None  # kube-apiserver's certificate
+        self.service_account: certs.KeyPair | None = None  # the service account signing keys
         self.start_to_ready_seconds: float | None = None
         self._apiserver_port: int | None = None  # claimed before kube-apiserver exists
 
@@ -87,12 +89,12 @@ class ControlPlane:
         try:
             # etcd boots while the certificates are made, and kube-apiserver starts without
             # waiting for etcd's /health (it retries until etcd answers): the three overlap.
-            self._prepare_workspace()
-            self.etcd.launch(self.adopt)
+            etcd = self._prepare_workspace()
+            etcd.launch(self.adopt)
             self._prepare_certificates()
             self.apiserver = self._new_apiserver(self.assets, self.release)
             self.apiserver.launch(self.adopt)
-            self.etcd.wait_healthy(self.options.ready_timeout, "etcd /health")
+            etcd.wait_healthy(self.options.ready_timeout, "etcd /health")
             self._await_apiserver()
             self._wait_crds_work()
             self.start_to_ready_seconds = time.monotonic() - began
@@ -106,7 +108,7 @@ class ControlPlane:
             raise
         self.report(
             f"control plane {self.release.git_version} ready at {self.server_url} "
-            f"in {self.start_to_ready_seconds:.1f}s (workspace {self.workspace.path})"
+            f"in {self.start_to_ready_seconds:.1f}s (workspace {self.path})"
         )
         return self
 
@@ -223,6 +225,23 @@ class ControlPlane:
         return self.etcd.peer_port if self.etcd else None
 
     @property
+    def pids(self) -> dict[str, int]:
+        """The running processes by name: etcd, kube-apiserver, kube-controller-manager."""
+        processes = (self.etcd, self.apiserver, self.controller_manager)
+        return {p.name: p.pid for p in processes if p is not None and p.pid is not None}
+
+    @property
+    def ports(self) -> list[int]:
+        """Every loopback port its processes listen on."""
+        claimed = (
+            self.apiserver_port,
+            self.etcd_port,
+            self.etcd_peer_port,
+            self.controller_manager_port,
+        )
+        return [port for port in claimed if port is not None]
+
+    @property
     def logs(self) -> dict[str, Path]:
         processes = (self.etcd, self.apiserver, self.controller_manager)
         return {p.name: p.log_path for p in processes if p is not None}
@@ -246,7 +265,8 @@ class ControlPlane:
         if who and self.guardian is not None:
             self.guardian.watch(*who)
 
-    def _prepare_workspace(self) -> None:
+    def _prepare_workspace(self) -> EtcdServer:
+        """The workspace, its guardian, the ports and the (not yet started) etcd."""
         self.workspace = Workspace(owner=self.owner)
         self.guardian = Guardian()
         if self.owner is not None:
@@ -258,8 +278,10 @@ class ControlPlane:
         etcd_port = ports.claim(self.options.etcd_port, "etcd", "--etcd-port")
         self.etcd = EtcdServer(self.assets.etcd, self.path, etcd_port, ports.free_port())
         self.kubeconfig = self.path / "kubeconfig"
+        return self.etcd
 
     def _prepare_certificates(self) -> None:
+        assert self.kubeconfig is not None  # _prepare_workspace first
         pki = self.path / "pki"
         pki.mkdir()
         self.ca = certs.CertificateAuthority(pki)
@@ -272,20 +294,26 @@ class ControlPlane:
             self.kubeconfig, "crdharness-local", server_url, self.ca.bundle_b64, self.admin
         )
 
-    def _new_apiserver(self, assets: Assets, release: Release, port: int | None = None):
+    def _new_apiserver(
+        self, assets: Assets, release: Release, port: int | None = None
+    ) -> APIServer:
+        assert self.ca and self.admin and self.serving and self.service_account and self.etcd
         pki = APIServerPKI(self.ca.cert_path, self.serving, self.service_account, self.admin)
+        port = port or self.apiserver_port
+        assert port is not None  # claimed by _prepare_workspace
         flags = APIServerFlags(self.options.watch_cache, list(self.options.extra_apiserver_flags))
         return APIServer(
             assets.kube_apiserver,
             release,
             self.path,
-            port or self.apiserver_port,
+            port,
             self.etcd.url,
             pki,
             flags,
         )
 
     def _await_apiserver(self) -> None:
+        assert self.apiserver is not None
         self.apiserver.wait_healthy(
             self.options.ready_timeout, "kube-apiserver /readyz to answer ok"
         )
@@ -317,7 +345,7 @@ class ControlPlane:
         self.apiserver.launch(self.adopt)
         self._await_apiserver()
         self._wait_crds_work()
-        if had_controllers:
+        if controller_manager_binary is not None and had_controllers:
             controller_manager.start(self, controller_manager_binary)
         write_record(self)
         took = time.monotonic() - began
