@@ -26,10 +26,6 @@ class PlannedCheck:
     def key(self) -> str:
         return f"{self.check}:{self.subject}"
 
-    @property
-    def test_id(self) -> str:
-        return f"{self.check}[{self.subject}]"
-
 
 def kubernetes_path(listed: list[str], running: str | None) -> list[versions.Release]:
     """The Kubernetes releases to upgrade through, oldest first, when this run is on the

@@ -11,7 +11,7 @@ import time
 from collections import Counter
 
 from crdharness.gate import checks, diff, objects, schemas
-from crdharness.gate.api import Resource, call, write_with_retry
+from crdharness.gate.api import Answer, Resource, call, write_with_retry
 from crdharness.gate.context import ROUND_TRIP_NS, GateContext
 from crdharness.gate.results import DataChanged, NotConvertible, RoundTripFailure
 
@@ -236,19 +236,14 @@ def _compare(ctx: GateContext, resource, namespace, name, a, b, body, created, t
     lost = [d for d in diff.differences(wanted, kept) if d.change != "added"]
     lost = _judged(ctx, result, lost, a, b)
     if lost:
-        paths = ", ".join(sorted({d.path for d in lost}))
-        return DataChanged(
-            f"written at {a}, read back at {a}: changed {paths}",
-            [d.describe() for d in lost],
-            [(f"sent at {a}", sent), (f"read back at {a}", _clean(original))],
-            _paths(lost),
+        read_back = [(f"sent at {a}", sent), (f"read back at {a}", _clean(original))]
+        return _data_changed(
+            f"written at {a}, read back at {a}: changed {{paths}}", lost, read_back
         )
     at_b = call(ctx.cluster, "GET", resource.path(b, namespace, name))
     if not at_b.ok:
-        return NotConvertible(
-            f"an object valid at {a} cannot be read at {b}: {at_b.message}",
-            [f"GET at {b}: {at_b.status} {at_b.message}"],
-            shown,
+        return _not_convertible(
+            f"an object valid at {a} cannot be read at {b}", f"GET at {b}", at_b, shown
         )
     shown.append((f"read at {b}", _clean(at_b.body)))
     # A field with the same path and type at both versions means the same at both: a
@@ -256,14 +251,9 @@ def _compare(ctx: GateContext, resource, namespace, name, a, b, body, created, t
     # reads wrong values.
     moved = _judged(ctx, result, _read_differently(ctx, crd, a, b, original, at_b.body), a, b)
     if moved:
-        paths = ", ".join(sorted({d.path for d in moved}))
-        return DataChanged(
-            f"written at {a}, read at {b}: {paths} (same path and type at both) lost or "
-            f"changed at {b}",
-            [f"at {a} -> at {b}: {d.describe()}" for d in moved],
-            shown,
-            _paths(moved),
-        )
+        headline = f"written at {a}, read at {b}: {{paths}} (same path and type at both) lost "
+        headline += f"or changed at {b}"
+        return _data_changed(headline, moved, shown, detail=f"at {a} -> at {b}: ")
 
     def touch(current: dict) -> dict:
         current.setdefault("metadata", {}).setdefault("annotations", {})[TOUCH] = b
@@ -272,27 +262,24 @@ def _compare(ctx: GateContext, resource, namespace, name, a, b, body, created, t
     path = resource.path(b, namespace, name)
     updated = write_with_retry(ctx.cluster, path, touch, current=at_b.body)
     if not updated.ok:
-        return NotConvertible(
-            f"an object read at {b} cannot be written back at {b}: {updated.message}",
-            [f"PUT at {b}: {updated.status} {updated.message}"],
-            shown,
+        return _not_convertible(
+            f"an object read at {b} cannot be written back at {b}", f"PUT at {b}", updated, shown
         )
     if objects.has_status(ctx.candidate.entry(crd, b)):  # through its own endpoint
         status = write_with_retry(
             ctx.cluster, path + "/status", lambda c: c, read_path=path, current=updated.body
         )
         if not status.ok:
-            return NotConvertible(
-                f"an object read at {b} cannot have its status written at {b}: {status.message}",
-                [f"PUT {b}/status: {status.status} {status.message}"],
+            return _not_convertible(
+                f"an object read at {b} cannot have its status written at {b}",
+                f"PUT {b}/status",
+                status,
                 shown,
             )
     back = call(ctx.cluster, "GET", resource.path(a, namespace, name))
     if not back.ok:
-        return NotConvertible(
-            f"an object written at {b} cannot be read at {a}: {back.message}",
-            [f"GET at {a}: {back.status} {back.message}"],
-            shown,
+        return _not_convertible(
+            f"an object written at {b} cannot be read at {a}", f"GET at {a}", back, shown
         )
     shown.append((f"read back at {a}", _clean(back.body)))
     tally["compared"] += 1
@@ -301,13 +288,7 @@ def _compare(ctx: GateContext, resource, namespace, name, a, b, body, created, t
     )
     found = _judged(ctx, result, found, a, b)
     if found:
-        paths = ", ".join(sorted({d.path for d in found}))
-        return DataChanged(
-            f"{a}->{b}->{a} changed {paths}",
-            [d.describe() for d in found],
-            shown,
-            _paths(found),
-        )
+        return _data_changed(f"{a}->{b}->{a} changed {{paths}}", found, shown)
     return None
 
 
@@ -346,6 +327,20 @@ def _read_differently(ctx: GateContext, crd: str, a: str, b: str, at_a: dict, at
 
 def _crd_of(ctx: GateContext, resource: Resource) -> str:
     return f"{resource.plural}.{resource.group}"
+
+
+def _data_changed(headline: str, found: list, shown: list, detail: str = "") -> DataChanged:
+    """Data a round trip lost or changed: ``headline`` names the ``{paths}``."""
+    paths = ", ".join(sorted({d.path for d in found}))
+    details = [detail + d.describe() for d in found]
+    return DataChanged(headline.format(paths=paths), details, shown, _paths(found))
+
+
+def _not_convertible(what: str, request: str, answer: Answer, shown: list) -> NotConvertible:
+    """A step of the round trip the server refused or failed: ``what`` could not be done."""
+    return NotConvertible(
+        f"{what}: {answer.message}", [f"{request}: {answer.status} {answer.message}"], shown
+    )
 
 
 def _kinds(failure: RoundTripFailure) -> set[str]:
