@@ -300,7 +300,7 @@ def test_the_plan_names_every_check_the_history_calls_for():
         release(2, [{"name": "v1", "served": True, "storage": True}]),
     ]
     config = GateConfig(source=None, crds=[], webhook=WebhookSpec(command=["x"]))
-    ids = [c.test_id for c in plan.plan(config, history)]
+    ids = [f"{c.check}[{c.subject}]" for c in plan.plan(config, history)]
     assert ids == [
         "install[release 1]",
         "install[release 2]",
