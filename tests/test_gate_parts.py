@@ -322,9 +322,11 @@ def test_a_release_that_ships_a_migration_plans_its_migration_check():
         release(1, [{"name": "v1alpha1", "served": True, "storage": True}]),
     ]
     config = GateConfig(source=None, crds=[], migrations={1: Migration("rewrite")})
-    assert "migration[release 2]" in [c.test_id for c in plan.plan(config, history)]
+    assert "migration[release 2]" in [f"{c.check}[{c.subject}]" for c in plan.plan(config, history)]
     config.migrations = {}
-    assert "migration[release 2]" not in [c.test_id for c in plan.plan(config, history)]
+    assert "migration[release 2]" not in [
+        f"{c.check}[{c.subject}]" for c in plan.plan(config, history)
+    ]
 
 
 def test_removal_advice_says_whether_rewriting_can_migrate_the_data():
@@ -420,7 +422,7 @@ def test_the_kubernetes_upgrade_is_planned_only_in_the_run_on_the_oldest_listed_
     config = GateConfig(source=None, crds=[], webhook=None)
     path = plan.kubernetes_path(["1.37", "1.35", "1.36"], "1.35")
     assert [r.minor for r in path] == ["1.35", "1.36", "1.37"]
-    ids = [c.test_id for c in plan.plan(config, history, path)]
+    ids = [f"{c.check}[{c.subject}]" for c in plan.plan(config, history, path)]
     assert ids[-2:] == ["kubernetes-upgrade[1.35->1.36]", "kubernetes-upgrade[1.36->1.37]"]
     assert plan.kubernetes_path(["1.36", "1.37"], "1.37") == []
     assert plan.kubernetes_path(["1.37"], "1.37") == []
