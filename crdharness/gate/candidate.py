@@ -42,9 +42,9 @@ def run(ctx: GateContext) -> None:
         for a, b in itertools.permutations(ctx.candidate.served(name), 2):
             ctx.check_deadline(f"the round trips of {name} {a}->{b}")
             subject = checks.pair(name, a, b)
-            ctx.working_on(f"round-trip:{subject}", f"convertibility:{subject}")
+            ctx.working_on(checks.key("round-trip", subject), checks.key("convertibility", subject))
             round_trips.check_pair(ctx, name, a, b)
         schemas_vs_strategy.check(ctx, name)  # after the round trips: it ranks what they lost
-    ctx.working_on(*(f"expected-conversion:{e.subject}" for e in ctx.config.expect))
+    ctx.working_on(*(checks.key("expected-conversion", e.subject) for e in ctx.config.expect))
     expectations.check(ctx)
     ctx.working_on()

@@ -26,6 +26,11 @@ NEEDS: dict[str, tuple[str, ...]] = {
 }
 
 
+def key(check: str, subject: str) -> str:
+    """How a result, a planned check and a phase's work in progress name one check."""
+    return f"{check}:{subject}"
+
+
 def release(index: int) -> str:
     """The subject of release ``index`` (0-based): "release 1"."""
     return f"release {index + 1}"

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from crdharness.binaries.versions import Release as KubernetesRelease
 from crdharness.cluster import Cluster
-from crdharness.gate import objects
+from crdharness.gate import checks, objects
 from crdharness.gate.api import Answer, Resource, call, write_with_retry
 from crdharness.gate.config import GateConfig
 from crdharness.gate.manifests import Release, point_conversion
@@ -70,7 +70,7 @@ class GateContext:
         return self.releases[-1]
 
     def result(self, check: str, subject: str) -> CheckResult:
-        key = f"{check}:{subject}"
+        key = checks.key(check, subject)
         if key not in self.results:
             self.results[key] = CheckResult(check, subject)
         return self.results[key]

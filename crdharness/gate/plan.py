@@ -24,7 +24,7 @@ class PlannedCheck:
 
     @property
     def key(self) -> str:
-        return f"{self.check}:{self.subject}"
+        return checks.key(self.check, self.subject)
 
 
 def kubernetes_path(listed: list[str], running: str | None) -> list[versions.Release]:

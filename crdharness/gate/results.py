@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from crdharness.gate import checks
+
 
 @dataclass
 class CheckResult:
@@ -19,7 +21,7 @@ class CheckResult:
 
     @property
     def key(self) -> str:
-        return f"{self.check}:{self.subject}"
+        return checks.key(self.check, self.subject)
 
     def fail(self, evidence: str, *details: str) -> CheckResult:
         if self.passed is not False:  # keep the first failure as the headline
