@@ -587,3 +587,32 @@ def test_on_kind_a_command_webhook_is_refused_in_one_line(tmp_path):
 
     with pytest.raises(HarnessError, match="give `image:`"):
         KindUserWebhook(WebhookSpec(command=["x"]), tmp_path, None, None)
+
+
+def test_generated_objects_do_not_depend_on_which_local_modules_are_loaded(tmp_path, monkeypatch):
+    """The same seed gives the same objects whatever else was imported: hypothesis would
+    otherwise also draw literals from the source of every local module loaded."""
+    entry = {
+        "name": "v1",
+        "served": True,
+        "storage": True,
+        "schema": {
+            "openAPIV3Schema": {
+                "type": "object",
+                "properties": {
+                    "spec": {
+                        "type": "object",
+                        "properties": {"a": {"type": "string"}, "b": {"type": "string"}},
+                    }
+                },
+            }
+        },
+    }
+    before = objects.first_examples(entry, 60, seed=7)
+    literals = "\n".join(f'L{i} = "local-literal-{i}"' for i in range(200))
+    (tmp_path / "literals_module.py").write_text(literals + "\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    __import__("literals_module")
+    after = objects.first_examples(entry, 60, seed=7)
+    assert after == before
+    assert "local-literal" not in repr(after)
