@@ -592,21 +592,11 @@ def test_on_kind_a_command_webhook_is_refused_in_one_line(tmp_path):
 def test_generated_objects_do_not_depend_on_which_local_modules_are_loaded(tmp_path, monkeypatch):
     """The same seed gives the same objects whatever else was imported: hypothesis would
     otherwise also draw literals from the source of every local module loaded."""
+    strings = {"a": {"type": "string"}, "b": {"type": "string"}}
+    spec = {"type": "object", "properties": strings}
     entry = {
         "name": "v1",
-        "served": True,
-        "storage": True,
-        "schema": {
-            "openAPIV3Schema": {
-                "type": "object",
-                "properties": {
-                    "spec": {
-                        "type": "object",
-                        "properties": {"a": {"type": "string"}, "b": {"type": "string"}},
-                    }
-                },
-            }
-        },
+        "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": spec}}},
     }
     before = objects.first_examples(entry, 60, seed=7)
     literals = "\n".join(f'L{i} = "local-literal-{i}"' for i in range(200))
