@@ -92,6 +92,15 @@ def test_a_lossy_converter_fails_and_names_the_path(tmp_path):
     assert any("image:" in path.read_text() for path in shown)
 
 
+def test_a_loss_the_project_allows_passes_and_is_listed_with_its_reason(tmp_path):
+    code, report, output = gate(tmp_path, "crontab-lossy/gate-allowed.yaml")
+    assert code == 0, output[-3000:]
+    for pair in ("v1->v1beta1", "v1beta1->v1"):
+        round_trip = checks(report)[f"round-trip[crontabs.gate.example.com {pair}]"]
+        assert "allowed differences" in round_trip["evidence"]
+        assert any(n.startswith("image (image moved") for n in round_trip["allowed"])
+
+
 def test_strategy_none_with_a_renamed_field_fails_the_schema_check(tmp_path):
     code, report, _ = gate(tmp_path, "rename-none/gate.yaml")
     assert code != 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections import Counter
+from dataclasses import dataclass, field
 
 from crdharness.gate import checks, diff, objects, schemas
 from crdharness.gate.api import Answer, Resource, call, write_with_retry
@@ -17,6 +18,16 @@ from crdharness.gate.results import DataChanged, NotConvertible, RoundTripFailur
 
 TOUCH = "gate.crdharness.io/round-trip"
 MAX_FINDINGS = 3  # distinct failures searched for per version pair
+
+
+@dataclass
+class PairRecord:
+    """What one version pair's round trips saw, written to its results once, at the end:
+    objects refused, created and compared, and the differences that are not findings."""
+
+    counts: Counter[str] = field(default_factory=Counter)
+    allowed: list[str] = field(default_factory=list)  # excused by an `allow` entry
+    normalised: list[str] = field(default_factory=list)  # {} or [] read back absent
 
 
 class ShrinkBudgetSpent(BaseException):
@@ -36,7 +47,7 @@ def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
     convertible = ctx.result("convertibility", subject)
     manifest = ctx.candidate.crds[name]
     entry = ctx.candidate.entry(name, a)
-    tally: Counter[str] = Counter()
+    seen = PairRecord()
     started = time.perf_counter()
     ctx.report(f"gate: {subject}: round trips ({ctx.config.generate} generated objects)")
 
@@ -53,7 +64,7 @@ def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
         shown.update(failure.paths if failure.check == "round-trip" else {failure.check})
 
     def attempt(body: dict) -> RoundTripFailure | None:
-        return _round_trip(ctx, manifest, entry, a, b, body, tally)
+        return _round_trip(ctx, manifest, entry, a, b, body, seen)
 
     for body in ctx.sample_bodies(name, a):
         failure = attempt(body)
@@ -91,7 +102,8 @@ def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
             shrunk.update(_kinds(failure))
         ctx.found.setdefault((name, a), []).append(failure.body)
     for result in (round_trip, convertible):
-        result.counts = dict(tally)
+        result.counts = dict(seen.counts)
+    round_trip.allowed, round_trip.normalised = seen.allowed, seen.normalised
     ctx.timings[f"round trips {subject}"] = round(time.perf_counter() - started, 2)
     alone = (
         " (the candidate installed on its own: the history could not apply it)"
@@ -100,15 +112,16 @@ def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
     )
     if round_trip.passed:
         round_trip.evidence = (
-            f"{tally['compared']} objects equal after {a}->{b}->{a}"
+            f"{seen.counts['compared']} objects equal after {a}->{b}->{a}"
             + (f" ({len(round_trip.allowed)} allowed differences)" if round_trip.allowed else "")
             + alone
         )
     if convertible.passed:
         convertible.evidence = (
-            f"{tally['created']} objects valid at {a} read and written at {b}" + alone
+            f"{seen.counts['created']} objects valid at {a} read and written at {b}" + alone
         )
-    for result, count in ((round_trip, tally["compared"]), (convertible, tally["created"])):
+    compared, created = seen.counts["compared"], seen.counts["created"]
+    for result, count in ((round_trip, compared), (convertible, created)):
         if 0 < count < ctx.config.min_objects and result.passed:
             result.passed = None
             result.evidence = (
@@ -118,7 +131,7 @@ def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
                 "webhooks accept"
             )
     for result in (round_trip, convertible):
-        if tally["created"] == 0 and result.passed:
+        if created == 0 and result.passed:
             result.passed = False
             result.evidence = (
                 f"no object could be created at {a} (refused: {dict(ctx.refused)}): add "
@@ -196,7 +209,9 @@ def _record(
         result.objects.append((f"{label}: {title}", obj))
 
 
-def _round_trip(ctx: GateContext, manifest, entry, a, b, body, tally) -> RoundTripFailure | None:
+def _round_trip(
+    ctx: GateContext, manifest, entry, a, b, body, seen: PairRecord
+) -> RoundTripFailure | None:
     resource = Resource.of(manifest)
     namespace = ROUND_TRIP_NS if resource.namespaced else None
     name = ctx.name(f"rt-{a}-{b}".lower())
@@ -205,11 +220,11 @@ def _round_trip(ctx: GateContext, manifest, entry, a, b, body, tally) -> RoundTr
     except NotConvertible as failure:
         return failure
     if created is None:
-        tally["refused"] += 1
+        seen.counts["refused"] += 1
         return None
-    tally["created"] += 1
+    seen.counts["created"] += 1
     try:
-        return _compare(ctx, resource, namespace, name, a, b, body, created, tally)
+        return _compare(ctx, resource, namespace, name, a, b, body, created, seen)
     finally:
         # At the storage version where it is served: the answer needs no conversion.
         crd = _crd_of(ctx, resource)
@@ -218,11 +233,10 @@ def _round_trip(ctx: GateContext, manifest, entry, a, b, body, tally) -> RoundTr
         call(ctx.cluster, "DELETE", resource.path(at, namespace, name))
 
 
-def _compare(ctx: GateContext, resource, namespace, name, a, b, body, created, tally):
+def _compare(ctx: GateContext, resource, namespace, name, a, b, body, created, seen: PairRecord):
     """``created`` is the server's answer to the write at A: the object as stored and read
     back at A (the server decodes what it wrote to etcd and converts it to A), so no GET."""
     crd = _crd_of(ctx, resource)
-    result = ctx.result("round-trip", checks.pair(crd, a, b))
     sent = objects.manifest(ctx.candidate.crds[crd], a, name, namespace, body)
     original = created
     shown = [(f"written at {a}", _clean(original))]
@@ -234,7 +248,7 @@ def _compare(ctx: GateContext, resource, namespace, name, a, b, body, created, t
     kept = {k: v for k, v in original.items() if k in wanted}
     kept["metadata"] = {k: v for k, v in original["metadata"].items() if k in sent["metadata"]}
     lost = [d for d in diff.differences(wanted, kept) if d.change != "added"]
-    lost = _judged(ctx, result, lost, a, b)
+    lost = _judged(ctx, seen, lost, a, b)
     if lost:
         read_back = [(f"sent at {a}", sent), (f"read back at {a}", _clean(original))]
         return _data_changed(
@@ -249,7 +263,7 @@ def _compare(ctx: GateContext, resource, namespace, name, a, b, body, created, t
     # A field with the same path and type at both versions means the same at both: a
     # webhook that swaps two fields both ways survives A->B->A, yet every client of B
     # reads wrong values.
-    moved = _judged(ctx, result, _read_differently(ctx, crd, a, b, original, at_b.body), a, b)
+    moved = _judged(ctx, seen, _read_differently(ctx, crd, a, b, original, at_b.body), a, b)
     if moved:
         headline = f"written at {a}, read at {b}: {{paths}} (same path and type at both) lost "
         headline += f"or changed at {b}"
@@ -282,30 +296,30 @@ def _compare(ctx: GateContext, resource, namespace, name, a, b, body, created, t
             f"an object written at {b} cannot be read at {a}", f"GET at {a}", back, shown
         )
     shown.append((f"read back at {a}", _clean(back.body)))
-    tally["compared"] += 1
+    seen.counts["compared"] += 1
     found = diff.differences(
         diff.comparable(original), diff.comparable(back.body, ignore_annotations=(TOUCH,))
     )
-    found = _judged(ctx, result, found, a, b)
+    found = _judged(ctx, seen, found, a, b)
     if found:
         return _data_changed(f"{a}->{b}->{a} changed {{paths}}", found, shown)
     return None
 
 
-def _judged(ctx: GateContext, result, found: list, a: str, b: str) -> list:
+def _judged(ctx: GateContext, seen: PairRecord, found: list, a: str, b: str) -> list:
     """The differences that are findings: not excused by an ``allow`` entry (noted in
-    ``result.allowed``) and, unless ``strict``, not an empty value that came back absent
-    or the reverse (noted in ``result.normalised``)."""
+    ``seen.allowed``) and, unless ``strict``, not an empty value that came back absent
+    or the reverse (noted in ``seen.normalised``)."""
     findings = []
     for d in found:
         rule = next((r for r in ctx.config.allow if r.covers(d.path, a, b)), None)
         if rule is not None:
             note = f"{d.path} ({rule.reason})"
-            if note not in result.allowed:
-                result.allowed.append(note)
+            if note not in seen.allowed:
+                seen.allowed.append(note)
         elif not ctx.config.strict and d.normalised:
-            if d.describe() not in result.normalised:
-                result.normalised.append(d.describe())
+            if d.describe() not in seen.normalised:
+                seen.normalised.append(d.describe())
         else:
             findings.append(d)
     return findings
