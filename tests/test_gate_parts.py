@@ -105,11 +105,19 @@ def test_the_diff_names_each_path_lost_changed_or_added():
 
 
 def test_an_empty_value_read_back_absent_is_normalised_not_lost():
-    found = diff.differences({"status": {}, "spec": {"a": [], "b": [1]}}, {"spec": {}})
+    before = {
+        "status": {"conditions": []},  # no data in it either
+        "spec": {"a": [], "b": [1], "image": "", "replicas": 0, "on": False, "c": [{}]},
+    }
+    found = diff.differences(before, {"spec": {}})
     assert {d.path: d.normalised for d in found} == {
         "status": True,
         "spec.a": True,
         "spec.b": False,
+        "spec.image": True,  # Go's omitempty drops "": no data lost
+        "spec.replicas": False,  # 0 dropped: the object means something else
+        "spec.on": False,
+        "spec.c": False,  # an item, if an empty one
     }
 
 
@@ -271,6 +279,31 @@ def test_mutated_samples_replace_one_subtree_and_keep_the_rest():
     check()
     assert any(b["spec"].get("schedule") not in (None, "0 3 * * *") for b in seen)
     assert any(b["status"] != sample["status"] for b in seen)
+
+
+def test_a_top_level_field_a_sample_leaves_out_is_drawn_and_added():
+    from hypothesis import given, settings
+
+    conditions = {
+        "type": "array",
+        "items": {"type": "object", "properties": {"type": {"type": "string"}}},
+    }
+    status = {"type": "object", "properties": {"conditions": conditions}}
+    spec = {"type": "object", "properties": {"schedule": {"type": "string"}}}
+    root = {"type": "object", "properties": {"spec": spec, "status": status}}
+    version = {"schema": {"openAPIV3Schema": root}}
+    sample = objects.sample_body({"kind": "B", "spec": {"schedule": "0 3 * * *"}})
+    with_status = []
+
+    @settings(max_examples=60, database=None)
+    @given(objects.mutations(version, [sample]))
+    def check(body):
+        if "status" in body:
+            assert body["spec"] == sample["spec"]  # added beside the sample's own spec
+            with_status.append(body)
+
+    check()
+    assert with_status, "no mutation added a status to a sample without one"
 
 
 def test_generated_objects_repeat_for_a_seed():

@@ -32,9 +32,11 @@ class Difference:
 
     @property
     def normalised(self) -> bool:
-        """An empty object or list that came back absent, or the reverse: how servers and
-        Go structs with ``omitempty`` normalise, no data lost."""
-        return all(v in (None, {}, []) for v in (self.before, self.after))
+        """An empty string, object or list that came back absent, or the reverse: how
+        servers and Go structs with ``omitempty`` normalise, no data lost. A zero number or
+        ``false`` dropped stays a finding: ``replicas: 0`` read back absent means another
+        object."""
+        return all(_empty(v) for v in (self.before, self.after))
 
     def describe(self) -> str:
         if self.change == "lost":
@@ -42,6 +44,14 @@ class Difference:
         if self.change == "added":
             return f"{self.path}: appeared ({_short(self.after)})"
         return f"{self.path}: {_short(self.before)} -> {_short(self.after)}"
+
+
+def _empty(value) -> bool:
+    """No data: absent, "", [], or an object whose every field is empty (``status:
+    {conditions: []}``). A list with items holds data even if the items are empty."""
+    if isinstance(value, dict):
+        return all(_empty(v) for v in value.values())
+    return value is None or (isinstance(value, (str, list)) and not value)
 
 
 def _short(value, limit: int = 60) -> str:

@@ -188,8 +188,9 @@ MUTATION_POINTS = 200  # subtrees of the samples a search may replace
 
 def mutations(version: dict, samples: list[dict]) -> st.SearchStrategy[dict]:
     """The user's samples (``sample_body``) with one subtree at a time replaced by a value
-    drawn from the schema, the rest kept: objects that still pass the semantic rules a schema
-    cannot say (a cron syntax an admission webhook parses, a CEL rule across fields)."""
+    drawn from the schema (or a top-level field they leave out added), the rest kept: objects
+    that still pass the semantic rules a schema cannot say (a cron syntax an admission
+    webhook parses, a CEL rule across fields)."""
     schema = body_schema(version)
     points: list[tuple[dict, tuple, dict]] = []
 
@@ -210,7 +211,14 @@ def mutations(version: dict, samples: list[dict]) -> st.SearchStrategy[dict]:
             points.append((sample, path, node))
 
     for sample in samples:
-        walk(intent(sample), schema, (), sample)
+        body = intent(sample)
+        # A top-level field the sample leaves out is drawn whole and added: samples seldom
+        # carry a status, the project's admission webhooks seldom check one (it is written
+        # through /status), and a webhook that loses status.conditions loses them there.
+        for key, node in schema["properties"].items():
+            if key not in body and len(points) < MUTATION_POINTS:
+                points.append((sample, (key,), node))
+        walk(body, schema, (), sample)
     if not points:
         return st.nothing()
 

@@ -63,11 +63,11 @@ def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
         ctx.lost_paths.setdefault(name, set()).update(failure.paths)
         shown.update(failure.paths if failure.check == "round-trip" else {failure.check})
 
-    def attempt(body: dict) -> RoundTripFailure | None:
-        return _round_trip(ctx, manifest, entry, a, b, body, seen)
+    def attempt(body: dict, sample: bool = False) -> RoundTripFailure | None:
+        return _round_trip(ctx, manifest, entry, a, b, body, seen, sample)
 
     for body in ctx.sample_bodies(name, a):
-        failure = attempt(body)
+        failure = attempt(body, sample=True)
         if failure is not None and new(failure):
             remember(failure, "sample")
     # What another pair already found starts this one: no search from scratch. Bodies
@@ -210,7 +210,7 @@ def _record(
 
 
 def _round_trip(
-    ctx: GateContext, manifest, entry, a, b, body, seen: PairRecord
+    ctx: GateContext, manifest, entry, a, b, body, seen: PairRecord, sample: bool = False
 ) -> RoundTripFailure | None:
     resource = Resource.of(manifest)
     namespace = ROUND_TRIP_NS if resource.namespaced else None
@@ -218,7 +218,17 @@ def _round_trip(
     try:
         created = ctx.create(manifest, entry, a, name, namespace, body)
     except NotConvertible as failure:
-        return failure
+        if sample or not ctx.config.admission:
+            return failure
+        # The project's admission webhooks run before validation, each on the object
+        # converted to its own version (matchPolicy Equivalent): a drawn object they would
+        # have refused can fail that conversion first (seen: kubebuilder's CronJob, whose
+        # webhook parses the cron schedule its validating webhook checks). Not proof.
+        why = f"could not be created at {a} (a conversion the admission webhooks need failed)"
+        ctx.refused[why] += 1
+        ctx.refused_examples.setdefault(why, failure.evidence[:300])
+        seen.counts["refused"] += 1
+        return None
     if created is None:
         seen.counts["refused"] += 1
         return None
