@@ -12,7 +12,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from crdharness.gate import checks, diff, objects, schemas
-from crdharness.gate.api import Answer, Resource, call, write_with_retry
+from crdharness.gate.api import Answer, Resource, call
 from crdharness.gate.context import ROUND_TRIP_NS, GateContext
 from crdharness.gate.results import DataChanged, NotConvertible, RoundTripFailure
 
@@ -113,6 +113,12 @@ def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
     if round_trip.passed:
         round_trip.evidence = (
             f"{seen.counts['compared']} objects equal after {a}->{b}->{a}"
+            + (
+                f" ({seen.counts['written meanwhile']} written meanwhile by another client, "
+                "not compared)"
+                if seen.counts["written meanwhile"]
+                else ""
+            )
             + (f" ({len(round_trip.allowed)} allowed differences)" if round_trip.allowed else "")
             + alone
         )
@@ -121,14 +127,21 @@ def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
             f"{seen.counts['created']} objects valid at {a} read and written at {b}" + alone
         )
     compared, created = seen.counts["compared"], seen.counts["created"]
+    meanwhile = seen.counts["written meanwhile"]
     for result, count in ((round_trip, compared), (convertible, created)):
-        if 0 < count < ctx.config.min_objects and result.passed:
+        if created and count < ctx.config.min_objects and result.passed:
             result.passed = None
             result.evidence = (
                 f"not proven: only {count} objects reached this check (at least "
                 f"{ctx.config.min_objects} needed, `min_objects`); refused: "
-                f"{dict(ctx.refused)}: add samples the API server and your admission "
-                "webhooks accept"
+                f"{dict(ctx.refused)}"
+                + (
+                    f"; {meanwhile} written meanwhile by another client (your controllers, "
+                    "if the webhook's process runs them)"
+                    if meanwhile
+                    else ""
+                )
+                + ": add samples the API server and your admission webhooks accept"
             )
     for result in (round_trip, convertible):
         if created == 0 and result.passed:
@@ -269,6 +282,8 @@ def _compare(ctx: GateContext, resource, namespace, name, a, b, body, created, s
         return _not_convertible(
             f"an object valid at {a} cannot be read at {b}", f"GET at {b}", at_b, shown
         )
+    if _version_of(at_b.body) != _version_of(original):
+        return _written_meanwhile(seen)
     shown.append((f"read at {b}", _clean(at_b.body)))
     # A field with the same path and type at both versions means the same at both: a
     # webhook that swaps two fields both ways survives A->B->A, yet every client of B
@@ -283,16 +298,21 @@ def _compare(ctx: GateContext, resource, namespace, name, a, b, body, created, s
         current.setdefault("metadata", {}).setdefault("annotations", {})[TOUCH] = b
         return current
 
+    # Each write sends exactly what was read: a conflict means another client (the
+    # project's own controllers run beside its webhook) wrote the object meanwhile.
     path = resource.path(b, namespace, name)
-    updated = write_with_retry(ctx.cluster, path, touch, current=at_b.body)
+    updated = call(ctx.cluster, "PUT", path, touch(at_b.body))
+    if updated.status == 409:
+        return _written_meanwhile(seen)
     if not updated.ok:
         return _not_convertible(
             f"an object read at {b} cannot be written back at {b}", f"PUT at {b}", updated, shown
         )
     if objects.has_status(ctx.candidate.entry(crd, b)):  # through its own endpoint
-        status = write_with_retry(
-            ctx.cluster, path + "/status", lambda c: c, read_path=path, current=updated.body
-        )
+        status = call(ctx.cluster, "PUT", path + "/status", updated.body)
+        if status.status == 409:
+            return _written_meanwhile(seen)
+        updated = status
         if not status.ok:
             return _not_convertible(
                 f"an object read at {b} cannot have its status written at {b}",
@@ -305,6 +325,8 @@ def _compare(ctx: GateContext, resource, namespace, name, a, b, body, created, s
         return _not_convertible(
             f"an object written at {b} cannot be read at {a}", f"GET at {a}", back, shown
         )
+    if _version_of(back.body) != _version_of(updated.body):
+        return _written_meanwhile(seen)
     shown.append((f"read back at {a}", _clean(back.body)))
     seen.counts["compared"] += 1
     found = diff.differences(
@@ -365,6 +387,17 @@ def _not_convertible(what: str, request: str, answer: Answer, shown: list) -> No
     return NotConvertible(
         f"{what}: {answer.message}", [f"{request}: {answer.status} {answer.message}"], shown
     )
+
+
+def _version_of(obj: dict) -> str | None:
+    return (obj.get("metadata") or {}).get("resourceVersion")
+
+
+def _written_meanwhile(seen: PairRecord) -> None:
+    """Another client wrote the object during its round trip: not the webhook's doing, so
+    not compared (counted, and said in the evidence)."""
+    seen.counts["written meanwhile"] += 1
+    return None
 
 
 def _kinds(failure: RoundTripFailure) -> set[str]:
