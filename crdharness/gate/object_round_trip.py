@@ -1,0 +1,218 @@
+"""One object's round trip between versions A and B of the candidate: create at A (its
+status through /status), read at B, write it back at B (and its status), read at A. It
+returns the failure it found, or None; a version pair's search (``round_trips``) decides
+what to make of it. Nothing here writes a check's result: counts and the differences that
+are not findings go to the pair's ``PairRecord``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from crdharness.gate import diff, objects, schemas
+from crdharness.gate.api import Answer, Resource, call
+from crdharness.gate.context import ROUND_TRIP_NS, GateContext
+from crdharness.gate.results import DataChanged, NotConvertible, RoundTripFailure
+
+TOUCH = "gate.crdharness.io/round-trip"
+
+
+@dataclass
+class PairRecord:
+    """What one version pair's round trips saw, written to its results once, at the end:
+    objects refused, created and compared, and the differences that are not findings."""
+
+    counts: Counter[str] = field(default_factory=Counter)
+    allowed: list[str] = field(default_factory=list)  # excused by an `allow` entry
+    normalised: list[str] = field(default_factory=list)  # {} or [] read back absent
+
+
+def run(
+    ctx: GateContext, manifest, entry, a, b, body, seen: PairRecord, sample: bool = False
+) -> RoundTripFailure | None:
+    resource = Resource.of(manifest)
+    namespace = ROUND_TRIP_NS if resource.namespaced else None
+    name = ctx.name(f"rt-{a}-{b}".lower())
+    try:
+        created = ctx.create(manifest, entry, a, name, namespace, body)
+    except NotConvertible as failure:
+        if sample or not ctx.config.admission:
+            return failure
+        # The project's admission webhooks run before validation, each on the object
+        # converted to its own version (matchPolicy Equivalent): a drawn object they would
+        # have refused can fail that conversion first (seen: kubebuilder's CronJob, whose
+        # webhook parses the cron schedule its validating webhook checks). Not proof.
+        why = f"could not be created at {a} (a conversion the admission webhooks need failed)"
+        ctx.refused[why] += 1
+        ctx.refused_examples.setdefault(why, failure.evidence[:300])
+        seen.counts["refused"] += 1
+        return None
+    if created is None:
+        seen.counts["refused"] += 1
+        return None
+    seen.counts["created"] += 1
+    try:
+        return _compare(ctx, resource, namespace, name, a, b, body, created, seen)
+    finally:
+        # At the storage version where it is served: the answer needs no conversion.
+        crd = _crd_of(ctx, resource)
+        storage = ctx.candidate.storage(crd)
+        at = storage if storage in ctx.candidate.served(crd) else a
+        call(ctx.cluster, "DELETE", resource.path(at, namespace, name))
+
+
+def _compare(ctx: GateContext, resource, namespace, name, a, b, body, created, seen: PairRecord):
+    """``created`` is the server's answer to the write at A: the object as stored and read
+    back at A (the server decodes what it wrote to etcd and converts it to A), so no GET."""
+    crd = _crd_of(ctx, resource)
+    sent = objects.manifest(ctx.candidate.crds[crd], a, name, namespace, body)
+    original = created
+    shown = [(f"written at {a}", _clean(original))]
+    # What was written must read back at the same version: a version other than the
+    # storage version goes through the webhook on the way in, and can lose data there.
+    # Fields that appear (defaults) are not losses. (A dry-run create cannot serve as the
+    # reference: it converts to the storage version too, and hides the loss.)
+    wanted = {**objects.intent(body), "metadata": sent["metadata"]}
+    kept = {k: v for k, v in original.items() if k in wanted}
+    kept["metadata"] = {k: v for k, v in original["metadata"].items() if k in sent["metadata"]}
+    lost = [d for d in diff.differences(wanted, kept) if d.change != "added"]
+    lost = _judged(ctx, seen, lost, a, b)
+    if lost:
+        read_back = [(f"sent at {a}", sent), (f"read back at {a}", _clean(original))]
+        return _data_changed(
+            f"written at {a}, read back at {a}: changed {{paths}}", lost, read_back
+        )
+    at_b = call(ctx.cluster, "GET", resource.path(b, namespace, name))
+    if not at_b.ok:
+        return _not_convertible(
+            f"an object valid at {a} cannot be read at {b}", f"GET at {b}", at_b, shown
+        )
+    if _version_of(at_b.body) != _version_of(original):
+        return _written_meanwhile(seen)
+    shown.append((f"read at {b}", _clean(at_b.body)))
+    # A field with the same path and type at both versions means the same at both: a
+    # webhook that swaps two fields both ways survives A->B->A, yet every client of B
+    # reads wrong values.
+    moved = _judged(ctx, seen, _read_differently(ctx, crd, a, b, original, at_b.body), a, b)
+    if moved:
+        headline = f"written at {a}, read at {b}: {{paths}} (same path and type at both) lost "
+        headline += f"or changed at {b}"
+        return _data_changed(headline, moved, shown, detail=f"at {a} -> at {b}: ")
+
+    def touch(current: dict) -> dict:
+        current.setdefault("metadata", {}).setdefault("annotations", {})[TOUCH] = b
+        return current
+
+    # Each write sends exactly what was read: a conflict means another client (the
+    # project's own controllers run beside its webhook) wrote the object meanwhile.
+    path = resource.path(b, namespace, name)
+    updated = call(ctx.cluster, "PUT", path, touch(at_b.body))
+    if updated.status == 409:
+        return _written_meanwhile(seen)
+    if not updated.ok:
+        return _not_convertible(
+            f"an object read at {b} cannot be written back at {b}", f"PUT at {b}", updated, shown
+        )
+    if objects.has_status(ctx.candidate.entry(crd, b)):  # through its own endpoint
+        status = call(ctx.cluster, "PUT", path + "/status", updated.body)
+        if status.status == 409:
+            return _written_meanwhile(seen)
+        updated = status
+        if not status.ok:
+            return _not_convertible(
+                f"an object read at {b} cannot have its status written at {b}",
+                f"PUT {b}/status",
+                status,
+                shown,
+            )
+    back = call(ctx.cluster, "GET", resource.path(a, namespace, name))
+    if not back.ok:
+        return _not_convertible(
+            f"an object written at {b} cannot be read at {a}", f"GET at {a}", back, shown
+        )
+    if _version_of(back.body) != _version_of(updated.body):
+        return _written_meanwhile(seen)
+    shown.append((f"read back at {a}", _clean(back.body)))
+    seen.counts["compared"] += 1
+    found = diff.differences(
+        diff.comparable(original), diff.comparable(back.body, ignore_annotations=(TOUCH,))
+    )
+    found = _judged(ctx, seen, found, a, b)
+    if found:
+        return _data_changed(f"{a}->{b}->{a} changed {{paths}}", found, shown)
+    return None
+
+
+def _judged(ctx: GateContext, seen: PairRecord, found: list, a: str, b: str) -> list:
+    """The differences that are findings: not excused by an ``allow`` entry (noted in
+    ``seen.allowed``) and, unless ``strict``, not an empty value that came back absent
+    or the reverse (noted in ``seen.normalised``)."""
+    findings = []
+    for d in found:
+        rule = next((r for r in ctx.config.allow if r.covers(d.path, a, b)), None)
+        if rule is not None:
+            note = f"{d.path} ({rule.reason})"
+            if note not in seen.allowed:
+                seen.allowed.append(note)
+        elif not ctx.config.strict and d.normalised:
+            if d.describe() not in seen.normalised:
+                seen.normalised.append(d.describe())
+        else:
+            findings.append(d)
+    return findings
+
+
+def _read_differently(ctx: GateContext, crd: str, a: str, b: str, at_a: dict, at_b: dict) -> list:
+    shared = schemas.shared_fields(ctx.candidate, crd, a, b)
+    there = diff.leaves(at_b)
+    found = []
+    for path, value in diff.leaves(at_a).items():
+        if path.startswith("metadata.") or diff.schema_path(path) not in shared:
+            continue
+        if path not in there:
+            found.append(diff.Difference(path, "lost", value))
+        elif not diff.same(value, there[path]):
+            found.append(diff.Difference(path, "changed", value, there[path]))
+    return found
+
+
+def _crd_of(ctx: GateContext, resource: Resource) -> str:
+    return f"{resource.plural}.{resource.group}"
+
+
+def _data_changed(headline: str, found: list, shown: list, detail: str = "") -> DataChanged:
+    """Data a round trip lost or changed: ``headline`` names the ``{paths}``."""
+    paths = ", ".join(sorted({d.path for d in found}))
+    details = [detail + d.describe() for d in found]
+    return DataChanged(headline.format(paths=paths), details, shown, _paths(found))
+
+
+def _not_convertible(what: str, request: str, answer: Answer, shown: list) -> NotConvertible:
+    """A step of the round trip the server refused or failed: ``what`` could not be done."""
+    return NotConvertible(
+        f"{what}: {answer.message}", [f"{request}: {answer.status} {answer.message}"], shown
+    )
+
+
+def _version_of(obj: dict) -> str | None:
+    return (obj.get("metadata") or {}).get("resourceVersion")
+
+
+def _written_meanwhile(seen: PairRecord) -> None:
+    """Another client wrote the object during its round trip: not the webhook's doing, so
+    not compared (counted, and said in the evidence)."""
+    seen.counts["written meanwhile"] += 1
+    return None
+
+
+def _paths(found: list) -> frozenset[str]:
+    """The schema paths of differences: one defect at several list items is one finding."""
+    return frozenset(diff.schema_path(d.path) for d in found)
+
+
+def _clean(obj: dict) -> dict:
+    """An object as a person wants to see it: without managedFields and server bookkeeping."""
+    shown = diff.comparable(obj)
+    shown["apiVersion"] = obj.get("apiVersion")
+    return {"apiVersion": shown.pop("apiVersion"), **shown}
