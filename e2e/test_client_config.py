@@ -14,6 +14,7 @@ from crdharness.scenarios.versioned import (
     webhook_conversion,
 )
 from crdharness.webhooks.reference import LocalWebhook
+from e2e.reviews import reviews_of
 
 URL = "https://127.0.0.1:9443/crdconvert"
 
@@ -194,7 +195,7 @@ def test_unknown_review_versions_are_skipped(
     crd.create_object("v1beta1", exact_namespace, "one", hostPort="h:1")
     mark = len(conversion_webhook.records())
     assert crd.get_object("v1", exact_namespace, "one")["port"] == "1"
-    reviews = [r for r in conversion_webhook.records()[mark:] if "uid" in r]
+    reviews = reviews_of(conversion_webhook, crd.group, mark)
     assert reviews and all(r["reviewVersion"] == sent for r in reviews)
 
 

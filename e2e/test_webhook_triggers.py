@@ -10,11 +10,9 @@ import threading
 
 import pytest
 
+from e2e.reviews import reviews_of
+
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
-
-
-def new_reviews(webhook, since: int) -> list[dict]:
-    return [r for r in webhook.records()[since:] if "uid" in r]
 
 
 @pytest.fixture
@@ -40,7 +38,7 @@ def test_reading_at_another_version_sends_the_stored_object(exact):
     assert (read["host"], read["port"]) == ("localhost", "1234")
     assert read["metadata"]["labels"] == labels
     assert read["metadata"]["uid"] == created["metadata"]["uid"]
-    (review,) = new_reviews(webhook, mark)
+    (review,) = reviews_of(webhook, crd.group, mark)
     assert (review["method"], review["contentType"]) == ("POST", "application/json")
     assert review["reviewVersion"] == "apiextensions.k8s.io/v1"
     assert review["desiredAPIVersion"] == f"{crd.group}/v1"
@@ -80,7 +78,7 @@ def test_watch_at_another_version_converts_each_event(exact):
     assert (event["object"]["host"], event["object"]["port"]) == ("h", "7")
     assert any(
         r["desiredAPIVersion"] == f"{crd.group}/v1"
-        for r in new_reviews(webhook, mark)
+        for r in reviews_of(webhook, crd.group, mark)
         if r["objects"][0]["name"] == "watched"
     )
 
@@ -95,7 +93,9 @@ def test_put_at_another_version_is_converted_to_the_storage_version(exact):
     written = crd.replace_object("v1", namespace, current)
     assert written["apiVersion"] == f"{crd.group}/v1" and written["port"] == "4321"
     to_storage = [
-        r for r in new_reviews(webhook, mark) if r["desiredAPIVersion"] == f"{crd.group}/v1beta1"
+        r
+        for r in reviews_of(webhook, crd.group, mark)
+        if r["desiredAPIVersion"] == f"{crd.group}/v1beta1"
     ]
     assert to_storage and to_storage[0]["objects"][0]["apiVersion"] == f"{crd.group}/v1"
     stored = crd.stored("local-crontab", namespace)
@@ -108,7 +108,10 @@ def test_create_at_another_version_is_converted_to_the_storage_version(exact):
     crd, namespace, webhook = exact
     mark = len(webhook.records())
     crd.create_object("v1", namespace, "remote-crontab", host="example.com", port="2345")
-    assert any(r["desiredAPIVersion"] == f"{crd.group}/v1beta1" for r in new_reviews(webhook, mark))
+    assert any(
+        r["desiredAPIVersion"] == f"{crd.group}/v1beta1"
+        for r in reviews_of(webhook, crd.group, mark)
+    )
     assert crd.stored("remote-crontab", namespace).json["hostPort"] == "example.com:2345"
     read = crd.get_object("v1", namespace, "remote-crontab")
     assert (read["host"], read["port"]) == ("example.com", "2345")
@@ -121,7 +124,7 @@ def test_no_conversion_needed_means_no_call(exact):
     crd.create_object("v1beta1", namespace, "same", hostPort="h:1")
     crd.get_object("v1beta1", namespace, "same")
     crd.list_objects("v1beta1", namespace)
-    assert new_reviews(webhook, mark) == []
+    assert reviews_of(webhook, crd.group, mark) == []
 
 
 @pytest.mark.behaviour("WT-07")
@@ -131,13 +134,13 @@ def test_conversion_follows_the_persisted_version_not_the_storage_version(exact)
     crd.set_storage("v1")
     mark = len(webhook.records())
     crd.get_object("v1", namespace, "first")
-    calls = new_reviews(webhook, mark)
+    calls = reviews_of(webhook, crd.group, mark)
     assert [(r["objects"][0]["apiVersion"], r["desiredAPIVersion"]) for r in calls] == [
         (f"{crd.group}/v1beta1", f"{crd.group}/v1")
     ]
     mark = len(webhook.records())
     crd.get_object("v1beta1", namespace, "first")
-    assert new_reviews(webhook, mark) == []
+    assert reviews_of(webhook, crd.group, mark) == []
 
 
 @pytest.mark.behaviour("WT-08", "WT-09", "RQ-04")
@@ -150,7 +153,7 @@ def test_list_converts_every_object_and_never_sends_one_already_converted(exact)
     listed = crd.list_objects("v1", namespace)
     assert sorted(o["metadata"]["name"] for o in listed) == sorted(names)
     assert all(o["apiVersion"] == f"{crd.group}/v1" and "host" in o for o in listed)
-    calls = new_reviews(webhook, mark)
+    calls = reviews_of(webhook, crd.group, mark)
     assert calls and all(len(r["objects"]) >= 1 for r in calls)
     assert {o["name"] for r in calls for o in r["objects"]} == set(names)
     for review in calls:
@@ -172,7 +175,7 @@ def test_status_subresource_converts_too(
     assert got.status_code == 200 and got.json()["apiVersion"] == f"{crd.group}/v1"
     put = exact_cluster.http.put(path, json=got.json())
     assert put.status_code == 200 and put.json()["apiVersion"] == f"{crd.group}/v1"
-    assert new_reviews(conversion_webhook, mark)
+    assert reviews_of(conversion_webhook, crd.group, mark)
 
 
 @pytest.mark.behaviour("RQ-08", "RV-02")
@@ -190,7 +193,7 @@ def test_first_supported_review_version_is_sent(
     crd.create_object("v1beta1", exact_namespace, "one", hostPort="h:1")
     mark = len(conversion_webhook.records())
     assert crd.get_object("v1", exact_namespace, "one")["host"] == "h"
-    (review,) = new_reviews(conversion_webhook, mark)
+    (review,) = reviews_of(conversion_webhook, crd.group, mark)
     assert review["reviewVersion"] == sent
     assert review["desiredAPIVersion"] == f"{crd.group}/v1" and review["objects"]
 

@@ -18,6 +18,7 @@ from crdharness.scenarios.versioned import (
     webhook_conversion,
 )
 from crdharness.webhooks.reference import LocalWebhook
+from e2e.reviews import reviews_of
 
 
 @pytest.mark.behaviour("VW-07")
@@ -94,9 +95,8 @@ def test_after_removal_the_webhook_never_hears_of_the_old_version(
     crd.delete_object("v1", exact_namespace, "o1")
     mentions = [
         r
-        for r in conversion_webhook.records()[mark:]
-        if "v1beta1" in json.dumps(r.get("objects"))
-        or r.get("desiredAPIVersion", "").endswith("/v1beta1")
+        for r in reviews_of(conversion_webhook, crd.group, mark)
+        if "v1beta1" in json.dumps(r["objects"]) or r["desiredAPIVersion"].endswith("/v1beta1")
     ]
     assert mentions == []
 
@@ -125,7 +125,7 @@ def test_webhook_never_sees_a_version_that_is_neither_served_nor_stored(
     crd.list_objects("v1", exact_namespace)
     crd.patch_object("v1", exact_namespace, "one", {"host": "g"})
     crd.delete_object("v1", exact_namespace, "one")
-    reviews = [r for r in conversion_webhook.records()[mark:] if "uid" in r]
+    reviews = reviews_of(conversion_webhook, crd.group, mark)
     assert reviews, "the v1 requests made no conversion at all"
     assert not [r for r in reviews if "v1alpha2" in json.dumps(r)]
 
