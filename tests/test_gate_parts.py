@@ -2,6 +2,7 @@
 schema translation for generation, the check plan, and conduct judgement."""
 
 import copy
+from pathlib import Path
 
 from crdharness.binaries import versions
 from crdharness.gate import diff, kubernetes_upgrade, manifests, migration, objects, plan, schemas
@@ -639,3 +640,49 @@ def test_generated_objects_do_not_depend_on_which_local_modules_are_loaded(tmp_p
     after = objects.first_examples(entry, 60, seed=7)
     assert after == before
     assert "local-literal" not in repr(after)
+
+
+def _search_with(attempt, monkeypatch, stall: float | None = None, shrink_seconds=20.0):
+    """``round_trips._search`` over a one-field schema, with ``attempt`` standing for a
+    round trip (no API server: what is tested is when the search stops)."""
+    from types import SimpleNamespace
+
+    from crdharness.gate import round_trips
+
+    if stall is not None:
+        monkeypatch.setattr(round_trips, "SHRINK_STALL_SECONDS", stall)
+    schema = {"type": "object", "properties": {"size": {"type": "integer", "minimum": 0}}}
+    entry = {"name": "v1", "schema": {"openAPIV3Schema": {"properties": {"spec": schema}}}}
+    config = GateConfig(Path("gate.yaml"), crds=[], generate=200, shrink_seconds=shrink_seconds)
+    ctx = SimpleNamespace(config=config, sample_bodies=lambda crd, version: [])
+    return round_trips._search(
+        ctx, "things.example.com", entry, attempt, lambda f: True, [], lambda f: False
+    )
+
+
+def _fails_from(least: int, calls: list):
+    from crdharness.gate.results import DataChanged
+
+    def attempt(body):
+        calls.append(body)
+        size = body.get("spec", {}).get("size")
+        if size is not None and size >= least:
+            return DataChanged("lost spec.size", [], [], frozenset({"spec.size"}))
+        return None
+
+    return attempt
+
+
+def test_the_search_shrinks_a_failure_to_its_smallest_object(monkeypatch):
+    calls: list = []
+    found = _search_with(_fails_from(7, calls), monkeypatch)
+    assert found is not None and found.body["spec"]["size"] == 7
+    assert "metadata" not in found.body  # shrunk away: it played no part in the failure
+
+
+def test_the_search_stops_shrinking_once_nothing_smaller_is_found(monkeypatch):
+    calls: list = []
+    found = _search_with(_fails_from(7, calls), monkeypatch, stall=0.0)
+    first = next(i for i, body in enumerate(calls) if body.get("spec", {}).get("size", -1) >= 7)
+    assert found is not None and found.body is calls[first]
+    assert len(calls) == first + 1, "the search went on shrinking past its stall limit"

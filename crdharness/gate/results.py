@@ -74,7 +74,9 @@ class RoundTripFailure(Exception):
 
     @property
     def size(self) -> int:
-        return len(repr(self.shown[0][1])) if self.shown else 0
+        """How big the failing object is (the search keeps the smallest): its generated body,
+        not the object as sent, whose generated name grows with the count of objects."""
+        return len(repr(self.body or (self.shown[0][1] if self.shown else "")))
 
 
 class NotConvertible(RoundTripFailure):
