@@ -174,6 +174,16 @@ def bench_webhook(session: nox.Session) -> None:
 
 
 @nox.session
+def bench_gate(session: nox.Session) -> None:
+    """The upgrade gate: the 2-version CronTab with 100 generated objects per version (median
+    of 3 runs), and a failing 3-version run against its passing twin; writes
+    artifacts/bench/gate.json."""
+    _install(session)
+    _prepare_binaries(session, for_e2e=False)
+    session.run("python", "-m", "benchmarks.gate", *session.posargs)
+
+
+@nox.session
 def bench(session: nox.Session) -> None:
     """Benchmarks: control-plane start-to-ready and peak memory, webhook throughput (and side by
     side with agnhost), LIST and migration scaling, whole-suite wall time serial and parallel.
