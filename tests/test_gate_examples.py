@@ -260,6 +260,21 @@ def test_a_bundle_of_two_crds_in_one_group_is_gated_crd_by_crd(tmp_path):
     assert upgrade["status"] == "pass" and "written again" in upgrade["evidence"]
     # A deprecated version whose schema requires spec: checked on objects it accepts.
     assert found["deprecation[release 2]"]["status"] == "pass"
+
+
+def test_a_release_refused_for_several_crds_names_them_all_in_its_headline(tmp_path):
+    code, report, output = gate(tmp_path, "bundle/gate-both-removed.yaml")
+    assert code != 0
+    assert failed(report) == {"migration[release 2->3]", "install[release 3]"}, output[-3000:]
+    found = checks(report)
+    both = "schedules.bundle.gate.example.com, snapshots.bundle.gate.example.com"
+    assert found["install[release 3]"]["evidence"] == (
+        f"the API server refused or does not serve 2 CRDs: {both} (each one's message below)"
+    )
+    assert found["migration[release 2->3]"]["evidence"] == (
+        f"{both}: clusters that still store v1alpha1 reject this revision with 422: ship a "
+        "release that migrates first"
+    )
     (tmp_path / "migrated").mkdir()
     code, report, output = gate(tmp_path / "migrated", "bundle/gate-migrated.yaml")
     assert code == 0, output[-3000:]

@@ -77,6 +77,8 @@ def _install(
     """Apply every CRD of ``release``; the names the API server refused or never served."""
     result = ctx.result("install", checks.release(release.index))
     refused: set[str] = set()
+    still_stored: dict[str, list[str]] = {}  # refused for versions clusters still store
+    statuses: set[int] = set()  # the API server's answers to those
     for name in live:
         manifest = release.crds[name]
         answer = apply_crd(ctx.cluster, ctx.pointed(manifest))
@@ -85,7 +87,10 @@ def _install(
                 f"the API server refused {name}: {answer.message}",
                 f"{name}: {answer.status} {answer.message}",
             )
-            _explain_refusal(ctx, release, name, stored_before.get(name, []), answer)
+            removed = _explain_refusal(ctx, release, name, stored_before.get(name, []), answer)
+            if removed:
+                still_stored[name] = removed
+                statuses.add(answer.status)
             refused.add(name)
             continue
         try:
@@ -106,6 +111,20 @@ def _install(
         if names.get("status") != "True":
             result.fail(f"{name}: names not accepted: {names.get('message')}")
     transition = checks.transition(release.index)
+    # A bundle's headline names every CRD refused, not only the first (the details hold
+    # each one's message): fixing the first alone would not make the release install.
+    if len(refused) > 1:
+        result.evidence = (
+            f"the API server refused or does not serve {len(refused)} CRDs: "
+            f"{', '.join(sorted(refused))} (each one's message below)"
+        )
+    if len(still_stored) > 1:
+        versions = ", ".join(sorted({v for removed in still_stored.values() for v in removed}))
+        ctx.result("migration", transition).evidence = (
+            f"{', '.join(sorted(still_stored))}: clusters that still store {versions} reject "
+            f"this revision with {'/'.join(map(str, sorted(statuses)))}: ship a release that "
+            "migrates first"
+        )
     for name in live:
         if name in refused or not ctx.planned_check("migration", transition):
             continue
@@ -132,11 +151,14 @@ def _dropped_versions(ctx: GateContext, release: Release, name: str) -> list[str
     return [v for v in previous.names(name) if v not in release.names(name)]
 
 
-def _explain_refusal(ctx: GateContext, release, name, stored: list[str], answer: Answer) -> None:
-    """A release that drops a version clusters still store: check *migration*'s finding."""
+def _explain_refusal(
+    ctx: GateContext, release, name, stored: list[str], answer: Answer
+) -> list[str]:
+    """A release that drops a version clusters still store: check *migration*'s finding.
+    The versions it drops that clusters still store (none: the refusal is another's)."""
     removed = [v for v in stored if v not in release.names(name)]
     if not removed:
-        return
+        return []
     result = ctx.result("migration", checks.transition(release.index))
     versions = ", ".join(removed)
     result.fail(
@@ -146,6 +168,7 @@ def _explain_refusal(ctx: GateContext, release, name, stored: list[str], answer:
         *migration.removal_advice(ctx.releases, release, name, removed, ctx.config),
         f"the API server said: {answer.message}",
     )
+    return removed
 
 
 def write_objects(
