@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections import Counter
 
 from crdharness.gate import checks, diff, object_round_trip, objects
 from crdharness.gate.context import GateContext
@@ -40,6 +41,7 @@ def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
     manifest = ctx.candidate.crds[name]
     entry = ctx.candidate.entry(name, a)
     seen = object_round_trip.PairRecord()
+    refused_before = Counter(ctx.refused)  # the run's count: this pair's is the difference
     started = time.perf_counter()
     ctx.report(f"gate: {subject}: round trips ({ctx.config.generate} generated objects)")
 
@@ -119,14 +121,14 @@ def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
             f"{seen.counts['created']} objects valid at {a} read and written at {b}" + alone
         )
     compared, created = seen.counts["compared"], seen.counts["created"]
+    refused = dict(Counter(ctx.refused) - refused_before)
     meanwhile = seen.counts["written meanwhile"]
     for result, count in ((round_trip, compared), (convertible, created)):
         if created and count < ctx.config.min_objects and result.passed:
             result.passed = None
             result.evidence = (
                 f"not proven: only {count} objects reached this check (at least "
-                f"{ctx.config.min_objects} needed, `min_objects`); refused: "
-                f"{dict(ctx.refused)}"
+                f"{ctx.config.min_objects} needed, `min_objects`); refused: {refused}"
                 + (
                     f"; {meanwhile} written meanwhile by another client (your controllers, "
                     "if the webhook's process runs them)"
@@ -139,7 +141,7 @@ def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
         if created == 0 and result.passed:
             result.passed = False
             result.evidence = (
-                f"no object could be created at {a} (refused: {dict(ctx.refused)}): add "
+                f"no object could be created at {a} (refused: {refused}): add "
                 "samples that the API server accepts"
             )
 
