@@ -686,3 +686,24 @@ def test_the_search_stops_shrinking_once_nothing_smaller_is_found(monkeypatch):
     first = next(i for i, body in enumerate(calls) if body.get("spec", {}).get("size", -1) >= 7)
     assert found is not None and found.body is calls[first]
     assert len(calls) == first + 1, "the search went on shrinking past its stall limit"
+
+
+def test_a_pairs_not_proven_names_its_own_refusals_not_the_runs(monkeypatch):
+    from crdharness.gate import object_round_trip, round_trips
+
+    versions = [{"name": "v1", "served": True, "storage": True}, {"name": "v2", "served": True}]
+    config = GateConfig(Path("gate.yaml"), crds=[], generate=0, min_objects=10)
+    ctx = GateContext(None, config, [release(0, versions)], {}, lambda line: None)
+    ctx.sample_bodies = lambda crd, version: [{"spec": {"n": i}} for i in range(5)]
+
+    def refused_twice_then_created(ctx, manifest, entry, a, b, body, seen, sample=False):
+        ctx.refused["refused by the API server's validation (422)"] += 1
+        seen.counts["created" if body["spec"]["n"] >= 2 else "refused"] += 1
+        seen.counts["compared"] += body["spec"]["n"] >= 2
+
+    monkeypatch.setattr(object_round_trip, "run", refused_twice_then_created)
+    round_trips.check_pair(ctx, "things.example.com", "v1", "v2")
+    round_trips.check_pair(ctx, "things.example.com", "v2", "v1")
+    second = ctx.result("round-trip", "things.example.com v2->v1")
+    assert second.status == "not proven"
+    assert 'refused: {"refused by the API server\'s validation (422)": 5}' in second.evidence
