@@ -281,6 +281,46 @@ def test_a_release_refused_for_several_crds_names_them_all_in_its_headline(tmp_p
     assert "a rewrite of every object" in checks(report)["migration[release 2]"]["evidence"]
 
 
+def test_a_webhook_that_cannot_start_still_leaves_a_report_of_every_check(tmp_path):
+    crd = EXAMPLES / "crontab-webhook" / "crd.yaml"
+    gate_file = tmp_path / "gate.yaml"
+    gate_file.write_text(f"crds: [{crd}]\nwebhook:\n  command: 'false'\n  ready_timeout: 20\n")
+    artifacts = tmp_path / "gate"
+    result = subprocess.run(
+        [sys.executable, "-m", "crdharness", "gate", str(gate_file), "--artifacts", str(artifacts)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode != 0
+    report = json.loads((artifacts / "report.json").read_text())
+    assert report["verdict"] == "FAIL" and report["checks"]
+    for check in report["checks"]:
+        assert check["status"] == "FAIL"
+        assert check["evidence"] == (
+            "the gate could not start: the webhook exited before it was ready: it printed nothing"
+        )
+        assert "Traceback" not in check["evidence"]
+
+
+def test_old_objects_written_again_read_back_unchanged(tmp_path):
+    code, report, output = gate(tmp_path, "crontab-webhook/gate-history.yaml")
+    assert code == 0, output[-3000:]
+    upgrade = checks(report)["upgrade[release 1->2]"]
+    assert upgrade["status"] == "pass"
+    assert "all accepted and read back unchanged" in upgrade["evidence"]
+
+
+def test_a_write_at_a_version_the_webhook_loses_data_at_fails_the_upgrade(tmp_path):
+    code, report, _ = gate(tmp_path, "crontab-lossy/gate-history.yaml")
+    assert code != 0
+    upgrade = checks(report)["upgrade[release 1->2]"]
+    assert upgrade["status"] == "FAIL"
+    assert "lost or changed image when written again at v1" in upgrade["evidence"]
+    assert any("read at v1beta1: image: lost" in line for line in upgrade["details"])
+
+
 def test_an_added_optional_field_keeps_old_objects_writable(tmp_path):
     code, report, output = gate(tmp_path, "narrowed/gate.yaml")
     assert code == 0, output[-3000:]

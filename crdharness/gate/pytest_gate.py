@@ -21,6 +21,7 @@ from crdharness.gate import expectations, gate_file, manifests, plan, report
 from crdharness.gate.config import GateConfig
 from crdharness.gate.kind_webhook import KindUserWebhook
 from crdharness.gate.manifests import Release
+from crdharness.gate.results import CheckResult
 from crdharness.gate.user_webhook import UserWebhook
 from crdharness.progress import to_stderr
 from crdharness.pytest_support import harness_work
@@ -209,6 +210,7 @@ def _apply_admission(setup: GateSetup, cluster, webhook) -> None:
 def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
     run = config.stash.get(RUN, None)
     if run is None:
+        _report_not_started(terminalreporter, config)
         return
     ctx = run.ctx
     notes = []
@@ -247,3 +249,23 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
         terminalreporter.write_line(f"note: {note}")
     written = "report.json, objects/" if (directory / "objects").is_dir() else "report.json"
     terminalreporter.write_line(f"report: {directory}/report.md (and {written})")
+
+
+def _report_not_started(terminalreporter, config: pytest.Config) -> None:
+    """The cluster or the webhook could not start: a report all the same, every planned
+    check failed with the cause, so a CI job that keeps the artifacts shows why."""
+    setup = config.stash.get(SETUP, None)
+    errors = terminalreporter.stats.get("error", [])
+    if setup is None or not errors:
+        return
+    crash = getattr(errors[0].longrepr, "reprcrash", None)
+    cause = crash.message if crash is not None else str(errors[0].longrepr).splitlines()[-1]
+    cause = " ".join(cause.split()).removeprefix("Failed: ").removeprefix("crdharness gate: ")
+    results = [
+        CheckResult(c.check, c.subject, False, f"the gate could not start: {cause}")
+        for c in setup.checks
+    ]
+    directory = report.write(
+        Path(config.getoption("--gate-artifacts")), results, "(not started)", {}, []
+    )
+    terminalreporter.write_line(f"report: {directory}/report.md (every check: not started)")

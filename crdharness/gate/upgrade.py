@@ -14,7 +14,7 @@ from crdharness.gate import checks, diff, migration, objects, schemas
 from crdharness.gate.api import call
 from crdharness.gate.context import GateContext
 from crdharness.gate.manifests import Release
-from crdharness.gate.upgrade_writes import write_again
+from crdharness.gate.upgrade_writes import TOUCHED, write_again
 
 SERVER_ERROR = re.compile(r" at [^ :]+: 5\d\d ")  # a write_again line the server failed (5xx)
 
@@ -124,7 +124,7 @@ def check(ctx: GateContext, release, written, before, stored_before) -> None:
             "unchanged"
             + (f" but for {defaulted} values the new release defaults on read" if defaulted else "")
             + f"{etcd}; written again {writes} times (update, annotation, "
-            "server-side apply, status), all accepted"
+            "server-side apply, status), all accepted and read back unchanged"
             + (f"; not checked: {', '.join(left_out)} (refused, see install)" if left_out else "")
         )
     _judge_unproven(ctx, result, release, unproven)
@@ -161,6 +161,7 @@ def _write_all_again(
             path = resource.path(version, obj.namespace, obj.name)
             refused = write_again(ctx.cluster, path, version, has_status)
             writes += 3 + has_status
+            _check_unchanged_by_writes(ctx, result, release, obj, version)
             if not refused:
                 continue
             lines = [f"{obj.name}: {line}" for line in refused]
@@ -187,6 +188,45 @@ def _write_all_again(
             if got.ok:
                 obj.seen[version] = got.body
     return writes, unproven
+
+
+def _check_unchanged_by_writes(
+    ctx: GateContext, result, release: Release, obj: Written, version: str
+) -> None:
+    """An old object written again at ``version`` with what was read there must read as it
+    did before at every served version: a webhook that loses a field on the way to
+    ``version`` loses it from storage on the first controller update at that version.
+    Differences ``allow``ed between ``version`` and the storage version are excused, and
+    empty values read back absent are normalised unless ``strict``. Each loss is named once,
+    at the version whose writes made it: ``obj.seen`` moves on to what is read now."""
+    resource = ctx.resource(obj.crd)
+    storage = release.storage(obj.crd)
+    for at, before in obj.seen.items():
+        got = call(ctx.cluster, "GET", resource.path(at, obj.namespace, obj.name))
+        if not got.ok:
+            continue  # unreadable: the reads after the writes report it
+        obj.seen[at] = got.body  # the next version's writes are judged from here
+        found = [
+            d
+            for d in diff.differences(
+                diff.comparable(before, ignore_annotations=(TOUCHED,)),
+                diff.comparable(got.body, ignore_annotations=(TOUCHED,)),
+            )
+            if not any(rule.covers(d.path, version, storage) for rule in ctx.config.allow)
+            and (ctx.config.strict or not d.normalised)
+        ]
+        if found:
+            result.fail(
+                f"{obj.name} (stored under release {release.index}) lost or changed "
+                f"{', '.join(sorted({d.path for d in found}))} when written again at {version} "
+                f"with what was read there (read at {at})",
+                *(
+                    f"{obj.name} written again at {version}, read at {at}: {d.describe()}"
+                    for d in found
+                ),
+            )
+            result.objects.append((f"{obj.name} at {at} before the writes", before))
+            result.objects.append((f"{obj.name} at {at} after the writes at {version}", got.body))
 
 
 def _check_untouched(ctx: GateContext, result, written, before) -> int:

@@ -214,7 +214,8 @@ class UserWebhook(ReviewRecords):
 
         def answers() -> bool:
             if not self.running():
-                raise HarnessError(f"the webhook exited before it was ready: {self.log_tail(5)}")
+                said = self.log_tail(5) or "it printed nothing"
+                raise HarnessError(f"the webhook exited before it was ready: {said}")
             if path is None:  # any answer from the webhook; 502 is the proxy's "unreachable"
                 response = requests.post(
                     proxy.url + "/",
