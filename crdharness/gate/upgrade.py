@@ -217,7 +217,7 @@ def _check_unchanged_by_writes(
         ]
         if found:
             result.fail(
-                f"{obj.name} (stored under release {release.index}) lost or changed "
+                f"{obj.crd} {obj.name} (stored under release {release.index}) lost or changed "
                 f"{', '.join(sorted({d.path for d in found}))} when written again at {version} "
                 f"with what was read there (read at {at})",
                 *(
