@@ -285,16 +285,8 @@ def test_a_webhook_that_cannot_start_still_leaves_a_report_of_every_check(tmp_pa
     crd = EXAMPLES / "crontab-webhook" / "crd.yaml"
     gate_file = tmp_path / "gate.yaml"
     gate_file.write_text(f"crds: [{crd}]\nwebhook:\n  command: 'false'\n  ready_timeout: 20\n")
-    artifacts = tmp_path / "gate"
-    result = subprocess.run(
-        [sys.executable, "-m", "crdharness", "gate", str(gate_file), "--artifacts", str(artifacts)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert result.returncode != 0
-    report = json.loads((artifacts / "report.json").read_text())
+    code, report, _ = gate(tmp_path, str(gate_file))  # an absolute path: EXAMPLES is ignored
+    assert code != 0
     assert report["verdict"] == "FAIL" and report["checks"]
     for check in report["checks"]:
         assert check["status"] == "FAIL"
