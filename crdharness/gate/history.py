@@ -207,7 +207,7 @@ def write_objects(
                 except NotConvertible as failure:
                     # The candidate's convertibility check judges this on its own
                     # objects; here it only means one object fewer for the upgrade.
-                    why = f"could not be stored at {version} (conversion failed)"
+                    why = f"could not be created at {version} (its conversion for storage failed)"
                     ctx.refused[why] += 1
                     ctx.refused_examples.setdefault(why, failure.evidence[:300])
                     continue

@@ -120,7 +120,8 @@ def check(ctx: GateContext, release, written, before, stored_before) -> None:
             )
         defaulted = len(result.normalised)
         result.evidence = (
-            f"{len(written)} objects read at every served version ({checked} reads), "
+            f"{len(written)} object{'' if len(written) == 1 else 's'} read at every served "
+            f"version ({checked} reads), "
             "unchanged"
             + (f" but for {defaulted} values the new release defaults on read" if defaulted else "")
             + f"{etcd}; written again {writes} times (update, annotation, "
