@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from crdharness.binaries.versions import Release as KubernetesRelease
 from crdharness.cluster import Cluster
-from crdharness.gate import checks, objects
+from crdharness.gate import checks, diff, objects
 from crdharness.gate.api import Answer, Resource, call, write_with_retry
 from crdharness.gate.config import GateConfig
 from crdharness.gate.manifests import Release, point_conversion
@@ -112,6 +112,17 @@ class GateContext:
             for s in self.samples.get(crd, [])
             if s["apiVersion"].endswith(f"/{version}")
         ]
+
+    def excused(self, difference: diff.Difference, a: str, b: str) -> tuple[str, str] | None:
+        """Why a difference between versions ``a`` and ``b`` is not a finding:
+        ("allowed", note) for an ``allow`` entry, ("normalised", note) for an empty value
+        read back absent or the reverse (unless ``strict``); None when it is a finding."""
+        rule = next((r for r in self.config.allow if r.covers(difference.path, a, b)), None)
+        if rule is not None:
+            return "allowed", f"{difference.path} ({rule.reason})"
+        if not self.config.strict and difference.normalised:
+            return "normalised", difference.describe()
+        return None
 
     def resource(self, crd: str) -> Resource:
         """Where ``crd``'s objects live, as its latest release says."""

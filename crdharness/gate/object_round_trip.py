@@ -150,16 +150,14 @@ def _judged(ctx: GateContext, seen: PairRecord, found: list, a: str, b: str) -> 
     or the reverse (noted in ``seen.normalised``)."""
     findings = []
     for d in found:
-        rule = next((r for r in ctx.config.allow if r.covers(d.path, a, b)), None)
-        if rule is not None:
-            note = f"{d.path} ({rule.reason})"
-            if note not in seen.allowed:
-                seen.allowed.append(note)
-        elif not ctx.config.strict and d.normalised:
-            if d.describe() not in seen.normalised:
-                seen.normalised.append(d.describe())
-        else:
+        excuse = ctx.excused(d, a, b)
+        if excuse is None:
             findings.append(d)
+            continue
+        kind, note = excuse
+        noted = seen.allowed if kind == "allowed" else seen.normalised
+        if note not in noted:
+            noted.append(note)
     return findings
 
 

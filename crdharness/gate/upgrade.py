@@ -151,9 +151,10 @@ def _judge_unproven(ctx: GateContext, result, release: Release, unproven: list[s
 def _write_all_again(
     ctx: GateContext, result, release: Release, written: list[Written]
 ) -> tuple[int, list[str]]:
-    """Every old object written again at every served version (see ``upgrade_writes``);
-    then what each version reads, for the next release's comparison. Returns the number
-    of writes and the refusals that are not proof (see below)."""
+    """Every old object written again at every served version (see ``upgrade_writes``),
+    and read back after each version's writes (what each version reads last is kept for
+    the next release's comparison). Returns the number of writes and the refusals that are
+    not proof (see below)."""
     writes, unproven = 0, []
     for obj in written:
         resource = ctx.resource(obj.crd)
@@ -184,10 +185,6 @@ def _write_all_again(
                 )
             else:
                 unproven += lines
-        for version in release.served(obj.crd):
-            got = call(ctx.cluster, "GET", resource.path(version, obj.namespace, obj.name))
-            if got.ok:
-                obj.seen[version] = got.body
     return writes, unproven
 
 
@@ -197,24 +194,26 @@ def _check_unchanged_by_writes(
     """An old object written again at ``version`` with what was read there must read as it
     did before at every served version: a webhook that loses a field on the way to
     ``version`` loses it from storage on the first controller update at that version.
-    Differences ``allow``ed between ``version`` and the storage version are excused, and
-    empty values read back absent are normalised unless ``strict``. Each loss is named once,
-    at the version whose writes made it: ``obj.seen`` moves on to what is read now."""
+    Differences ``ctx.excused`` between ``version`` and the storage version are not
+    findings. Each loss is named once, at the version whose writes made it: ``obj.seen``
+    moves on to what is read now."""
     resource = ctx.resource(obj.crd)
     storage = release.storage(obj.crd)
-    for at, before in obj.seen.items():
+    for at in release.served(obj.crd):
         got = call(ctx.cluster, "GET", resource.path(at, obj.namespace, obj.name))
         if not got.ok:
-            continue  # unreadable: the reads after the writes report it
-        obj.seen[at] = got.body  # the next version's writes are judged from here
+            continue  # unreadable: the next release's reads report it
+        before = obj.seen.get(at)
+        obj.seen[at] = got.body  # the next writes, and the next release, are judged from here
+        if before is None:
+            continue
         found = [
             d
             for d in diff.differences(
                 diff.comparable(before, ignore_annotations=(TOUCHED,)),
                 diff.comparable(got.body, ignore_annotations=(TOUCHED,)),
             )
-            if not any(rule.covers(d.path, version, storage) for rule in ctx.config.allow)
-            and (ctx.config.strict or not d.normalised)
+            if ctx.excused(d, version, storage) is None
         ]
         if found:
             result.fail(
