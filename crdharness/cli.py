@@ -145,7 +145,8 @@ def main(argv: list[str] | None = None) -> int:
         status = args.run(args)
     except HarnessError as exc:
         print(f"crdharness: error: {exc}", file=sys.stderr)
-        return 1
+        # The gate's 1 means a finding and 2 "not proven": it could not run is 3.
+        return 3 if args.command == "gate" else 1
     except KeyboardInterrupt:
         return 130
     return status or 0

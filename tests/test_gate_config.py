@@ -1,6 +1,7 @@
 """The gate file parser: good files load; every bad one is refused in one line that names
 the file, the line and the key."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -32,6 +33,9 @@ generate: 7
 seed: 3
 allow:
 - {path: spec.legacy, between: [v1, v2], reason: dropped in v2 on purpose}
+- {path: status.phase, reason: our controller sets it on its next pass}
+accept_not_proven:
+- {check: upgrade, subject: release 1->2, reason: our webhooks refuse what it cannot build}
 kubernetes: [1.37, "1.36"]
 policy: {require_deprecation_before_removal: false}
 """,
@@ -52,6 +56,12 @@ policy: {require_deprecation_before_removal: false}
     assert not config.allow[0].covers("spec.legacyx", "v1", "v2")
     assert not config.allow[0].covers("spec.legacy", "v1", "v3")
     assert config.require_deprecation_before_removal is False
+    # Without `between`, an allowance covers every pair and every upgrade.
+    assert config.allow[1].covers("status.phase", "v9", "v1")
+    assert config.allow[1].covers_upgrade("status.phase", "v1")
+    assert not config.allow[0].covers_upgrade("spec.legacy", "v3")
+    assert config.accept_not_proven[0].covers("upgrade", "release 1->2")
+    assert not config.accept_not_proven[0].covers("upgrade", "release 2->3")
 
 
 def test_each_release_may_say_what_migration_its_upgrade_ships(tmp_path):
@@ -95,7 +105,7 @@ min_objects: 3
         ("generate: 3\n", "crds: missing"),
         ("crds: []\n", "crds: must be a non-empty list"),
         ("crds: [missing.yaml]\n", "missing.yaml does not exist"),
-        ("crds: [crd.yaml]\ncrd: [x]\n", ":2: crd: unknown key (known: admission, allow, crds"),
+        ("crds: [crd.yaml]\ncrd: [x]\n", ":2: crd: unknown key (known: accept_not_proven, admission, allow, crds"),
         ("crds: [crd.yaml]\nwebhook:\n  comand: x\n", ":3: webhook.comand: unknown key"),
         (
             "crds: [crd.yaml]\nwebhook: {port: 1}\n",
@@ -122,6 +132,14 @@ min_objects: 3
         ),
         ("crds: [crd.yaml]\nallow: [{path: a, between: [v1, v2], reason: ' '}]\n", "must say why"),
         ("crds: [crd.yaml]\npolicy: {strict: true}\n", "policy.strict: unknown key"),
+        (
+            "crds: [crd.yaml]\naccept_not_proven: [{check: upgrades, reason: r}]\n",
+            "accept_not_proven[0].check: unknown check (known: install, upgrade,",
+        ),
+        (
+            "crds: [crd.yaml]\naccept_not_proven: [{check: upgrade}]\n",
+            "accept_not_proven[0].reason: missing",
+        ),
         ("- crd.yaml\n", "(top): must be a mapping"),
         ("crds: [{migrate: rewrite}]\n", "crds[0].path: missing"),
         ("crds: [{path: crd.yaml, migrate: magic}]\n", "crds[0].migrate: must be storage-ver"),
@@ -162,10 +180,20 @@ def test_the_command_runs_pytest_once_per_kubernetes_version(tmp_path, monkeypat
 
     path = write(tmp_path, "crds: [crd.yaml]\nkubernetes: ['1.36', '1.37']\n")
     runs = []
-    monkeypatch.setattr(gate_cli.pytest, "main", lambda argv: runs.append(argv) or 0)
+    verdicts = iter(["PASS", "NOT PROVEN"])
+
+    def run_pytest(argv):
+        runs.append(argv)
+        report = Path(next(a for a in argv if a.startswith("--gate-artifacts=")).split("=")[1])
+        report.mkdir(parents=True)
+        (report / "report.json").write_text(json.dumps({"verdict": next(verdicts)}))
+        return 0
+
+    monkeypatch.setattr(gate_cli.pytest, "main", run_pytest)
+    # The worst verdict of the runs is the exit status: 2, "not proven" on 1.37.
     assert (
         cli.main(["gate", str(path), "--artifacts", str(tmp_path / "out"), "--", "-k", "install"])
-        == 0
+        == 2
     )
     assert [[a for a in argv if a.startswith("--k8s-version")] for argv in runs] == [
         ["--k8s-version=1.36"],
@@ -179,7 +207,7 @@ def test_the_command_answers_a_bad_file_in_one_line(tmp_path, capsys):
     from crdharness import cli
 
     path = write(tmp_path, "crds: [crd.yaml]\nwebhook: {comand: x}\n")
-    assert cli.main(["gate", str(path)]) == 1
+    assert cli.main(["gate", str(path)]) == 3  # could not run: neither a finding nor undecided
     err = capsys.readouterr().err.strip()
     assert (
         err
@@ -192,5 +220,5 @@ def test_the_command_refuses_xdist_workers_in_one_line(tmp_path, capsys):
     from crdharness import cli
 
     path = write(tmp_path, "crds: [crd.yaml]\n")
-    assert cli.main(["gate", str(path), "--", "-n", "2"]) == 1
+    assert cli.main(["gate", str(path), "--", "-n", "2"]) == 3
     assert "drop -n" in capsys.readouterr().err

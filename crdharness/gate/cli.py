@@ -1,8 +1,12 @@
 """``python -m crdharness gate GATE.yaml [options] [-- pytest arguments]``.
 
 Runs the checks as pytest tests (JUnit, ``-k``, ``--keep-cluster``, the failure bundle work
-as usual), once per Kubernetes version the gate file lists. Exit status: 0 when every check
-passed, non-zero otherwise.
+as usual), once per Kubernetes version the gate file lists.
+
+Exit status: 0 when every planned check passed (or a gate file's ``accept_not_proven`` accepts
+it undecided), 1 on any finding, 2 when some check could not decide ("not proven"), 3 when the
+gate could not run to a report (a bad gate file or arguments, an interrupted run). Over several
+Kubernetes versions the worst counts: 1, then 3, then 2.
 """
 
 from __future__ import annotations
@@ -18,6 +22,9 @@ from crdharness.errors import HarnessError
 from crdharness.gate import gate_file
 
 HERE = Path(__file__).resolve().parent
+PASSED, FAILED, NOT_PROVEN, NOT_RUN = 0, 1, 2, 3
+BY_VERDICT = {"PASS": PASSED, "FAIL": FAILED, "NOT PROVEN": NOT_PROVEN}
+SEVERITY = (PASSED, NOT_PROVEN, NOT_RUN, FAILED)  # least to most severe
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -69,9 +76,24 @@ def run(args: argparse.Namespace) -> int:
             *([f"--k8s-version={version}"] if version else []),
             *args.pytest_args,
         ]
-        code = pytest.main(argv)
-        status = status or int(code)
+        (artifacts / "report.json").unlink(missing_ok=True)  # a verdict of this run only
+        code = exit_status(int(pytest.main(argv)), artifacts / "report.json")
+        status = max(status, code, key=SEVERITY.index)
     return status
+
+
+def exit_status(pytest_code: int, report_file: Path) -> int:
+    """The gate's exit status from its report's verdict; a run that ended without one (or
+    that pytest stopped: usage error, interrupt) did not run."""
+    if pytest_code not in (0, 1) or not report_file.is_file():
+        return NOT_RUN
+    import json
+
+    try:
+        verdict = json.loads(report_file.read_text()).get("verdict")
+    except (OSError, ValueError):
+        return NOT_RUN
+    return BY_VERDICT.get(verdict, NOT_RUN)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -81,4 +103,4 @@ def main(argv: list[str] | None = None) -> int:
         return run(parser.parse_args(argv))
     except HarnessError as exc:
         print(f"crdharness gate: error: {exc}")
-        return 2
+        return NOT_RUN

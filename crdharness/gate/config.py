@@ -21,16 +21,37 @@ class GateConfigError(HarnessError):
 
 @dataclass(frozen=True)
 class Allowance:
-    """A field path that may differ after a round trip between two versions."""
+    """A field path that may differ after a round trip between two versions (``between``),
+    or, without ``between``, anywhere: round trips and upgrades (a value a new default fills
+    in, a write a new rule refuses for objects the project never lets exist)."""
 
     path: str
-    between: tuple[str, str]
+    between: tuple[str, str] | None
     reason: str
 
     def covers(self, path: str, a: str, b: str) -> bool:
-        if {a, b} != set(self.between):
+        if self.between is not None and {a, b} != set(self.between):
             return False
         return at_or_under(path, self.path)
+
+    def covers_upgrade(self, path: str, version: str) -> bool:
+        """Whether it excuses an upgrade's finding at ``path`` of an object written at
+        ``version``."""
+        if self.between is not None and version not in self.between:
+            return False
+        return at_or_under(path, self.path)
+
+
+@dataclass(frozen=True)
+class Acceptance:
+    """A check the project accepts as "not proven" (the exit status then ignores it)."""
+
+    check: str
+    subject: str | None  # None: every subject of ``check``
+    reason: str
+
+    def covers(self, check: str, subject: str) -> bool:
+        return check == self.check and self.subject in (None, subject)
 
 
 MIGRATION_KINDS = ("storage-version-migration", "rewrite", "command")
@@ -111,6 +132,7 @@ class GateConfig:
     min_objects: int = 10  # fewer compared per version pair: round trips are "not proven"
     shrink_seconds: float = 20.0  # time a version pair's search may spend shrinking a failure
     expect: list[Expectation] = field(default_factory=list)
+    accept_not_proven: list[Acceptance] = field(default_factory=list)
 
     @property
     def root(self) -> Path:

@@ -17,6 +17,7 @@ from crdharness.binaries.versions import Release as KubernetesRelease
 from crdharness.cluster import Cluster
 from crdharness.gate import checks, diff, objects
 from crdharness.gate.api import Answer, Resource, call, write_with_retry
+from crdharness.gate.changes import Change
 from crdharness.gate.config import GateConfig
 from crdharness.gate.manifests import Release, point_conversion
 from crdharness.gate.plan import PlannedCheck
@@ -58,6 +59,8 @@ class GateContext:
     lost_paths: dict[str, set[str]] = field(default_factory=dict)  # crd -> paths lost
     shrunk: dict[str, set[str]] = field(default_factory=dict)  # crd -> failures shrunk once
     in_progress: set[str] = field(default_factory=set)  # see working_on
+    changes: dict[int, list[Change]] = field(default_factory=dict)  # release -> from previous
+    hazards: dict[str, str] = field(default_factory=dict)  # writes a release itself refuses
     deadline: float = 0.0  # time.monotonic() when the run's `timeout:` passes
     _names: itertools.count = field(default_factory=itertools.count)
 

@@ -12,9 +12,11 @@ from pathlib import Path
 
 import yaml
 
+from crdharness.gate.checks import CHECKS
 from crdharness.gate.config import (
     MIGRATION_KINDS,
     PLACEHOLDERS,
+    Acceptance,
     Allowance,
     Expectation,
     GateConfig,
@@ -40,6 +42,7 @@ TOP_KEYS = {
     "min_objects",
     "shrink_seconds",
     "expect",
+    "accept_not_proven",
 }
 
 
@@ -65,6 +68,9 @@ WEBHOOK_KEYS = {
 
 
 ALLOW_KEYS = {"path", "between", "reason"}
+
+
+ACCEPT_KEYS = {"check", "subject", "reason"}
 
 
 POLICY_KEYS = {"require_deprecation_before_removal"}
@@ -187,6 +193,11 @@ def load(source: Path | str) -> GateConfig:
         config.allow = [
             _allowance(reader, n, f"allow[{i}]")
             for i, n in enumerate(_sequence(reader, top, "allow"))
+        ]
+    if "accept_not_proven" in top:
+        config.accept_not_proven = [
+            _acceptance(reader, n, f"accept_not_proven[{i}]")
+            for i, n in enumerate(_sequence(reader, top, "accept_not_proven"))
         ]
     if "kubernetes" in top:
         config.kubernetes = reader.strings(top["kubernetes"], "kubernetes")
@@ -338,14 +349,34 @@ def _check_placeholders(reader: _Reader, node, key: str, text: str) -> None:
 
 def _allowance(reader: _Reader, node, key: str) -> Allowance:
     keys = reader.mapping(node, key, ALLOW_KEYS)
-    for required in ALLOW_KEYS:
+    for required in ("path", "reason"):
         if required not in keys:
             raise reader.fail(node, f"{key}.{required}", "missing")
-    between = reader.strings(keys["between"], f"{key}.between")
-    if len(between) != 2 or between[0] == between[1]:
-        raise reader.fail(keys["between"], f"{key}.between", "must name two different versions")
+    pair = None
+    if "between" in keys:
+        between = reader.strings(keys["between"], f"{key}.between")
+        if len(between) != 2 or between[0] == between[1]:
+            raise reader.fail(keys["between"], f"{key}.between", "must name two different versions")
+        pair = (between[0], between[1])
     reason = reader.scalar(keys["reason"], f"{key}.reason", str).strip()
     if not reason:
         raise reader.fail(keys["reason"], f"{key}.reason", "must say why the difference is fine")
     path = reader.scalar(keys["path"], f"{key}.path", str)
-    return Allowance(path=path, between=(between[0], between[1]), reason=reason)
+    return Allowance(path=path, between=pair, reason=reason)
+
+
+def _acceptance(reader: _Reader, node, key: str) -> Acceptance:
+    keys = reader.mapping(node, key, ACCEPT_KEYS)
+    for required in ("check", "reason"):
+        if required not in keys:
+            raise reader.fail(node, f"{key}.{required}", "missing")
+    check = reader.scalar(keys["check"], f"{key}.check", str)
+    if check not in CHECKS:
+        raise reader.fail(
+            keys["check"], f"{key}.check", f"unknown check (known: {', '.join(CHECKS)})"
+        )
+    reason = reader.scalar(keys["reason"], f"{key}.reason", str).strip()
+    if not reason:
+        raise reader.fail(keys["reason"], f"{key}.reason", "must say why it may stay unproven")
+    subject = reader.scalar(keys["subject"], f"{key}.subject", str) if "subject" in keys else None
+    return Acceptance(check=check, subject=subject, reason=reason)

@@ -15,7 +15,7 @@ A release is many CRDs: one CRD the API server refuses is left out of the later 
 
 from __future__ import annotations
 
-from crdharness.gate import checks, deprecation, migration, objects, upgrade
+from crdharness.gate import changes, checks, deprecation, migration, objects, targeted, upgrade
 from crdharness.gate.api import (
     Answer,
     Resource,
@@ -25,6 +25,7 @@ from crdharness.gate.api import (
     ensure_namespace,
     read_crd,
 )
+from crdharness.gate.changes import NOT_PROVEN, Change
 from crdharness.gate.context import HISTORY_NS, GateContext
 from crdharness.gate.manifests import Release
 from crdharness.gate.results import NotConvertible
@@ -35,11 +36,20 @@ from crdharness.scenarios import crds
 
 def run(ctx: GateContext) -> None:
     ensure_namespace(ctx.cluster, HISTORY_NS)
+    ctx.changes = {
+        release.index: [
+            change
+            for name in release.crds
+            for change in changes.between(ctx.releases[release.index - 1], release, name)
+        ]
+        for release in ctx.releases[1:]
+    }
     written: list[Written] = []
     for release in ctx.releases:
         i = release.index
         live = ctx.live(release)
         if not live:
+            upgrade.decide(ctx, release, written)
             continue  # every CRD of it was refused earlier: its checks are not reached
         ctx.report(f"gate: release {i + 1}/{len(ctx.releases)} ({release.label})")
         ctx.check_deadline(f"release {i + 1}")
@@ -58,13 +68,18 @@ def run(ctx: GateContext) -> None:
         ctx.refused_crds |= _install(ctx, release, live, stored_before)
         live = ctx.live(release)
         if not live:
+            upgrade.decide(ctx, release, written)
             continue  # nothing of this release is on the cluster: the rest is not reached
         written = [w for w in written if w.crd not in ctx.refused_crds]
         before = {key: v for key, v in before.items() if key[0] not in ctx.refused_crds}
         if i:
             upgrade.check(ctx, release, written, before, stored_before)
         deprecation.check_warnings(ctx, release, checks.release(i))
-        written += write_objects(ctx, release)
+        fresh = write_objects(ctx, release)
+        if release is not ctx.candidate:
+            fresh += write_targeted(ctx, release, ctx.changes.get(i + 1, []))
+            upgrade.write_baseline(ctx, release, fresh)
+        written += fresh
         migration.check(ctx, release, live, stored_before)
         ctx.stored_after[i] = {name: migration.stored_versions(ctx.cluster, name) for name in live}
     ctx.history_completed = True  # to its end: refused CRDs are in refused_crds
@@ -175,42 +190,28 @@ def write_objects(
     ctx: GateContext, release: Release, count: int | None = None, prefix: str = "r"
 ) -> list[Written]:
     """Objects at every served version (samples, then ``count`` generated, by default
-    ``upgrade_objects``), read back at each."""
+    enough for ``min_objects`` per CRD and at least ``upgrade_objects`` per version), read
+    back at each."""
     written = []
     for name in ctx.live(release):
-        manifest = release.crds[name]
-        resource = Resource.of(manifest)
-        for entry in release.versions(name):
-            if not entry.get("served"):
-                continue
+        served = [e for e in release.versions(name) if e.get("served")]
+        if count is None:
+            per_version = -(-ctx.config.min_objects // max(len(served), 1))
+            wanted = max(ctx.config.upgrade_objects, per_version)
+        else:
+            wanted = count
+        for entry in served:
             version = entry["name"]
             samples = ctx.sample_bodies(name, version)
-            generated = objects.first_examples(
-                entry, ctx.config.upgrade_objects if count is None else count, ctx.config.seed
-            )
+            generated = objects.first_examples(entry, wanted, ctx.config.seed)
             for n, body in enumerate(samples + generated):
-                obj_name = ctx.name(f"{prefix}{release.index + 1}-{version}")
                 # The user's samples are written for the candidate: one it refuses is a
                 # finding (any other release may predate the sample's fields).
                 judged = n < len(samples) and release is ctx.candidate
                 refusals: list[Answer] = []
-                try:
-                    created = ctx.create(
-                        manifest,
-                        entry,
-                        version,
-                        obj_name,
-                        HISTORY_NS,
-                        body,
-                        refusals=refusals if judged else None,
-                    )
-                except NotConvertible as failure:
-                    # The candidate's convertibility check judges this on its own
-                    # objects; here it only means one object fewer for the upgrade.
-                    why = f"could not be created at {version} (its conversion for storage failed)"
-                    ctx.refused[why] += 1
-                    ctx.refused_examples.setdefault(why, failure.evidence[:300])
-                    continue
+                record = _write_one(
+                    ctx, release, name, entry, body, prefix, refusals if judged else None
+                )
                 for answer in refusals:
                     check = "upgrade" if release.index else "install"
                     subject = (
@@ -224,20 +225,90 @@ def write_objects(
                         f"sample {samples[n].get(objects.NAME, '?')} at {version}: "
                         f"{answer.message}",
                     )
-                if created is None:
-                    continue
-                record = Written(
-                    name,
-                    version,
-                    obj_name,
-                    HISTORY_NS if resource.namespaced else None,
-                    sent=objects.intent(body),
-                    sample=n < len(samples),
-                )
-                for other in release.served(name):
-                    got = call(ctx.cluster, "GET", resource.path(other, record.namespace, obj_name))
-                    if got.ok:
-                        record.seen[other] = got.body
-                written.append(record)
+                if record is not None:
+                    record.sample = n < len(samples)
+                    written.append(record)
     ctx.report(f"gate: release {release.index + 1}: {len(written)} objects written")
     return written
+
+
+def write_targeted(ctx: GateContext, release: Release, upcoming: list[Change]) -> list[Written]:
+    """Objects built to hold each change the next release makes (``targeted``), written
+    under ``release``; a change none of whose objects could be built or created is decided
+    "not proven" here, with the reason."""
+    written = []
+    for change in upcoming:
+        if not change.version or change.kind == "version removed":
+            continue  # a change to the CRD as a whole: its old objects are the evidence
+        if change.crd not in ctx.live(release):
+            change.decide(
+                NOT_PROVEN, f"{change.crd} was not installed under release {release.index + 1}"
+            )
+            continue
+        entry = release.entry(change.crd, change.version)
+        try:
+            bodies = targeted.bodies(change, entry, ctx.sample_bodies(change.crd, change.version))
+        except targeted.NoObject as exc:
+            change.decide(NOT_PROVEN, f"no object holding it could be built: {exc}")
+            continue
+        refusals: list[Answer] = []
+        for body in bodies:
+            record = _write_one(ctx, release, change.crd, entry, body, "t", refusals)
+            if record is not None:
+                record.change = change
+                written.append(record)
+        if not any(w.change is change for w in written):
+            why = refusals[0].message[:300] if refusals else "its conversion for storage failed"
+            change.decide(
+                NOT_PROVEN,
+                f"none of the {len(bodies)} objects holding it could be created under release "
+                f"{release.index + 1}: {why}",
+            )
+    if written:
+        ctx.report(
+            f"gate: release {release.index + 1}: {len(written)} objects built for what "
+            f"release {release.index + 2} changes"
+        )
+    return written
+
+
+def _write_one(
+    ctx: GateContext,
+    release: Release,
+    name: str,
+    entry: dict,
+    body: dict,
+    prefix: str,
+    refusals: list[Answer] | None,
+) -> Written | None:
+    """Create one object of ``name`` at ``entry``'s version, read it back at every served
+    version; None if refused (counted, or added to ``refusals``)."""
+    manifest = release.crds[name]
+    resource = Resource.of(manifest)
+    version = entry["name"]
+    obj_name = ctx.name(f"{prefix}{release.index + 1}-{version}")
+    try:
+        created = ctx.create(
+            manifest, entry, version, obj_name, HISTORY_NS, body, refusals=refusals
+        )
+    except NotConvertible as failure:
+        # The candidate's convertibility check judges this on its own objects; here it
+        # only means one object fewer for the upgrade.
+        why = f"could not be created at {version} (its conversion for storage failed)"
+        ctx.refused[why] += 1
+        ctx.refused_examples.setdefault(why, failure.evidence[:300])
+        return None
+    if created is None:
+        return None
+    record = Written(
+        name,
+        version,
+        obj_name,
+        HISTORY_NS if resource.namespaced else None,
+        sent=objects.intent(body),
+    )
+    for other in release.served(name):
+        got = call(ctx.cluster, "GET", resource.path(other, record.namespace, obj_name))
+        if got.ok:
+            record.seen[other] = got.body
+    return record

@@ -114,7 +114,9 @@ def _objects(schema: dict, depth: int) -> st.SearchStrategy:
         return st.fixed_dictionaries(must, optional=may)
     extra = schema.get("additionalProperties")
     if isinstance(extra, dict):
-        return st.dictionaries(KEYS, strategy(extra, depth + 1), max_size=3)
+        low = schema.get("minProperties", 0)
+        high = min(schema.get("maxProperties", low + 3), low + 3)
+        return st.dictionaries(KEYS, strategy(extra, depth + 1), min_size=low, max_size=high)
     if schema.get("x-kubernetes-preserve-unknown-fields"):
         return _values({}, depth)
     return st.just({})  # no fields declared: the API server would prune any we made up

@@ -229,8 +229,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
         later = ", ".join(r.kubernetes for r in ctx.kubernetes_path[1:])
         kubernetes = f"{ctx.kubernetes_path[0].kubernetes}, then upgraded in place to {later}"
     results = run.decide_all()
-    directory = report.write(
-        Path(config.getoption("--gate-artifacts")),
+    found = [c for t in sorted(ctx.changes) for c in ctx.changes[t]]
+    gate_report = report.Report(
         results,
         kubernetes,
         dict(ctx.refused),
@@ -238,15 +238,29 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
         ctx.timings,
         ctx.refused_examples,
         ctx.stored_after,
+        found,
+        list(ctx.hazards.values()),
+        ctx.config.accept_not_proven,
     )
+    directory = report.write(Path(config.getoption("--gate-artifacts")), gate_report)
     terminalreporter.section("crdharness upgrade gate")
     for line in report.table(results, kubernetes):
         terminalreporter.write_line(line)
     if ctx.refused:
         refused = ", ".join(f"{why}: {n}" for why, n in sorted(ctx.refused.items()))
         terminalreporter.write_line(f"objects refused before any check (not findings): {refused}")
+    if found:
+        terminalreporter.write_line(
+            f"what changed between releases: {len(found)} changes, "
+            f"{report.changes_summary(found)} (the table is in report.md)"
+        )
+    if ctx.hazards:
+        terminalreporter.write_line(
+            f"hazards of earlier releases (not findings): {len(ctx.hazards)}, see report.md"
+        )
     for note in notes:
         terminalreporter.write_line(f"note: {note}")
+    terminalreporter.write_line(f"verdict: {gate_report.verdict}")
     written = "report.json, objects/" if (directory / "objects").is_dir() else "report.json"
     terminalreporter.write_line(f"report: {directory}/report.md (and {written})")
 
@@ -266,6 +280,6 @@ def _report_not_started(terminalreporter, config: pytest.Config) -> None:
         for c in setup.checks
     ]
     directory = report.write(
-        Path(config.getoption("--gate-artifacts")), results, "(not started)", {}, []
+        Path(config.getoption("--gate-artifacts")), report.Report(results, "(not started)")
     )
     terminalreporter.write_line(f"report: {directory}/report.md (every check: not started)")

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
+from crdharness.gate.changes import Change
 from crdharness.gate.checks import CHECKS
+from crdharness.gate.config import Acceptance
 from crdharness.gate.results import CheckResult
 
 
@@ -32,19 +35,44 @@ def table(results: list[CheckResult], kubernetes: str) -> list[str]:
     return lines
 
 
-def write(
-    directory: Path,
-    results: list[CheckResult],
-    kubernetes: str,
-    refused: dict[str, int],
-    notes: list[str],
-    timings: dict[str, float] | None = None,
-    refused_examples: dict[str, str] | None = None,
-    stored_after: dict[int, dict[str, list[str]]] | None = None,
-) -> Path:
+@dataclass
+class Report:
+    """Everything one run reports."""
+
+    results: list[CheckResult]
+    kubernetes: str
+    refused: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    refused_examples: dict[str, str] = field(default_factory=dict)
+    stored_after: dict[int, dict[str, list[str]]] = field(default_factory=dict)
+    changes: list[Change] = field(default_factory=list)  # every transition's, in order
+    hazards: list[str] = field(default_factory=list)  # writes a release itself refuses
+    accepted: list[Acceptance] = field(default_factory=list)  # `accept_not_proven`
+
+    def acceptance(self, result: CheckResult) -> Acceptance | None:
+        if result.passed is not None:
+            return None
+        return next((a for a in self.accepted if a.covers(result.check, result.subject)), None)
+
+    @property
+    def verdict(self) -> str:
+        """FAIL on any finding; NOT PROVEN when a check could not decide (and the gate file
+        does not accept that); PASS otherwise."""
+        if any(r.passed is False for r in self.results):
+            return FAIL
+        if any(r.passed is None and self.acceptance(r) is None for r in self.results):
+            return NOT_PROVEN
+        return PASS
+
+
+PASS, FAIL, NOT_PROVEN = "PASS", "FAIL", "NOT PROVEN"
+
+
+def write(directory: Path, run: Report) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     failing_dir = directory / "objects"
-    results = ordered(results)
+    results = ordered(run.results)
     for result in results:
         for i, (title, obj) in enumerate(result.objects):
             failing_dir.mkdir(exist_ok=True)
@@ -53,30 +81,40 @@ def write(
                 f"# {result.check} [{result.subject}]: {title}\n"
                 + yaml.safe_dump(obj, sort_keys=False)
             )
-    failed = [r for r in results if r.passed is False]
-    verdict = "FAIL" if failed else "PASS"
+    verdict = run.verdict
+    accepted = [(r, a) for r in results if (a := run.acceptance(r)) is not None]
     (directory / "report.json").write_text(
         json.dumps(
             {
                 "verdict": verdict,
-                "kubernetes": kubernetes,
+                "kubernetes": run.kubernetes,
                 "checks": [r.as_json() for r in results],
-                "refused_objects": refused,
-                "refused_examples": refused_examples or {},
-                "notes": notes,
-                "seconds": timings or {},
+                "changes": [c.as_json() for c in run.changes],
+                "hazards": run.hazards,
+                "accepted_not_proven": [
+                    {"check": r.check, "subject": r.subject, "reason": a.reason}
+                    for r, a in accepted
+                ],
+                "refused_objects": run.refused,
+                "refused_examples": run.refused_examples,
+                "notes": run.notes,
+                "seconds": run.timings,
                 "stored_versions_after_release": {
-                    f"release {i + 1}": crds for i, crds in (stored_after or {}).items()
+                    f"release {i + 1}": crds for i, crds in run.stored_after.items()
                 },
             },
             indent=2,
         )
     )
-    md = [f"# Upgrade gate: {verdict}", "", f"Kubernetes {kubernetes}", ""]
+    md = [f"# Upgrade gate: {verdict}", "", f"Kubernetes {run.kubernetes}", ""]
     md += ["| check | subject | result | evidence |", "| --- | --- | --- | --- |"]
     for r in results:
         evidence = r.evidence.replace("|", "\\|")
         md.append(f"| {r.check} | {r.subject} | {r.status} | {evidence} |")
+    if accepted:
+        md += ["", "Accepted as not proven (`accept_not_proven`):", ""]
+        md += [f"- {r.check} [{r.subject}]: {a.reason}" for r, a in accepted]
+    md += _changes_table(run.changes)
     for r in results:
         if r.passed is False or r.allowed or r.normalised or (r.details and r.passed is None):
             md += ["", f"## {r.check} [{r.subject}]: {r.status}", "", r.evidence, ""]
@@ -99,19 +137,62 @@ def write(
                     yaml.safe_dump(obj, sort_keys=False).rstrip(),
                     "```",
                 ]
-    if stored_after:
+    if run.hazards:
+        md += [
+            "",
+            "## Hazards of earlier releases (not findings of an upgrade)",
+            "",
+            "Writes a release refuses for objects it accepted itself: the same write under "
+            "the next release is not blamed on the upgrade.",
+            "",
+            *[f"- {h}" for h in run.hazards],
+        ]
+    if run.stored_after:
         md += ["", "## status.storedVersions a cluster holds after each release", ""]
         md += ["| release | CRD | storedVersions |", "| --- | --- | --- |"]
-        for i, crds in sorted(stored_after.items()):
+        for i, crds in sorted(run.stored_after.items()):
             md += [f"| {i + 1} | {name} | {', '.join(v)} |" for name, v in crds.items()]
-    if refused:
+    if run.refused:
         md += ["", "## Objects refused before any check (not findings)", ""]
-        for why, count in sorted(refused.items()):
+        for why, count in sorted(run.refused.items()):
             md.append(f"- {why}: {count}")
-            example = (refused_examples or {}).get(why)
+            example = run.refused_examples.get(why)
             if example:
                 md.append(f"  - for example: {example}")
-    if notes:
-        md += ["", "## Notes", "", *[f"- {n}" for n in notes]]
+    if run.notes:
+        md += ["", "## Notes", "", *[f"- {n}" for n in run.notes]]
     (directory / "report.md").write_text("\n".join(md) + "\n")
     return directory
+
+
+def _changes_table(found: list[Change]) -> list[str]:
+    """What changed, per transition: one row per change, each with its decision."""
+    md: list[str] = []
+    by_transition: dict[int, list[Change]] = {}
+    for change in found:
+        by_transition.setdefault(change.transition, []).append(change)
+    for t, rows in sorted(by_transition.items()):
+        md += ["", f"## What changed, release {t} -> {t + 1}", ""]
+        md += ["| CRD | version | path | change | decision | evidence |"]
+        md += ["| --- | --- | --- | --- | --- | --- |"]
+        for c in rows:
+            row = c.as_json()
+            cells = [
+                c.crd,
+                c.version or "-",
+                c.path or "-",
+                f"{c.kind}: {c.detail}",
+                row["decision"],
+                row["evidence"],
+            ]
+            md.append("| " + " | ".join(x.replace("|", "\\|") for x in cells) + " |")
+    return md
+
+
+def changes_summary(found: list[Change]) -> str:
+    """One line: how many changes each decision got."""
+    counts: dict[str, int] = {}
+    for change in found:
+        decision = change.as_json()["decision"]
+        counts[decision] = counts.get(decision, 0) + 1
+    return ", ".join(f"{n} {d}" for d, n in sorted(counts.items()))

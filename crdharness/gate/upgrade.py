@@ -1,8 +1,14 @@
 """Check *upgrade*: objects stored under release i, under release i+1 (each transition of
 the history phase). Each reads back unchanged at every served version (GET and LIST) with its
-etcd key untouched, and is written again (``upgrade_writes``): a refusal is a finding when the
-object is one clusters can hold (a sample, one the declared admission webhooks let in, or any
-write the server fails), and "not proven" when only generated objects show it.
+etcd key untouched — a value it did not have (a new default, filled in on read) included —
+and is written again (``upgrade_writes``). Every write is first made the same way under
+release i (``write_baseline``): a write release i already refused is a hazard of that
+release, reported apart, never the upgrade's finding. Any other refusal is a finding, whatever
+made the object (a sample, the generator, or ``targeted`` for what changed), unless an
+``allow`` entry names the path with a reason. Each change between the two releases
+(``changes``) ends with a decision from the objects built to hold it; a change none could be
+built for, or fewer than ``min_objects`` objects of a CRD reaching the writes, leaves the
+check "not proven", never pass.
 """
 
 from __future__ import annotations
@@ -10,16 +16,19 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from crdharness.gate import checks, diff, migration, objects, schemas
+from crdharness.gate import changes, checks, diff, migration, objects, schemas
 from crdharness.gate.api import call
+from crdharness.gate.changes import Change
 from crdharness.gate.context import GateContext
 from crdharness.gate.manifests import Release
-from crdharness.gate.upgrade_writes import TOUCHED, write_again
+from crdharness.gate.results import CheckResult
+from crdharness.gate.upgrade_writes import TOUCHED, Refusal, write_again
 
-SERVER_ERROR = re.compile(r" at [^ :]+: 5\d\d ")  # a write_again line the server failed (5xx)
+# The paths a refusal's message names: "spec.owner: Required value", "status.state: ...".
+MESSAGE_PATH = re.compile(r"\b((?:spec|status)(?:\.[A-Za-z0-9_-]+|\[\d+\])*)(?![A-Za-z0-9_])")
 
 
-@dataclass
+@dataclass(eq=False)
 class Written:
     """An object the history phase wrote, and what it looked like then."""
 
@@ -30,6 +39,10 @@ class Written:
     seen: dict[str, dict] = field(default_factory=dict)  # version -> object read at it
     sent: dict = field(default_factory=dict)  # the body written (fields, status)
     sample: bool = False  # one of the user's samples (an object clusters really hold)
+    change: Change | None = None  # the change it was built to hold (``targeted``)
+    baseline: set[tuple[str, str]] = field(default_factory=set)  # writes refused before
+    findings: list[str] = field(default_factory=list)  # this transition's, about it
+    excused: list[str] = field(default_factory=list)  # findings an `allow` entry excused
 
 
 def etcd_snapshot(ctx: GateContext, written: list[Written]) -> dict:
@@ -44,8 +57,10 @@ def etcd_snapshot(ctx: GateContext, written: list[Written]) -> dict:
     return snapshot
 
 
-def check(ctx: GateContext, release, written, before, stored_before) -> None:
+def check(ctx: GateContext, release: Release, written, before, stored_before) -> None:
     result = ctx.result("upgrade", checks.transition(release.index))
+    for obj in written:
+        obj.findings, obj.excused = [], []
     checked = 0
     for obj in written:
         if obj.crd not in release.crds:
@@ -55,35 +70,17 @@ def check(ctx: GateContext, release, written, before, stored_before) -> None:
         for version in served:
             got = call(ctx.cluster, "GET", resource.path(version, obj.namespace, obj.name))
             if not got.ok:
-                result.fail(
+                _finding(
+                    ctx,
+                    result,
+                    obj,
                     f"{obj.name} (written at {obj.version}) cannot be read at {version}",
                     f"GET {obj.name} at {version}: {got.status} {got.message}",
                 )
                 continue
             checked += 1
             if version in obj.seen:
-                found = diff.differences(
-                    diff.comparable(obj.seen[version]), diff.comparable(got.body)
-                )
-                entry = release.entry(obj.crd, version)
-                defaults = [
-                    d
-                    for d in found
-                    if not schemas.present(obj.sent, d.path) and schemas.defaulted(entry, d.path)
-                ]
-                for d in defaults:  # the new release's defaults, filled in on read
-                    note = f"{obj.crd} at {version}: {d.path} defaulted on read: {d.describe()}"
-                    if note not in result.normalised:
-                        result.normalised.append(note)
-                found = [d for d in found if d not in defaults]
-                if found:
-                    result.fail(
-                        f"{obj.name} read at {version} changed with the upgrade: "
-                        + "; ".join(d.describe() for d in found[:3]),
-                        *(f"{obj.name} at {version}: {d.describe()}" for d in found),
-                    )
-                    result.objects.append((f"{obj.name} at {version} before", obj.seen[version]))
-                    result.objects.append((f"{obj.name} at {version} after", got.body))
+                _judge_read(ctx, result, release, obj, version, got.body)
             obj.seen[version] = got.body
         for version in served:
             listed = call(ctx.cluster, "GET", resource.path(version, obj.namespace))
@@ -94,7 +91,7 @@ def check(ctx: GateContext, release, written, before, stored_before) -> None:
                     f"LIST at {version}: {listed.status} {'' if listed.ok else listed.message}",
                 )
     proven_untouched = _check_untouched(ctx, result, written, before)
-    writes, unproven = _write_all_again(ctx, result, release, written)
+    writes = _write_all_again(ctx, result, release, written)
     for name in ctx.live(release):
         expected = set(stored_before.get(name) or []) | {release.storage(name)}
         if not stored_before.get(name):
@@ -118,74 +115,157 @@ def check(ctx: GateContext, release, written, before, stored_before) -> None:
                 f"not in release {release.index + 1}: {', '.join(dropped)} (clusters keep "
                 "them and their objects: neither kubectl apply nor helm deletes a CRD)"
             )
-        defaulted = len(result.normalised)
         result.evidence = (
             f"{len(written)} object{'' if len(written) == 1 else 's'} read at every served "
-            f"version ({checked} reads), "
-            "unchanged"
-            + (f" but for {defaulted} values the new release defaults on read" if defaulted else "")
-            + f"{etcd}; written again {writes} times (update, annotation, "
-            "server-side apply, status), all accepted and read back unchanged"
+            f"version ({checked} reads), unchanged{etcd}; written again {writes} times "
+            "(update, annotation, server-side apply, status, re-create), all accepted and "
+            "read back unchanged"
             + (f"; not checked: {', '.join(left_out)} (refused, see install)" if left_out else "")
         )
-    _judge_unproven(ctx, result, release, unproven)
+    decide(ctx, release, written)
+    _enough_evidence(ctx, result, release, written)
 
 
-def _judge_unproven(ctx: GateContext, result, release: Release, unproven: list[str]) -> None:
-    """Refusals of generated objects only: not proof, and not a pass either."""
-    if not unproven:
+def _finding(
+    ctx: GateContext,
+    result: CheckResult,
+    obj: Written,
+    headline: str,
+    *details: str,
+    paths: list[str] | None = None,
+) -> None:
+    """A finding about ``obj``: the check fails, unless an ``allow`` entry (with no
+    ``between``, or one naming the versions) covers every path it names."""
+    named = paths if paths is not None else [p for d in details for p in _named_paths(d)]
+    rule = None
+    if named:
+        rules = [
+            next((r for r in ctx.config.allow if r.covers_upgrade(p, obj.version)), None)
+            for p in named
+        ]
+        rule = rules[0] if all(rules) else None
+    if rule is not None:
+        note = f"{obj.crd} {obj.name}: {details[0] if details else headline} ({rule.reason})"
+        obj.excused.append(note)
+        if note not in result.allowed:
+            result.allowed.append(note)
         return
-    if result.passed is False:  # decided on proof; these stay beside it, for reading
-        result.details += [f"not proven (generated objects only): {line}" for line in unproven]
+    first = details[0] if details else headline
+    obj.findings.append(first if obj.name in first else f"{obj.name}: {first}")
+    result.fail(headline, *details)
+
+
+def _named_paths(text: str) -> list[str]:
+    return MESSAGE_PATH.findall(text)
+
+
+def _judge_read(
+    ctx: GateContext, result: CheckResult, release: Release, obj: Written, version: str, body
+) -> None:
+    """What an old object reads at ``version`` under the new release, against what it read
+    under the old one: any difference is a finding — a value the new release's default
+    fills in on read too (a silent change to every stored object, which upgrade notes must
+    tell), unless ``allow``ed."""
+    found = diff.differences(diff.comparable(obj.seen[version]), diff.comparable(body))
+    if not found:
         return
-    result.passed = None
-    result.evidence = (
-        f"not proven: objects valid under release {release.index}'s schema are refused by "
-        f"release {release.index + 1} ({unproven[0]}); if your clusters can hold objects "
-        "like them, their writes break: add such objects to `samples`, or declare the "
-        "admission webhooks that refuse them at creation under `admission:`"
-    )
-    result.details += unproven
+    known = len(obj.findings)
+    entry = release.entry(obj.crd, version)
+    defaulted = [
+        d
+        for d in found
+        if not schemas.present(obj.sent, d.path) and schemas.defaulted(entry, d.path)
+    ]
+    for d in defaulted:
+        _finding(
+            ctx,
+            result,
+            obj,
+            f"{obj.crd} {obj.name} (stored under release {release.index}) reads at {version} "
+            f"with a value it did not have: {d.describe()} (release {release.index + 1}'s "
+            "default, filled in on read of every stored object)",
+            f"{obj.name} at {version}: {d.path} defaulted on read: {d.describe()}",
+            paths=[d.path],
+        )
+    changed = [d for d in found if d not in defaulted]
+    if changed:
+        _finding(
+            ctx,
+            result,
+            obj,
+            f"{obj.name} read at {version} changed with the upgrade: "
+            + "; ".join(d.describe() for d in changed[:3]),
+            *(f"{obj.name} at {version}: {d.describe()}" for d in changed),
+            paths=[d.path for d in changed],
+        )
+    if len(obj.findings) > known:
+        result.objects.append((f"{obj.name} at {version} before", obj.seen[version]))
+        result.objects.append((f"{obj.name} at {version} after", body))
 
 
-def _write_all_again(
-    ctx: GateContext, result, release: Release, written: list[Written]
-) -> tuple[int, list[str]]:
-    """Every old object written again at every served version (see ``upgrade_writes``),
-    and read back after each version's writes (what each version reads last is kept for
-    the next release's comparison). Returns the number of writes and the refusals that are
-    not proof (see below)."""
-    writes, unproven = 0, []
+def write_baseline(ctx: GateContext, release: Release, written: list[Written]) -> None:
+    """The writes ``upgrade`` will judge under the next release, made now under ``release``
+    on the same objects: what this release already refuses is its own hazard (reported
+    apart, once), so the next transition is judged on its own doing only."""
     for obj in written:
         resource = ctx.resource(obj.crd)
         for version in release.served(obj.crd):
             has_status = objects.has_status(release.entry(obj.crd, version))
             path = resource.path(version, obj.namespace, obj.name)
             refused = write_again(ctx.cluster, path, version, has_status)
-            writes += 3 + has_status
+            _remember(ctx, release, obj, version, refused, hazards=refused)
+        for at in release.served(obj.crd):
+            got = call(ctx.cluster, "GET", resource.path(at, obj.namespace, obj.name))
+            if got.ok:
+                obj.seen[at] = got.body
+
+
+def _remember(
+    ctx: GateContext,
+    release: Release,
+    obj: Written,
+    version: str,
+    refused: list[Refusal],
+    hazards: list[Refusal],
+) -> None:
+    """The writes ``release`` refuses at ``version`` become the next transition's baseline;
+    ``hazards``, refused under a release for objects it (or a release before it, which
+    refused them too) accepted, are reported apart, once."""
+    obj.baseline = {k for k in obj.baseline if k[1] != version} | {r.key for r in refused}
+    for refusal in hazards:
+        ctx.hazards.setdefault(
+            f"{obj.crd}:{refusal.key}:{refusal.status}",
+            f"release {release.index + 1}: {obj.crd} at {version}: {refusal.write} is refused "
+            f"for objects the release itself accepted: {refusal.status} "
+            f"{refusal.message[:300]}",
+        )
+
+
+def _write_all_again(ctx: GateContext, result, release: Release, written: list[Written]) -> int:
+    """Every old object written again at every served version (see ``upgrade_writes``),
+    and read back after each version's writes (what each version reads last is kept for
+    the next release's comparison). Returns the number of writes."""
+    writes = 0
+    for obj in written:
+        resource = ctx.resource(obj.crd)
+        for version in release.served(obj.crd):
+            has_status = objects.has_status(release.entry(obj.crd, version))
+            path = resource.path(version, obj.namespace, obj.name)
+            refused = write_again(ctx.cluster, path, version, has_status)
+            writes += 4 + has_status
             _check_unchanged_by_writes(ctx, result, release, obj, version)
-            if not refused:
-                continue
-            lines = [f"{obj.name}: {line}" for line in refused]
-            # Proof needs an object a cluster can hold: a sample, or one that passed the
-            # project's admission webhooks. A generated object is valid under the old
-            # schema only; the project's webhooks may have refused it at creation
-            # (seen: Kyverno's and gateway-api's do). managedFields naming a removed
-            # version break any object, whatever its content; so does any answer the
-            # server fails with (5xx): no admission webhook decides that.
-            if (
-                obj.sample
-                or ctx.config.admission
-                or any(SERVER_ERROR.search(line) for line in refused)
-            ):
-                result.fail(
-                    f"{obj.name} (stored under release {release.index}) cannot be written "
-                    f"under release {release.index + 1}: {refused[0]}",
-                    *lines,
+            new = [r for r in refused if r.key not in obj.baseline]
+            _remember(ctx, release, obj, version, refused, [r for r in refused if r not in new])
+            if new:
+                _finding(
+                    ctx,
+                    result,
+                    obj,
+                    f"{obj.crd} {obj.name} (stored under release {release.index}) cannot be "
+                    f"written under release {release.index + 1}: {new[0].line}",
+                    *(f"{obj.name}: {r.line}" for r in new),
                 )
-            else:
-                unproven += lines
-    return writes, unproven
+    return writes
 
 
 def _check_unchanged_by_writes(
@@ -216,7 +296,10 @@ def _check_unchanged_by_writes(
             if ctx.excused(d, version, storage) is None
         ]
         if found:
-            result.fail(
+            _finding(
+                ctx,
+                result,
+                obj,
                 f"{obj.crd} {obj.name} (stored under release {release.index}) lost or changed "
                 f"{', '.join(sorted({d.path for d in found}))} when written again at {version} "
                 f"with what was read there (read at {at})",
@@ -224,9 +307,98 @@ def _check_unchanged_by_writes(
                     f"{obj.name} written again at {version}, read at {at}: {d.describe()}"
                     for d in found
                 ),
+                paths=[d.path for d in found],
             )
             result.objects.append((f"{obj.name} at {at} before the writes", before))
             result.objects.append((f"{obj.name} at {at} after the writes at {version}", got.body))
+
+
+def decide(ctx: GateContext, release: Release, written: list[Written]) -> None:
+    """Each change from the previous release to ``release`` gets its decision from the
+    objects built to hold it: proven (a finding on one of them: the object, the write and
+    the server's message, or the changed read), allowed (every finding excused), cleared
+    (all accepted and read back unchanged), or not proven (why none could be built)."""
+    for change in ctx.changes.get(release.index, []):
+        if change.decision == changes.NOT_PROVEN and not any(w.change is change for w in written):
+            continue  # decided when its objects could not be built or created
+        if change.crd in ctx.refused_crds:
+            change.decide(
+                changes.NOT_PROVEN,
+                f"release {release.index + 1} of {change.crd} was not installed (see install)",
+            )
+            continue
+        if not change.version or change.kind == "version removed":
+            _decide_on_the_crd(ctx, release, change, written)
+            continue
+        held = [w for w in written if w.change is change]
+        if not held:
+            change.decide(changes.NOT_PROVEN, change.evidence or "no object was built for it")
+            continue
+        proof = next((w for w in held if w.findings), None)
+        if proof is not None:
+            change.decide(changes.PROVEN, proof.findings[0])
+        elif any(w.excused for w in held):
+            change.decide(changes.ALLOWED, next(w for w in held if w.excused).excused[0])
+        else:
+            change.decide(
+                changes.CLEARED,
+                f"{len(held)} object{'s' if len(held) > 1 else ''} holding it "
+                f"({', '.join(w.name for w in held[:3])}) stored under release "
+                f"{release.index}: read, written again and re-created under release "
+                f"{release.index + 1}, all accepted and unchanged",
+            )
+
+
+def _decide_on_the_crd(ctx: GateContext, release: Release, change: Change, written) -> None:
+    """A change to the CRD as a whole (scope, names, a version removed): the API server's
+    answer to the release, and the old objects of that CRD read under it."""
+    held = [w for w in written if w.crd == change.crd]
+    broken = [w for w in held if w.findings]
+    if broken:
+        change.decide(changes.PROVEN, broken[0].findings[0])
+    elif held:
+        change.decide(
+            changes.CLEARED,
+            f"release {release.index + 1} accepted by the API server; {len(held)} old objects "
+            "read and written under it",
+        )
+    else:
+        change.decide(
+            changes.NOT_PROVEN, f"no old {change.crd} object reached release {release.index + 1}"
+        )
+
+
+def _enough_evidence(ctx: GateContext, result: CheckResult, release: Release, written) -> None:
+    """No pass on thin evidence: at least ``min_objects`` old objects of each CRD reached
+    the writes, and every change has a decision."""
+    if result.passed is False:
+        return
+    short = []
+    for name in ctx.live(release):
+        if name not in ctx.releases[release.index - 1].crds:
+            continue  # new in this release: nothing old to upgrade
+        reached = sum(1 for w in written if w.crd == name and w.seen)
+        if reached < ctx.config.min_objects:
+            short.append(f"{name}: {reached} old objects reached the writes")
+    undecided = [c for c in ctx.changes.get(release.index, []) if c.decision == changes.NOT_PROVEN]
+    if not short and not undecided:
+        return
+    why = []
+    if short:
+        refused = "; ".join(f"{why}: {n}" for why, n in sorted(ctx.refused.items())) or "none"
+        why.append(
+            f"fewer than min_objects ({ctx.config.min_objects}) old objects ({', '.join(short)}; "
+            f"refused at creation so far: {refused})"
+        )
+    if undecided:
+        why.append(
+            f"{len(undecided)} of {len(ctx.changes[release.index])} changes not exercised ("
+            + "; ".join(f"{c.subject}: {c.kind}: {c.evidence}" for c in undecided[:3])
+            + ")"
+        )
+    result.passed = None
+    result.evidence = "not proven: " + "; and ".join(why)
+    result.details += [f"not proven: {c.subject}: {c.kind}: {c.evidence}" for c in undecided]
 
 
 def _check_untouched(ctx: GateContext, result, written, before) -> int:

@@ -16,6 +16,8 @@ re-create).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from crdharness.cluster import Cluster
 from crdharness.gate.api import Answer, apply, call, write_with_retry
 
@@ -35,9 +37,41 @@ MANAGER = "crdharness-gate"
 SERVER_FIELDS = ("resourceVersion", "managedFields", "uid", "creationTimestamp", "generation")
 
 
-def write_again(cluster: Cluster, path: str, version: str, has_status: bool) -> list[str]:
-    """Write the object at ``path`` (at ``version``) again; one line per write refused."""
-    refused: list[str] = []
+@dataclass(frozen=True)
+class Refusal:
+    """One write the server refused."""
+
+    write: str  # which write: "update with what was read", ...
+    version: str  # written at
+    status: int
+    message: str
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """The same write at the same version: how a refusal under the earlier release is
+        matched with one under the next."""
+        return self.write, self.version
+
+    @property
+    def line(self) -> str:
+        text = f"{self.write} at {self.version}: {self.status} {self.message}"
+        if self.write == RECREATE:
+            text += (
+                " — the writes above pass only because the API server ratchets validation "
+                "of unchanged values; a write that changes these fields, and every "
+                "re-create, is refused"
+            )
+        if STALE_MANAGED_FIELDS in self.message:
+            text += f" ({MANAGED_FIELDS_ADVICE})"
+        return text
+
+
+RECREATE = "the same content created again (dry run, as a restore or re-apply would)"
+
+
+def write_again(cluster: Cluster, path: str, version: str, has_status: bool) -> list[Refusal]:
+    """Write the object at ``path`` (at ``version``) again; each write refused."""
+    refused: list[Refusal] = []
 
     # Each write's answer is the object as it now is: the next write starts from it.
     latest: dict | None = None
@@ -46,9 +80,7 @@ def write_again(cluster: Cluster, path: str, version: str, has_status: bool) -> 
         nonlocal latest
         latest = answer.body if answer.ok else None
         if not answer.ok:
-            refused.append(f"{what} at {version}: {answer.status} {answer.message}")
-            if STALE_MANAGED_FIELDS in answer.message:
-                refused.append(MANAGED_FIELDS_ADVICE)
+            refused.append(Refusal(what, version, answer.status, answer.message))
 
     judge("update with what was read", write_with_retry(cluster, path, lambda current: current))
 
@@ -86,12 +118,7 @@ def write_again(cluster: Cluster, path: str, version: str, has_status: bool) -> 
         recreated = call(cluster, "POST", f"{collection}?dryRun=All", again)
         # An admission webhook with side effects refuses every dry run: that says nothing here.
         if not recreated.ok and "dry run" not in recreated.message.lower():
-            refused.append(
-                f"the same content created again (dry run, as a restore or re-apply would) at "
-                f"{version}: {recreated.status} {recreated.message} — the writes above pass "
-                "only because the API server ratchets validation of unchanged values; a write "
-                "that changes these fields, and every re-create, is refused"
-            )
+            refused.append(Refusal(RECREATE, version, recreated.status, recreated.message))
     return refused
 
 

@@ -1,0 +1,286 @@
+"""Objects built to hold what changed (``changes.Change``): valid under the earlier release's
+schema at that version, and holding exactly the value, or the absence, the next release
+judges differently — the removed enum value (inside ``status.conditions`` if that is where it
+is), the field absent that becomes required or gets a default, a value at the old bound, a
+string that matches the old pattern but not the new, the field a new rule may forbid.
+
+The rest of each object is the smallest the old schema accepts (or one of the user's samples
+at that version, which also passes rules a schema cannot say). Whether the earlier release
+really accepts it is the API server's to say: the history phase creates it there, and a
+change none of whose objects could be created is "not proven" with the server's reason.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from typing import Any
+
+from hypothesis import HealthCheck, Phase, find, settings
+from hypothesis import strategies as st
+from hypothesis.errors import NoSuchExample, Unsatisfiable
+
+from crdharness.gate import objects
+from crdharness.gate.changes import Change
+
+VARIANTS = 3  # drawn values per rule or combinator change, beside the fewest and most fields
+FILLED_DEPTH = 3  # levels of optional fields the "most fields" variant fills
+PATTERN_TRIES = 500  # strings drawn from the old pattern in search of one the new refuses
+_FIND = settings(
+    database=None,
+    deadline=None,
+    max_examples=PATTERN_TRIES,
+    phases=[Phase.generate, Phase.shrink],
+    suppress_health_check=list(HealthCheck),
+    derandomize=True,
+)
+
+
+class NoObject(Exception):
+    """No object that holds the change could be built (the reason is the message)."""
+
+
+def bodies(change: Change, entry: dict, samples: list[dict]) -> list[dict]:
+    """Bodies (``objects`` conventions) valid under ``entry``, the earlier release's version,
+    that hold ``change``; ``samples`` are the user's at that version (``sample_body``), the
+    first two of which serve as the rest of the object. Raises ``NoObject`` when the change
+    has no such object."""
+    base_schema = objects.body_schema(entry)
+    holdings = _holdings(change)
+    bases = samples or [minimal(base_schema)]
+    built = []
+    for holding in holdings:
+        for base in bases[:2]:
+            body = copy.deepcopy(base)
+            _place(body, base_schema, change.parts, holding)
+            if body not in built:
+                built.append(body)
+    return built
+
+
+def _holdings(change: Change) -> list:
+    """What to put at the change's path: values, or ABSENT."""
+    old, new = change.old, change.new
+    kind = change.kind
+    if kind in ("required added", "default added", "default changed"):
+        return [ABSENT]
+    if kind == "enum value removed":
+        return list(change.values[:3])
+    if kind == "enum added":
+        outside = [v for v in (minimal(old), "gate-unlisted") if v not in new["enum"]]
+        return outside[:1] or _fail("every value the old schema allows is in the new enum")
+    if kind == "bound tightened":
+        return [_at_old_bound(old, new, change.values[0])]
+    if kind == "pattern changed":
+        return [_old_not_new_pattern(old, new["pattern"])]
+    if kind in (
+        "type changed",
+        "field removed",
+        "format changed",
+        "storage version changed under None",
+    ):
+        return [minimal(old)]
+    if kind == "nullable dropped":
+        return [None]
+    if kind == "unknown fields pruned":
+        return [MERGE({"gateUnknownField": "kept-by-the-old-release"})]
+    if kind in ("rule added", "oneOf added", "anyOf added", "allOf added", "not added"):
+        return _variants(old)
+    if kind == "list type changed":
+        return [_duplicated_items(old)]
+    raise NoObject(f"no object is built for a change of class {kind!r}")
+
+
+class _Absent:
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+
+ABSENT = _Absent()
+
+
+class MERGE(dict):
+    """Fields to add to the object at the path (it keeps its own)."""
+
+
+def _fail(why: str):
+    raise NoObject(why)
+
+
+def minimal(schema: dict):
+    """The smallest value ``schema`` accepts, as hypothesis shrinks it: required fields only,
+    empty strings, zeros, the first enum value."""
+    try:
+        return find(objects.strategy(schema), lambda _: True, settings=_FIND)
+    except (NoSuchExample, Unsatisfiable) as exc:
+        raise NoObject(f"no value satisfies the old schema here ({exc})") from None
+
+
+def _filled(schema: dict, depth: int = 0):
+    """A value with every optional field present (to ``FILLED_DEPTH``), leaves minimal."""
+    properties = schema.get("properties") or {}
+    if schema.get("type") == "object" and properties and depth < FILLED_DEPTH:
+        return {k: _filled(v, depth + 1) for k, v in properties.items()}
+    one_item = schema.get("minItems", 0) <= 1 and schema.get("maxItems", 1) >= 1
+    if schema.get("type") == "array" and isinstance(schema.get("items"), dict) and one_item:
+        return [_filled(schema["items"], depth + 1)]
+    return minimal(schema)
+
+
+def _variants(old: dict) -> list:
+    """For a rule the schema alone cannot judge: the fewest fields, the most, and a few
+    drawn values (the API server says which the new rule refuses)."""
+    found = [minimal(old), _filled(old)]
+    drawn: list = []
+
+    @settings(
+        database=None,
+        deadline=None,
+        max_examples=VARIANTS * 3,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+        derandomize=True,
+    )
+    def draw(value):
+        if len(drawn) < VARIANTS and value not in drawn:
+            drawn.append(value)
+
+    from hypothesis import given
+
+    given(objects.strategy(old))(draw)()
+    return [v for i, v in enumerate(found + drawn) if v not in (found + drawn)[:i]]
+
+
+def _at_old_bound(old: dict, new: dict, bound: str):
+    """A value the old schema accepts and the new bound refuses."""
+    forced = dict(old)
+    if bound == "maxLength":
+        n = new[bound] + 1
+        forced.update(minLength=n, maxLength=n)
+    elif bound == "minLength":
+        n = max(new[bound] - 1, old.get("minLength", 0))
+        forced.update(minLength=n, maxLength=n)
+    elif bound == "maxItems":
+        n = new[bound] + 1
+        forced.update(minItems=n, maxItems=n)
+    elif bound == "minItems":
+        n = max(new[bound] - 1, old.get("minItems", 0))
+        forced.update(minItems=n, maxItems=n)
+    elif bound == "maxProperties":
+        n = new[bound] + 1
+        forced.update(minProperties=n, maxProperties=n)
+    elif bound == "minProperties":
+        n = max(new[bound] - 1, old.get("minProperties", 0))
+        forced.update(minProperties=n, maxProperties=n)
+    elif bound == "maximum":
+        step = 1 if old.get("type") == "integer" else 0.5
+        value = new[bound] if new.get("exclusiveMaximum") else new[bound] + step
+        forced.update(minimum=value, maximum=value, exclusiveMinimum=False, exclusiveMaximum=False)
+    elif bound == "minimum":
+        step = 1 if old.get("type") == "integer" else 0.5
+        value = new[bound] if new.get("exclusiveMinimum") else new[bound] - step
+        forced.update(minimum=value, maximum=value, exclusiveMinimum=False, exclusiveMaximum=False)
+    if bound.endswith("Properties") and not isinstance(old.get("additionalProperties"), dict):
+        raise NoObject(f"{bound} is built for maps only (this object declares its fields)")
+    if not _within_old(old, forced):
+        raise NoObject(f"the old schema allows no value beyond the new {bound} ({new[bound]})")
+    value = minimal(forced)
+    if not _beyond(value, new, bound):
+        raise NoObject(f"no value valid under the old schema breaks the new {bound} was built")
+    return value
+
+
+def _beyond(value, new: dict, bound: str) -> bool:
+    """Whether ``value`` breaks the new schema's ``bound`` (so a pass is worth something)."""
+    if bound in ("maximum", "minimum"):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return False
+        limit, exclusive = new[bound], new.get("exclusive" + bound.title())
+        if bound == "maximum":
+            return value > limit or (bool(exclusive) and value == limit)
+        return value < limit or (bool(exclusive) and value == limit)
+    size = len(value) if isinstance(value, (str, list, dict)) else None
+    if size is None:
+        return False
+    return size > new[bound] if bound.startswith("max") else size < new[bound]
+
+
+def _within_old(old: dict, forced: dict) -> bool:
+    """Whether the forced bounds still lie inside the old schema's own."""
+    for upper, lower in (
+        ("maxLength", "minLength"),
+        ("maxItems", "minItems"),
+        ("maxProperties", "minProperties"),
+        ("maximum", "minimum"),
+    ):
+        if upper in old and forced.get(lower, float("-inf")) > old[upper]:
+            return False
+        if lower in old and forced.get(upper, float("inf")) < old[lower]:
+            return False
+    return True
+
+
+def _old_not_new_pattern(old: dict, pattern: str) -> str:
+    """A string valid under the old schema that the new pattern does not match (patterns
+    are searched for, not anchored, as the API server applies them)."""
+    try:
+        compiled = re.compile(pattern)
+    except re.error:
+        raise NoObject(f"the new pattern {pattern!r} is not a Python regular expression") from None
+    strings = objects.strategy({k: v for k, v in old.items() if k != "enum"})
+    if "enum" in old:
+        strings = st.sampled_from(old["enum"])
+    try:
+        return find(
+            strings, lambda s: isinstance(s, str) and not compiled.search(s), settings=_FIND
+        )
+    except (NoSuchExample, Unsatisfiable):
+        raise NoObject(
+            f"no string valid under the old schema and not matching {pattern!r} was found "
+            f"({PATTERN_TRIES} tried)"
+        ) from None
+
+
+def _duplicated_items(old: dict) -> list:
+    item = minimal(old.get("items") or {})
+    return [item, copy.deepcopy(item)]
+
+
+def _place(body: dict, schema: dict, parts: tuple[str, ...], holding) -> None:
+    """Put ``holding`` at ``parts`` of ``body``, building what lies on the way (the
+    smallest each node accepts: an object's required fields, one item of a list)."""
+    target: Any = body
+    node = schema
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        if part == "[]":
+            node = node.get("items") or {}
+            key: object = 0
+            if not target:
+                target.append(minimal(node))
+        else:
+            node = (
+                node.get("additionalProperties")
+                if part == "*"
+                else (node.get("properties") or {}).get(part)
+            ) or {}
+            key = "gate" if part == "*" else part
+            if not last and not isinstance(target.get(key), (dict, list)):
+                target[key] = minimal(node)
+        if last:
+            if holding is ABSENT:
+                if isinstance(target, dict):
+                    target.pop(key, None)
+                else:
+                    target[key] = {}
+            elif isinstance(holding, MERGE):
+                current = target[key] if _has(target, key) and isinstance(target[key], dict) else {}
+                target[key] = {**current, **holding}
+            else:
+                target[key] = copy.deepcopy(holding)
+            return
+        target = target[key]
+
+
+def _has(target, key) -> bool:
+    return key in target if isinstance(target, dict) else key < len(target)
