@@ -24,6 +24,8 @@ from crdharness.gate import objects
 from crdharness.gate.changes import Change
 
 VARIANTS = 3  # drawn values per rule or combinator change, beside the fewest and most fields
+ENUM_VALUES = 5  # enumerated values tried per field below a rule's node
+ENUMERATED = 12  # and at most this many in all
 FILLED_DEPTH = 3  # levels of optional fields the "most fields" variant fills
 PATTERN_TRIES = 500  # strings drawn from the old pattern in search of one the new refuses
 _FIND = settings(
@@ -100,7 +102,32 @@ ABSENT = _Absent()
 
 
 class MERGE(dict):
-    """Fields to add to the object at the path (it keeps its own)."""
+    """Fields to add to the object at the path (they replace its own)."""
+
+
+class FILL(dict):
+    """Fields to add to the object at the path where it has none (its own are kept)."""
+
+
+class SUB:
+    """A value for one field below the path, in the base object's own value there."""
+
+    def __init__(self, parts: tuple[str, ...], value) -> None:
+        self.parts, self.value = parts, value
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, SUB) and (self.parts, self.value) == (other.parts, other.value)
+
+    def __repr__(self) -> str:
+        return f"SUB({'.'.join(self.parts)}={self.value!r})"
+
+
+class _Keep:
+    def __repr__(self) -> str:
+        return "KEEP"
+
+
+KEEP = _Keep()  # the base object's own value at the path (built if it has none)
 
 
 def _fail(why: str):
@@ -128,9 +155,11 @@ def _filled(schema: dict, depth: int = 0):
 
 
 def _variants(old: dict) -> list:
-    """For a rule the schema alone cannot judge: the fewest fields, the most, and a few
-    drawn values (the API server says which the new rule refuses)."""
-    found = [minimal(old), _filled(old)]
+    """For a rule the schema alone cannot judge: the base object's own value (a sample's
+    passes the rules a schema cannot say), the same with every optional field filled in,
+    the fewest fields, the most, and a few drawn values (the API server says which the new
+    rule refuses)."""
+    found = [KEEP, *_enumerated(old), FILL(_filled(old)), minimal(old), _filled(old)]
     drawn: list = []
 
     @settings(
@@ -149,6 +178,22 @@ def _variants(old: dict) -> list:
 
     given(objects.strategy(old))(draw)()
     return [v for i, v in enumerate(found + drawn) if v not in (found + drawn)[:i]]
+
+
+def _enumerated(node: dict, parts: tuple[str, ...] = (), depth: int = 0) -> list[SUB]:
+    """Each value the old schema enumerates below ``node`` (enums, booleans), one at a
+    time in the base object: a rule that forbids an old value or flag is met by it."""
+    found: list[SUB] = []
+    if parts and "enum" in node:
+        found += [SUB(parts, v) for v in node["enum"][:ENUM_VALUES]]
+    elif parts and node.get("type") == "boolean":
+        found += [SUB(parts, True), SUB(parts, False)]
+    if depth < FILLED_DEPTH:
+        for key, child in (node.get("properties") or {}).items():
+            found += _enumerated(child, (*parts, key), depth + 1)
+        if isinstance(node.get("items"), dict):
+            found += _enumerated(node["items"], (*parts, "[]"), depth + 1)
+    return found[:ENUMERATED]
 
 
 def _at_old_bound(old: dict, new: dict, bound: str):
@@ -273,13 +318,29 @@ def _place(body: dict, schema: dict, parts: tuple[str, ...], holding) -> None:
                     target.pop(key, None)
                 else:
                     target[key] = {}
-            elif isinstance(holding, MERGE):
+            elif holding is KEEP or isinstance(holding, SUB):
+                if not _has(target, key):
+                    target[key] = minimal(node)
+                if isinstance(holding, SUB):
+                    _place(target[key], node, holding.parts, holding.value)
+            elif isinstance(holding, (MERGE, FILL)):
                 current = target[key] if _has(target, key) and isinstance(target[key], dict) else {}
-                target[key] = {**current, **holding}
+                target[key] = (
+                    {**current, **holding}
+                    if isinstance(holding, MERGE)
+                    else _under(holding, current)
+                )
             else:
                 target[key] = copy.deepcopy(holding)
             return
         target = target[key]
+
+
+def _under(filled, own):
+    """``own`` with what ``filled`` has and it lacks (its own values win)."""
+    if isinstance(filled, dict) and isinstance(own, dict):
+        return {**filled, **{k: _under(filled.get(k), v) for k, v in own.items()}}
+    return own if own is not None else filled
 
 
 def _has(target, key) -> bool:

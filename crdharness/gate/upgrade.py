@@ -91,7 +91,7 @@ def check(ctx: GateContext, release: Release, written, before, stored_before) ->
                     f"LIST at {version}: {listed.status} {'' if listed.ok else listed.message}",
                 )
     proven_untouched = _check_untouched(ctx, result, written, before)
-    writes = _write_all_again(ctx, result, release, written)
+    writes, hazards = _write_all_again(ctx, result, release, written)
     for name in ctx.live(release):
         expected = set(stored_before.get(name) or []) | {release.storage(name)}
         if not stored_before.get(name):
@@ -120,7 +120,14 @@ def check(ctx: GateContext, release: Release, written, before, stored_before) ->
             f"version ({checked} reads), unchanged{etcd}; written again {writes} times "
             "(update, annotation, server-side apply, status, re-create), all accepted and "
             "read back unchanged"
+            + (f" but for {len(result.allowed)} excused by `allow`" if result.allowed else "")
             + (f"; not checked: {', '.join(left_out)} (refused, see install)" if left_out else "")
+            + (
+                f"; {hazards} writes release {release.index} already refused are its own "
+                "hazards (see the report)"
+                if hazards
+                else ""
+            )
         )
     decide(ctx, release, written)
     _enough_evidence(ctx, result, release, written)
@@ -144,14 +151,15 @@ def _finding(
             for p in named
         ]
         rule = rules[0] if all(rules) else None
+    first = details[0] if details else headline
+    first = first if obj.name in first else f"{obj.name}: {first}"
     if rule is not None:
-        note = f"{obj.crd} {obj.name}: {details[0] if details else headline} ({rule.reason})"
+        note = f"{obj.crd} {first} ({rule.reason})"
         obj.excused.append(note)
         if note not in result.allowed:
             result.allowed.append(note)
         return
-    first = details[0] if details else headline
-    obj.findings.append(first if obj.name in first else f"{obj.name}: {first}")
+    obj.findings.append(first)
     result.fail(headline, *details)
 
 
@@ -241,11 +249,14 @@ def _remember(
         )
 
 
-def _write_all_again(ctx: GateContext, result, release: Release, written: list[Written]) -> int:
+def _write_all_again(
+    ctx: GateContext, result, release: Release, written: list[Written]
+) -> tuple[int, int]:
     """Every old object written again at every served version (see ``upgrade_writes``),
     and read back after each version's writes (what each version reads last is kept for
-    the next release's comparison). Returns the number of writes."""
-    writes = 0
+    the next release's comparison). Returns the number of writes, and of those refused
+    already under the earlier release."""
+    writes = hazards = 0
     for obj in written:
         resource = ctx.resource(obj.crd)
         for version in release.served(obj.crd):
@@ -255,6 +266,7 @@ def _write_all_again(ctx: GateContext, result, release: Release, written: list[W
             writes += 4 + has_status
             _check_unchanged_by_writes(ctx, result, release, obj, version)
             new = [r for r in refused if r.key not in obj.baseline]
+            hazards += len(refused) - len(new)
             _remember(ctx, release, obj, version, refused, [r for r in refused if r not in new])
             if new:
                 _finding(
@@ -265,7 +277,7 @@ def _write_all_again(ctx: GateContext, result, release: Release, written: list[W
                     f"written under release {release.index + 1}: {new[0].line}",
                     *(f"{obj.name}: {r.line}" for r in new),
                 )
-    return writes
+    return writes, hazards
 
 
 def _check_unchanged_by_writes(

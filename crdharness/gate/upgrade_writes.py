@@ -11,7 +11,8 @@ through ``/status`` where the subresource exists. The API server ratchets valida
 writes may all be accepted while the object is no longer valid: last, the same content is
 created again as a dry run, as a restore from backup or a GitOps re-apply would, and a
 refusal there says which writes still fail (any that changes the offending fields, and every
-re-create).
+re-create); and its status is written through ``/status`` to a new copy, as a controller
+setting the same conditions anew would (``status`` is never judged on a create).
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ class Refusal:
     @property
     def line(self) -> str:
         text = f"{self.write} at {self.version}: {self.status} {self.message}"
-        if self.write == RECREATE:
+        if self.write in (RECREATE, RECREATE_STATUS):
             text += (
                 " — the writes above pass only because the API server ratchets validation "
                 "of unchanged values; a write that changes these fields, and every "
@@ -67,6 +68,9 @@ class Refusal:
 
 
 RECREATE = "the same content created again (dry run, as a restore or re-apply would)"
+RECREATE_STATUS = (
+    "the same status written through /status to a new copy (as a controller setting it anew would)"
+)
 
 
 def write_again(cluster: Cluster, path: str, version: str, has_status: bool) -> list[Refusal]:
@@ -119,7 +123,29 @@ def write_again(cluster: Cluster, path: str, version: str, has_status: bool) -> 
         # An admission webhook with side effects refuses every dry run: that says nothing here.
         if not recreated.ok and "dry run" not in recreated.message.lower():
             refused.append(Refusal(RECREATE, version, recreated.status, recreated.message))
+        elif has_status and content.get("status"):
+            refusal = _status_written_anew(cluster, collection, again, content["status"])
+            if refusal is not None:
+                refused.append(Refusal(RECREATE_STATUS, version, *refusal))
     return refused
+
+
+def _status_written_anew(
+    cluster: Cluster, collection: str, obj: dict, status: dict
+) -> tuple[int, str] | None:
+    """The object's status written through ``/status`` to a new copy of it (deleted after):
+    ratcheting lets an unchanged status through on the object itself, while a controller
+    that sets the same conditions anew, on any object, is refused. The server's answer if
+    refused."""
+    created = call(cluster, "POST", collection, obj)
+    if not created.ok:
+        return None  # the dry run above judged the content; this is only for its status
+    path = f"{collection}/{created.body['metadata']['name']}"
+    try:
+        put = call(cluster, "PUT", f"{path}/status", {**created.body, "status": status})
+        return None if put.ok else (put.status, put.message)
+    finally:
+        call(cluster, "DELETE", path)
 
 
 def _applied(obj: dict) -> dict:
