@@ -105,7 +105,10 @@ min_objects: 3
         ("generate: 3\n", "crds: missing"),
         ("crds: []\n", "crds: must be a non-empty list"),
         ("crds: [missing.yaml]\n", "missing.yaml does not exist"),
-        ("crds: [crd.yaml]\ncrd: [x]\n", ":2: crd: unknown key (known: accept_not_proven, admission, allow, crds"),
+        (
+            "crds: [crd.yaml]\ncrd: [x]\n",
+            ":2: crd: unknown key (known: accept_not_proven, admission, allow, crds",
+        ),
         ("crds: [crd.yaml]\nwebhook:\n  comand: x\n", ":3: webhook.comand: unknown key"),
         (
             "crds: [crd.yaml]\nwebhook: {port: 1}\n",

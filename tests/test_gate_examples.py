@@ -22,6 +22,7 @@ def gate(
     """Run the gate on an example; return its exit code, its report (the one in
     ``report_in``, a sub-directory, for a gate over several Kubernetes versions) and output."""
     artifacts = tmp_path / "gate"
+    tmp_path.mkdir(parents=True, exist_ok=True)
     result = subprocess.run(
         [
             sys.executable,
@@ -333,12 +334,130 @@ def test_a_new_required_field_fails_the_upgrade_on_every_write_of_old_objects(tm
     assert "sample printer-jam at v1:" in details
 
 
-def test_generated_objects_alone_cannot_prove_an_upgrade_breaks_writes(tmp_path):
-    _, report, _ = gate(tmp_path, "narrowed/gate-required-generated-only.yaml")
+def test_a_refusal_of_a_generated_object_is_a_finding_too(tmp_path):
+    # An object release 1 accepted and release 2 refuses fails the upgrade, whatever made it.
+    code, report, _ = gate(tmp_path, "narrowed/gate-required-generated-only.yaml")
+    assert code == 1
+    upgrade = checks(report)["upgrade[release 1->2]"]
+    assert upgrade["status"] == "FAIL"
+    assert "spec.owner: Required value" in upgrade["evidence"]
+    assert changes(report) == {("spec.owner", "required added"): "proven"}
+
+
+def changes(report: dict) -> dict[tuple[str, str], str]:
+    """The report's "what changed" table: (path, class) -> decision."""
+    return {(c["path"], c["change"]): c["decision"] for c in report["changes"]}
+
+
+def evidence(report: dict, path: str, change: str) -> str:
+    return next(
+        c["evidence"] for c in report["changes"] if (c["path"], c["change"]) == (path, change)
+    )
+
+
+def test_changes_old_objects_already_satisfy_are_cleared_on_the_server(tmp_path):
+    code, report, output = gate(tmp_path, "tightened/gate.yaml")
+    assert code == 0, output[-3000:]
+    assert changes(report) == {("spec", "rule added"): "cleared"}
+    assert "all accepted and unchanged" in evidence(report, "spec", "rule added")
+    assert "verdict: PASS" in output
+
+
+def test_an_enum_value_removed_inside_status_conditions_fails_the_upgrade(tmp_path):
+    code, report, _ = gate(tmp_path, "tightened/gate-status-enum.yaml")
+    assert code == 1
+    assert failed(report) == {"upgrade[release 1->2]"}
+    assert changes(report) == {("status.conditions[].type", "enum value removed"): "proven"}
+    proof = evidence(report, "status.conditions[].type", "enum value removed")
+    # Ratcheting lets the unchanged status through on the object itself: the proof is the
+    # same status written anew, as a controller setting its conditions would.
+    assert "written through /status to a new copy" in proof
+    assert 'Unsupported value: "Progressing"' in proof
+
+
+def test_a_new_rule_forbidding_an_old_field_fails_and_an_allowance_excuses_it(tmp_path):
+    code, report, _ = gate(tmp_path, "tightened/gate-rule.yaml")
+    assert code == 1
+    assert changes(report) == {("spec", "rule added"): "proven"}
+    assert "legacyMode is no longer supported" in evidence(report, "spec", "rule added")
+    code, report, output = gate(tmp_path / "allowed", "tightened/gate-rule-allowed.yaml")
+    assert code == 0, output[-3000:]
+    assert changes(report) == {("spec", "rule added"): "allowed"}
+    upgrade = checks(report)["upgrade[release 1->2]"]
+    assert any("our validating webhook has refused legacyMode" in a for a in upgrade["allowed"])
+
+
+def test_tightened_bounds_and_pattern_are_each_proven_with_the_servers_message(tmp_path):
+    code, report, _ = gate(tmp_path, "tightened/gate-bounds.yaml")
+    assert code == 1
+    assert changes(report) == {
+        ("spec.name", "bound tightened"): "proven",
+        ("spec.name", "pattern changed"): "proven",
+        ("spec.replicas", "bound tightened"): "proven",
+    }
+    assert "may not be more than 20 bytes" in evidence(report, "spec.name", "bound tightened")
+    assert "should match" in evidence(report, "spec.name", "pattern changed")
+    assert "less than or equal to 10" in evidence(report, "spec.replicas", "bound tightened")
+
+
+def test_a_new_default_that_changes_stored_objects_fails_unless_allowed(tmp_path):
+    code, report, _ = gate(tmp_path, "tightened/gate-default.yaml")
+    assert code == 1
+    upgrade = checks(report)["upgrade[release 1->2]"]
+    assert 'with a value it did not have: spec.mode: appeared ("auto")' in upgrade["evidence"]
+    assert changes(report) == {("spec.mode", "default added"): "proven"}
+    code, report, output = gate(tmp_path / "allowed", "tightened/gate-default-allowed.yaml")
+    assert code == 0, output[-3000:]
+    assert changes(report) == {("spec.mode", "default added"): "allowed"}
+
+
+def test_a_release_upgraded_to_itself_passes_and_its_own_hazard_is_reported_apart(tmp_path):
+    code, report, output = gate(tmp_path, "tightened/gate-itself.yaml")
+    assert code == 0, output[-3000:]
+    assert checks(report)["upgrade[release 1->2]"]["status"] == "pass"
+    assert report["changes"] == []
+    # status.observed is a string with int-or-string: an integer is stored, and server-side
+    # apply of that object fails under every release: release 1's hazard, not the upgrade's.
+    assert any(h.startswith("release 1:") and "expected string" in h for h in report["hazards"]), (
+        report["hazards"]
+    )
+
+
+def test_no_old_object_reaching_the_writes_is_not_proven_and_exits_2(tmp_path):
+    code, report, output = gate(tmp_path, "thin/gate.yaml")
+    assert code == 2, output[-3000:]
+    assert report["verdict"] == "NOT PROVEN"
     upgrade = checks(report)["upgrade[release 1->2]"]
     assert upgrade["status"] == "not proven"
-    assert "add such objects to `samples`" in upgrade["evidence"]
-    assert "spec.owner: Required value" in upgrade["evidence"]
+    assert "0 old objects reached the writes" in upgrade["evidence"]
+    assert "checksum must be the serial followed by -ok" in upgrade["evidence"]
+    assert changes(report) == {("spec", "rule added"): "not proven"}
+
+
+def test_samples_give_the_evidence_and_the_new_rule_is_proven_on_an_old_value(tmp_path):
+    code, report, _ = gate(tmp_path, "thin/gate-samples.yaml")
+    assert code == 1
+    assert changes(report) == {("spec", "rule added"): "proven"}
+    assert "spec.tier: Invalid value: the legacy tier is retired" in evidence(
+        report, "spec", "rule added"
+    )
+    code, report, output = gate(tmp_path / "ok", "thin/gate-samples-compatible.yaml")
+    assert code == 0, output[-3000:]
+    assert checks(report)["upgrade[release 1->2]"]["status"] == "pass"
+
+
+def test_a_not_proven_check_the_project_accepts_exits_0_and_is_listed(tmp_path):
+    code, report, output = gate(tmp_path, "thin/gate-accepted.yaml")
+    assert code == 0, output[-3000:]
+    assert checks(report)["upgrade[release 1->2]"]["status"] == "not proven"
+    assert report["verdict"] == "PASS"
+    assert report["accepted_not_proven"] == [
+        {
+            "check": "upgrade",
+            "subject": "release 1->2",
+            "reason": "gadgets are only made by our controller, whose own tests cover this upgrade",
+        }
+    ]
 
 
 def test_a_webhook_that_swaps_two_fields_both_ways_fails_the_cross_version_oracle(tmp_path):
