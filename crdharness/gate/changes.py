@@ -233,17 +233,17 @@ def _node_changes(add, old: dict, new: dict) -> None:
     ):
         add("unknown fields pruned", "x-kubernetes-preserve-unknown-fields dropped")
     old_list = (
-        old.get("x-kubernetes-list-type"),
+        old.get("x-kubernetes-list-type") or "atomic",  # none is atomic
         tuple(old.get("x-kubernetes-list-map-keys") or ()),
     )
     new_list = (
-        new.get("x-kubernetes-list-type"),
+        new.get("x-kubernetes-list-type") or "atomic",
         tuple(new.get("x-kubernetes-list-map-keys") or ()),
     )
-    if new_list[0] and new_list != old_list:
+    if new_list[0] != "atomic" and new_list != old_list:  # unique items or keys now
         add(
             "list type changed",
-            f"{old_list[0] or 'atomic'} -> {new_list[0]} {list(new_list[1]) or ''}".rstrip(),
+            f"{old_list[0]} -> {new_list[0]} {list(new_list[1]) or ''}".rstrip(),
         )
 
 

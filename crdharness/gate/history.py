@@ -251,6 +251,12 @@ def write_targeted(ctx: GateContext, release: Release, upcoming: list[Change]) -
         except targeted.NoObject as exc:
             change.decide(NOT_PROVEN, f"no object holding it could be built: {exc}")
             continue
+        except Exception as exc:  # the gate's own failure for this change: undecided, said so
+            change.decide(
+                NOT_PROVEN,
+                f"the gate could not build an object holding it: {type(exc).__name__}: {exc}",
+            )
+            continue
         refusals: list[Answer] = []
         for body in bodies:
             record = _write_one(ctx, release, change.crd, entry, body, "t", refusals)

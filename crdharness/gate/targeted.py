@@ -65,7 +65,9 @@ def _holdings(change: Change) -> list:
     old, new = change.old, change.new
     kind = change.kind
     if kind in ("required added", "default added", "default changed"):
-        return [ABSENT]
+        # Absent, beside the fewest other fields and beside every other field (a status
+        # that holds something else, as real ones do).
+        return [ABSENT, ABSENT_AMONG_FILLED]
     if kind == "enum value removed":
         return list(change.values[:3])
     if kind == "enum added":
@@ -99,6 +101,7 @@ class _Absent:
 
 
 ABSENT = _Absent()
+ABSENT_AMONG_FILLED = _Absent()  # absent, its siblings all present
 
 
 class MERGE(dict):
@@ -159,7 +162,9 @@ def _variants(old: dict) -> list:
     passes the rules a schema cannot say), the same with every optional field filled in,
     the fewest fields, the most, and a few drawn values (the API server says which the new
     rule refuses)."""
-    found = [KEEP, *_enumerated(old), FILL(_filled(old)), minimal(old), _filled(old)]
+    filled = _filled(old)
+    fill = [FILL(filled)] if isinstance(filled, dict) else []
+    found = [KEEP, *_enumerated(old), *fill, minimal(old), filled]
     drawn: list = []
 
     @settings(
@@ -297,6 +302,7 @@ def _place(body: dict, schema: dict, parts: tuple[str, ...], holding) -> None:
     target: Any = body
     node = schema
     for i, part in enumerate(parts):
+        parent = node
         last = i == len(parts) - 1
         if part == "[]":
             node = node.get("items") or {}
@@ -313,8 +319,12 @@ def _place(body: dict, schema: dict, parts: tuple[str, ...], holding) -> None:
             if not last and not isinstance(target.get(key), (dict, list)):
                 target[key] = minimal(node)
         if last:
-            if holding is ABSENT:
+            if holding is ABSENT or holding is ABSENT_AMONG_FILLED:
                 if isinstance(target, dict):
+                    if holding is ABSENT_AMONG_FILLED:
+                        filled = _filled(parent)
+                        if isinstance(filled, dict):
+                            target.update(_under(filled, dict(target)))
                     target.pop(key, None)
                 else:
                     target[key] = {}

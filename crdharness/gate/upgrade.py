@@ -22,10 +22,19 @@ from crdharness.gate.changes import Change
 from crdharness.gate.context import GateContext
 from crdharness.gate.manifests import Release
 from crdharness.gate.results import CheckResult
-from crdharness.gate.upgrade_writes import TOUCHED, Refusal, write_again
+from crdharness.gate.upgrade_writes import (
+    RECREATE,
+    RECREATE_STATUS,
+    TOUCHED,
+    Refusal,
+    write_again,
+)
 
 # The paths a refusal's message names: "spec.owner: Required value", "status.state: ...".
 MESSAGE_PATH = re.compile(r"\b((?:spec|status)(?:\.[A-Za-z0-9_-]+|\[\d+\])*)(?![A-Za-z0-9_])")
+
+
+RECREATES = (RECREATE, RECREATE_STATUS)
 
 
 @dataclass(eq=False)
@@ -43,6 +52,7 @@ class Written:
     baseline: set[tuple[str, str]] = field(default_factory=set)  # writes refused before
     findings: list[str] = field(default_factory=list)  # this transition's, about it
     excused: list[str] = field(default_factory=list)  # findings an `allow` entry excused
+    hazarded: set[tuple[str, str]] = field(default_factory=set)  # writes refused both times
 
 
 def etcd_snapshot(ctx: GateContext, written: list[Written]) -> dict:
@@ -60,7 +70,7 @@ def etcd_snapshot(ctx: GateContext, written: list[Written]) -> dict:
 def check(ctx: GateContext, release: Release, written, before, stored_before) -> None:
     result = ctx.result("upgrade", checks.transition(release.index))
     for obj in written:
-        obj.findings, obj.excused = [], []
+        obj.findings, obj.excused, obj.hazarded = [], [], set()
     checked = 0
     for obj in written:
         if obj.crd not in release.crds:
@@ -267,6 +277,7 @@ def _write_all_again(
             _check_unchanged_by_writes(ctx, result, release, obj, version)
             new = [r for r in refused if r.key not in obj.baseline]
             hazards += len(refused) - len(new)
+            obj.hazarded |= {r.key for r in refused if r not in new}
             _remember(ctx, release, obj, version, refused, [r for r in refused if r not in new])
             if new:
                 _finding(
@@ -343,22 +354,43 @@ def decide(ctx: GateContext, release: Release, written: list[Written]) -> None:
             _decide_on_the_crd(ctx, release, change, written)
             continue
         held = [w for w in written if w.change is change]
-        if not held:
-            change.decide(changes.NOT_PROVEN, change.evidence or "no object was built for it")
-            continue
-        proof = next((w for w in held if w.findings), None)
+        proof = next((w.findings[0] for w in held if w.findings), None) or _named_by(
+            change, written
+        )
+        judged = [w for w in held if not any(k[0] in RECREATES for k in w.hazarded)]
         if proof is not None:
-            change.decide(changes.PROVEN, proof.findings[0])
+            change.decide(changes.PROVEN, proof)
         elif any(w.excused for w in held):
             change.decide(changes.ALLOWED, next(w for w in held if w.excused).excused[0])
+        elif not held:
+            change.decide(changes.NOT_PROVEN, change.evidence or "no object was built for it")
+        elif not judged:
+            change.decide(
+                changes.NOT_PROVEN,
+                f"release {release.index} already refuses re-creating the objects built for "
+                "it (a hazard of that release, see the report): the new schema was not judged",
+            )
         else:
             change.decide(
                 changes.CLEARED,
-                f"{len(held)} object{'s' if len(held) > 1 else ''} holding it "
-                f"({', '.join(w.name for w in held[:3])}) stored under release "
+                f"{len(judged)} object{'s' if len(judged) > 1 else ''} holding it "
+                f"({', '.join(w.name for w in judged[:3])}) stored under release "
                 f"{release.index}: read, written again and re-created under release "
                 f"{release.index + 1}, all accepted and unchanged",
             )
+
+
+def _named_by(change: Change, written: list[Written]) -> str | None:
+    """A finding about any old object of the CRD whose server message names the change's
+    path (a generated object may hold what changed before a built one does)."""
+    for obj in written:
+        if obj.crd != change.crd:
+            continue
+        for finding in obj.findings:
+            named = [diff.schema_path(p) for p in _named_paths(finding)]
+            if any(diff.at_or_under(p, change.path) for p in named):
+                return finding
+    return None
 
 
 def _decide_on_the_crd(ctx: GateContext, release: Release, change: Change, written) -> None:

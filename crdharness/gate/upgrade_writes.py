@@ -112,7 +112,9 @@ def write_again(cluster: Cluster, path: str, version: str, has_status: bool) -> 
                 cluster, f"{path}/status", lambda c: c, read_path=path, current=latest
             ),
         )
-    if content is not None and not refused:
+    # Always made, even after a refusal above: that refusal may be the earlier release's own
+    # hazard, and the re-create is what judges the new schema on unchanged values.
+    if content is not None:
         again = _applied(content)
         again["metadata"] = {
             "generateName": "gate-recreated-",
@@ -123,7 +125,7 @@ def write_again(cluster: Cluster, path: str, version: str, has_status: bool) -> 
         # An admission webhook with side effects refuses every dry run: that says nothing here.
         if not recreated.ok and "dry run" not in recreated.message.lower():
             refused.append(Refusal(RECREATE, version, recreated.status, recreated.message))
-        elif has_status and content.get("status"):
+        elif has_status and "status" in content:
             refusal = _status_written_anew(cluster, collection, again, content["status"])
             if refusal is not None:
                 refused.append(Refusal(RECREATE_STATUS, version, *refusal))

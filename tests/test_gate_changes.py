@@ -1,0 +1,219 @@
+"""What changed between two releases (``changes``) and the objects built to hold each change
+(``targeted``): computed from manifests alone, before any cluster."""
+
+import copy
+import re
+
+import pytest
+
+from crdharness.gate import changes, targeted
+from crdharness.gate.manifests import Release
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "spec": {
+            "type": "object",
+            "properties": {
+                "size": {"type": "string", "enum": ["small", "large"]},
+                "name": {"type": "string", "maxLength": 63},
+                "replicas": {"type": "integer", "minimum": 0, "maximum": 100},
+                "mode": {"type": "string"},
+                "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+                "legacy": {"type": "boolean"},
+            },
+        },
+        "status": {
+            "type": "object",
+            "properties": {
+                "conditions": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "required": ["type"],
+                        "properties": {
+                            "type": {"type": "string", "enum": ["Ready", "Progressing"]},
+                            "reason": {"type": "string", "pattern": "^[A-Za-z]+$"},
+                        },
+                    },
+                }
+            },
+        },
+    },
+}
+
+
+def release(index: int, schema: dict, **spec) -> Release:
+    crd = {
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "widgets", "kind": "Widget"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": schema},
+                }
+            ],
+            **spec,
+        },
+    }
+    return Release(index, f"release {index + 1}", {"widgets.example.com": crd})
+
+
+def changed(edit) -> list[changes.Change]:
+    new = copy.deepcopy(SCHEMA)
+    edit(new["properties"])
+    return changes.between(release(0, SCHEMA), release(1, new), "widgets.example.com")
+
+
+def rows(found) -> set[tuple[str, str]]:
+    return {(c.path, c.kind) for c in found}
+
+
+def test_an_unchanged_release_has_no_changes():
+    assert changed(lambda p: None) == []
+
+
+def test_widening_is_not_a_change():
+    def widen(p):
+        p["spec"]["properties"]["size"]["enum"].append("huge")
+        p["spec"]["properties"]["name"]["maxLength"] = 253
+        p["spec"]["properties"]["owner"] = {"type": "string"}
+
+    assert changed(widen) == []
+
+
+@pytest.mark.parametrize(
+    ("edit", "expected"),
+    [
+        (
+            lambda p: p["status"]["properties"]["conditions"]["items"]["properties"]["type"].update(
+                enum=["Ready"]
+            ),
+            ("status.conditions[].type", "enum value removed"),
+        ),
+        (lambda p: p["spec"].update(required=["size"]), ("spec.size", "required added")),
+        (
+            lambda p: p["spec"]["properties"]["name"].update(maxLength=20),
+            ("spec.name", "bound tightened"),
+        ),
+        (
+            lambda p: p["spec"]["properties"]["replicas"].update(maximum=10),
+            ("spec.replicas", "bound tightened"),
+        ),
+        (
+            lambda p: p["spec"]["properties"]["name"].update(pattern="^[a-z]+$"),
+            ("spec.name", "pattern changed"),
+        ),
+        (
+            lambda p: p["spec"]["properties"]["mode"].update(type="integer"),
+            ("spec.mode", "type changed"),
+        ),
+        (lambda p: p["spec"]["properties"].pop("legacy"), ("spec.legacy", "field removed")),
+        (
+            lambda p: p["spec"].update(
+                {"x-kubernetes-validations": [{"rule": "!has(self.legacy)"}]}
+            ),
+            ("spec", "rule added"),
+        ),
+        (
+            lambda p: p["spec"]["properties"]["mode"].update(default="auto"),
+            ("spec.mode", "default added"),
+        ),
+        (
+            lambda p: p["spec"]["properties"]["labels"].update(maxProperties=1),
+            ("spec.labels", "bound tightened"),
+        ),
+        (
+            lambda p: p["spec"]["properties"]["mode"].update(enum=["auto"]),
+            ("spec.mode", "enum added"),
+        ),
+    ],
+)
+def test_each_tightening_is_one_row_and_its_object_holds_it(edit, expected):
+    found = changed(edit)
+    assert rows(found) == {expected}
+    change = found[0]
+    entry = release(0, SCHEMA).entry("widgets.example.com", "v1")
+    built = targeted.bodies(change, entry, [])
+    assert built, "no object built"
+    for body in built:
+        assert "spec" in body or "status" in body
+    value = _at(built[0], change.path)
+    if change.kind == "enum value removed":
+        assert value == "Progressing"
+    elif change.kind in ("required added", "default added"):
+        assert value is _MISSING and _at(built[0], change.path.rsplit(".", 1)[0]) is not _MISSING
+    elif change.path == "spec.name" and change.kind == "bound tightened":
+        assert len(value) == 21
+    elif change.path == "spec.replicas":
+        assert value == 11
+    elif change.kind == "pattern changed":
+        assert isinstance(value, str) and not re.search("^[a-z]+$", value)
+    elif change.kind == "type changed":
+        assert isinstance(value, str)
+    elif change.path == "spec.labels":
+        assert len(value) == 2
+    elif change.kind == "enum added":
+        assert value != "auto"
+    elif change.kind == "rule added":  # a variant holds each value the old schema enumerates
+        assert any(_at(b, "spec.legacy") is True for b in built)
+        assert any(_at(b, "spec.size") == "large" for b in built)
+
+
+def test_a_rule_variant_keeps_the_samples_own_values():
+    found = changed(
+        lambda p: p["spec"].update({"x-kubernetes-validations": [{"rule": "self.size != 'large'"}]})
+    )
+    entry = release(0, SCHEMA).entry("widgets.example.com", "v1")
+    sample = {"spec": {"size": "small", "name": "kept", "mode": "m"}}
+    built = targeted.bodies(found[0], entry, [sample])
+    assert built[0] == sample  # the sample as it is
+    assert {"size": "large", "name": "kept", "mode": "m"} in [b["spec"] for b in built]
+
+
+def test_a_change_no_object_can_hold_says_why():
+    def impossible(p):
+        p["spec"]["properties"]["name"].update(pattern=".*")  # matches every string
+
+    (change,) = changed(impossible)
+    entry = release(0, SCHEMA).entry("widgets.example.com", "v1")
+    with pytest.raises(targeted.NoObject, match="no string valid under the old schema"):
+        targeted.bodies(change, entry, [])
+
+
+def test_crd_wide_changes_and_a_new_storage_version_under_none():
+    old, new = release(0, SCHEMA), release(1, SCHEMA, scope="Cluster")
+    assert rows(changes.between(old, new, "widgets.example.com")) == {("", "scope changed")}
+    two = copy.deepcopy(release(1, SCHEMA).crds["widgets.example.com"])
+    v2 = copy.deepcopy(two["spec"]["versions"][0])
+    v2["name"] = "v2"
+    del v2["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["legacy"]
+    two["spec"]["versions"][0]["storage"] = False
+    two["spec"]["versions"].append(v2)
+    found = changes.between(
+        old, Release(1, "r2", {"widgets.example.com": two}), "widgets.example.com"
+    )
+    assert rows(found) == {("spec.legacy", "storage version changed under None")}
+    assert found[0].version == "v1"  # objects stored at v1 hold it
+
+
+_MISSING = object()
+
+
+def _at(body: dict, path: str):
+    node = body
+    for part in re.findall(r"[^.\[\]]+|\[\]", path):
+        if part == "[]":
+            node = node[0] if isinstance(node, list) and node else _MISSING
+        elif isinstance(node, dict) and part in node:
+            node = node[part]
+        else:
+            return _MISSING
+        if node is _MISSING:
+            return _MISSING
+    return node
