@@ -143,6 +143,23 @@ def _compare(
                 new_props.get(name) or {},
             )
         )
+    for name in sorted(set(new_props) - set(old_props)):
+        if "default" in new_props[name] and not (top and name in TOP_LEVEL):
+            here = (*parts, name)
+            found.append(
+                Change(
+                    crd,
+                    t,
+                    version,
+                    spell(here),
+                    "default added",
+                    f"new field with default {_short(new_props[name]['default'])}",
+                    here,
+                    {},
+                    new_props[name],
+                    (new_props[name]["default"],),
+                )
+            )
     for name, child in old_props.items():
         if top and name in TOP_LEVEL:
             continue

@@ -38,6 +38,12 @@ _FIND = settings(
 )
 
 
+RULE_KINDS = ("rule added", "oneOf added", "anyOf added", "allOf added", "not added")
+LITERAL = re.compile(r"'([^'\\]*)'|\"([^\"\\]*)\"")  # a CEL string literal
+FIELD = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)")  # a field a CEL expression selects
+COMBINATIONS = 24  # at most this many objects of the rule's own literals and values
+
+
 class NoObject(Exception):
     """No object that holds the change could be built (the reason is the message)."""
 
@@ -88,8 +94,9 @@ def _holdings(change: Change) -> list:
         return [None]
     if kind == "unknown fields pruned":
         return [MERGE({"gateUnknownField": "kept-by-the-old-release"})]
-    if kind in ("rule added", "oneOf added", "anyOf added", "allOf added", "not added"):
-        return _variants(old)
+    if kind in RULE_KINDS:
+        rules = [str(r.get("rule", "")) for r in change.values if isinstance(r, dict)]
+        return _variants(old, " ".join(rules))
     if kind == "list type changed":
         return [_duplicated_items(old)]
     raise NoObject(f"no object is built for a change of class {kind!r}")
@@ -125,6 +132,10 @@ class SUB:
         return f"SUB({'.'.join(self.parts)}={self.value!r})"
 
 
+class SUBS(list):
+    """Several fields below the path set at once: (parts, value) pairs."""
+
+
 class _Keep:
     def __repr__(self) -> str:
         return "KEEP"
@@ -157,14 +168,15 @@ def _filled(schema: dict, depth: int = 0):
     return minimal(schema)
 
 
-def _variants(old: dict) -> list:
+def _variants(old: dict, rule: str = "") -> list:
     """For a rule the schema alone cannot judge: the base object's own value (a sample's
-    passes the rules a schema cannot say), the same with every optional field filled in,
-    the fewest fields, the most, and a few drawn values (the API server says which the new
-    rule refuses)."""
+    passes the rules a schema cannot say), the same with each value the old schema
+    enumerates, with the fields the rule names set to its own literals together, with
+    every optional field filled in, the fewest fields, the most, and a few drawn values
+    (the API server says which the new rule refuses)."""
     filled = _filled(old)
     fill = [FILL(filled)] if isinstance(filled, dict) else []
-    found = [KEEP, *_enumerated(old), *fill, minimal(old), filled]
+    found = [KEEP, *_enumerated(old), *_literals(old, rule), *fill, minimal(old), filled]
     drawn: list = []
 
     @settings(
@@ -183,6 +195,44 @@ def _variants(old: dict) -> list:
 
     given(objects.strategy(old))(draw)()
     return [v for i, v in enumerate(found + drawn) if v not in (found + drawn)[:i]]
+
+
+def _literals(node: dict, rule: str) -> list[SUBS]:
+    """The fields ``rule`` names, set together: strings to each of its literals, enums to
+    each of their values, booleans both ways (``self.protocol == 'HTTPS' ?
+    self.tls.mode == 'Terminate'`` needs both fields at once)."""
+    named = set(FIELD.findall(rule))
+    texts = [a or b for a, b in LITERAL.findall(rule)][:ENUM_VALUES]
+    choices: list[list[tuple[tuple[str, ...], object]]] = []
+    for parts, leaf in _leaves(node):
+        if parts[-1] not in named:
+            continue
+        if "enum" in leaf:
+            values = list(leaf["enum"][:ENUM_VALUES])
+        elif leaf.get("type") == "boolean":
+            values = [True, False]
+        elif leaf.get("type") == "string" and texts:
+            values = texts
+        else:
+            continue
+        choices.append([(parts, v) for v in values])
+    if not choices:
+        return []
+    import itertools
+
+    combined = itertools.islice(itertools.product(*choices), COMBINATIONS)
+    return [SUBS(list(assignment)) for assignment in combined]
+
+
+def _leaves(node: dict, parts: tuple[str, ...] = (), depth: int = 0):
+    """(parts, schema) of every scalar field below ``node``, to ``FILLED_DEPTH``."""
+    if parts and node.get("type") not in ("object", "array"):
+        yield parts, node
+    if depth < FILLED_DEPTH:
+        for key, child in (node.get("properties") or {}).items():
+            yield from _leaves(child, (*parts, key), depth + 1)
+        if isinstance(node.get("items"), dict):
+            yield from _leaves(node["items"], (*parts, "[]"), depth + 1)
 
 
 def _enumerated(node: dict, parts: tuple[str, ...] = (), depth: int = 0) -> list[SUB]:
@@ -328,11 +378,13 @@ def _place(body: dict, schema: dict, parts: tuple[str, ...], holding) -> None:
                     target.pop(key, None)
                 else:
                     target[key] = {}
-            elif holding is KEEP or isinstance(holding, SUB):
+            elif holding is KEEP or isinstance(holding, (SUB, SUBS)):
                 if not _has(target, key):
                     target[key] = minimal(node)
                 if isinstance(holding, SUB):
                     _place(target[key], node, holding.parts, holding.value)
+                for sub_parts, value in holding if isinstance(holding, SUBS) else []:
+                    _place(target[key], node, sub_parts, value)
             elif isinstance(holding, (MERGE, FILL)):
                 current = target[key] if _has(target, key) and isinstance(target[key], dict) else {}
                 target[key] = (

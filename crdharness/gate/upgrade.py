@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from crdharness.gate import changes, checks, diff, migration, objects, schemas
+from crdharness.gate import changes, checks, diff, migration, objects, schemas, targeted
 from crdharness.gate.api import call
 from crdharness.gate.changes import Change
 from crdharness.gate.context import GateContext
@@ -354,12 +354,16 @@ def decide(ctx: GateContext, release: Release, written: list[Written]) -> None:
             _decide_on_the_crd(ctx, release, change, written)
             continue
         held = [w for w in written if w.change is change]
-        proof = next((w.findings[0] for w in held if w.findings), None) or _named_by(
-            change, written
-        )
+        proof = _named_by(change, held) or _named_by(change, written)
         judged = [w for w in held if not any(k[0] in RECREATES for k in w.hazarded)]
         if proof is not None:
             change.decide(changes.PROVEN, proof)
+        elif any(w.findings for w in held):
+            other = next(w for w in held if w.findings).findings[0]
+            change.decide(
+                changes.NOT_PROVEN,
+                f"the objects built for it failed for another reason first: {other}",
+            )
         elif any(w.excused for w in held):
             change.decide(changes.ALLOWED, next(w for w in held if w.excused).excused[0])
         elif not held:
@@ -376,19 +380,27 @@ def decide(ctx: GateContext, release: Release, written: list[Written]) -> None:
                 f"{len(judged)} object{'s' if len(judged) > 1 else ''} holding it "
                 f"({', '.join(w.name for w in judged[:3])}) stored under release "
                 f"{release.index}: read, written again and re-created under release "
-                f"{release.index + 1}, all accepted and unchanged",
+                f"{release.index + 1}, all accepted and unchanged"
+                + (
+                    " (a rule is judged on the objects built: the values the old schema "
+                    "enumerates and the rule's own literals; combinations beyond them need "
+                    "samples)"
+                    if change.kind in targeted.RULE_KINDS
+                    else ""
+                ),
             )
 
 
 def _named_by(change: Change, written: list[Written]) -> str | None:
-    """A finding about any old object of the CRD whose server message names the change's
-    path (a generated object may hold what changed before a built one does)."""
+    """A finding about one of ``written`` (of the change's CRD) that names the change's path
+    (or a path below it): the server's message, or the read that changed. A rule on the
+    whole object is named by any."""
     for obj in written:
         if obj.crd != change.crd:
             continue
         for finding in obj.findings:
             named = [diff.schema_path(p) for p in _named_paths(finding)]
-            if any(diff.at_or_under(p, change.path) for p in named):
+            if not change.path or any(diff.at_or_under(p, change.path) for p in named):
                 return finding
     return None
 
