@@ -125,6 +125,10 @@ def test_widening_is_not_a_change():
             ("spec.mode", "default added"),
         ),
         (
+            lambda p: p["spec"]["properties"].update(tier={"type": "string", "default": "basic"}),
+            ("spec.tier", "default added"),
+        ),
+        (
             lambda p: p["spec"]["properties"]["labels"].update(maxProperties=1),
             ("spec.labels", "bound tightened"),
         ),
