@@ -21,6 +21,8 @@ LOWER_BOUNDS = ("minLength", "minItems", "minProperties", "minimum")
 COMBINATORS = ("oneOf", "anyOf", "allOf", "not")
 TOP_LEVEL = ("apiVersion", "kind", "metadata")
 
+ONE_VERSION = "at one version only"  # a path two served versions of one release differ in
+
 # The decisions a change ends with (``decide``), and the one it starts with.
 PROVEN, CLEARED, ALLOWED, NOT_PROVEN = "proven", "cleared", "allowed", "not proven"
 UNDECIDED = ""
@@ -51,7 +53,11 @@ class Change:
 
     def as_json(self) -> dict:
         return {
-            "transition": f"release {self.transition}->{self.transition + 1}",
+            "transition": (
+                "candidate"
+                if self.kind == ONE_VERSION
+                else f"release {self.transition}->{self.transition + 1}"
+            ),
             "crd": self.crd,
             "version": self.version,
             "path": self.path,
@@ -262,6 +268,29 @@ def _node_changes(add, old: dict, new: dict) -> None:
             "list type changed",
             f"{old_list[0]} -> {new_list[0]} {list(new_list[1]) or ''}".rstrip(),
         )
+
+
+def between_versions(release: Release, crd: str, a: str, b: str) -> list[Change]:
+    """The paths an object written at ``a`` holds that ``b``'s schema cannot hold as they
+    are (absent there, or of another type): each one a webhook must carry across, and
+    strategy None loses."""
+    found = []
+    for path, text in schemas.grouped_differences(release, crd, a, b):
+        parts = _parts(path)
+        found.append(
+            Change(
+                crd,
+                release.index,
+                f"{a}->{b}",
+                path,
+                ONE_VERSION,
+                text,
+                parts,
+                _node_at(_root(release.entry(crd, a)), parts),
+                {},
+            )
+        )
+    return found
 
 
 def _storage_under_none(previous: Release, release: Release, crd: str) -> list[Change]:

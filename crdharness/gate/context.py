@@ -60,6 +60,7 @@ class GateContext:
     shrunk: dict[str, set[str]] = field(default_factory=dict)  # crd -> failures shrunk once
     in_progress: set[str] = field(default_factory=set)  # see working_on
     changes: dict[int, list[Change]] = field(default_factory=dict)  # release -> from previous
+    pair_changes: list[Change] = field(default_factory=list)  # candidate's version pairs
     hazards: dict[str, str] = field(default_factory=dict)  # writes a release itself refuses
     deadline: float = 0.0  # time.monotonic() when the run's `timeout:` passes
     _names: itertools.count = field(default_factory=itertools.count)

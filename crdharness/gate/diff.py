@@ -36,7 +36,7 @@ class Difference:
         servers and Go structs with ``omitempty`` normalise, no data lost. A zero number or
         ``false`` dropped stays a finding: ``replicas: 0`` read back absent means another
         object."""
-        return all(_empty(v) for v in (self.before, self.after))
+        return all(empty(v) for v in (self.before, self.after))
 
     def describe(self) -> str:
         if self.change == "lost":
@@ -46,11 +46,11 @@ class Difference:
         return f"{self.path}: {_short(self.before)} -> {_short(self.after)}"
 
 
-def _empty(value) -> bool:
+def empty(value) -> bool:
     """No data: absent, "", [], or an object whose every field is empty (``status:
     {conditions: []}``). A list with items holds data even if the items are empty."""
     if isinstance(value, dict):
-        return all(_empty(v) for v in value.values())
+        return all(empty(v) for v in value.values())
     return value is None or (isinstance(value, (str, list)) and not value)
 
 

@@ -233,14 +233,15 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
     gate_report = report.Report(
         results,
         kubernetes,
-        dict(ctx.refused),
-        notes,
-        ctx.timings,
-        ctx.refused_examples,
-        ctx.stored_after,
-        found,
-        list(ctx.hazards.values()),
-        ctx.config.accept_not_proven,
+        refused=dict(ctx.refused),
+        notes=notes,
+        timings=ctx.timings,
+        refused_examples=ctx.refused_examples,
+        stored_after=ctx.stored_after,
+        changes=found,
+        pair_changes=ctx.pair_changes,
+        hazards=list(ctx.hazards.values()),
+        accepted=ctx.config.accept_not_proven,
     )
     directory = report.write(Path(config.getoption("--gate-artifacts")), gate_report)
     terminalreporter.section("crdharness upgrade gate")
@@ -253,6 +254,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
         terminalreporter.write_line(
             f"what changed between releases: {len(found)} changes, "
             f"{report.changes_summary(found)} (the table is in report.md)"
+        )
+    if ctx.pair_changes:
+        terminalreporter.write_line(
+            f"paths that differ between served versions: {len(ctx.pair_changes)}, "
+            f"{report.changes_summary(ctx.pair_changes)} (the table is in report.md)"
         )
     if ctx.hazards:
         terminalreporter.write_line(

@@ -47,6 +47,7 @@ class Report:
     refused_examples: dict[str, str] = field(default_factory=dict)
     stored_after: dict[int, dict[str, list[str]]] = field(default_factory=dict)
     changes: list[Change] = field(default_factory=list)  # every transition's, in order
+    pair_changes: list[Change] = field(default_factory=list)  # the candidate's version pairs
     hazards: list[str] = field(default_factory=list)  # writes a release itself refuses
     accepted: list[Acceptance] = field(default_factory=list)  # `accept_not_proven`
 
@@ -90,6 +91,7 @@ def write(directory: Path, run: Report) -> Path:
                 "kubernetes": run.kubernetes,
                 "checks": [r.as_json() for r in results],
                 "changes": [c.as_json() for c in run.changes],
+                "version_pair_differences": [c.as_json() for c in run.pair_changes],
                 "hazards": run.hazards,
                 "accepted_not_proven": [
                     {"check": r.check, "subject": r.subject, "reason": a.reason}
@@ -115,6 +117,9 @@ def write(directory: Path, run: Report) -> Path:
         md += ["", "Accepted as not proven (`accept_not_proven`):", ""]
         md += [f"- {r.check} [{r.subject}]: {a.reason}" for r, a in accepted]
     md += _changes_table(run.changes)
+    if run.pair_changes:
+        md += ["", "## Paths that differ between the candidate's served versions", ""]
+        md += _rows(run.pair_changes)
     for r in results:
         if r.passed is False or r.allowed or r.normalised or (r.details and r.passed is None):
             md += ["", f"## {r.check} [{r.subject}]: {r.status}", "", r.evidence, ""]
@@ -173,19 +178,24 @@ def _changes_table(found: list[Change]) -> list[str]:
         by_transition.setdefault(change.transition, []).append(change)
     for t, rows in sorted(by_transition.items()):
         md += ["", f"## What changed, release {t} -> {t + 1}", ""]
-        md += ["| CRD | version | path | change | decision | evidence |"]
-        md += ["| --- | --- | --- | --- | --- | --- |"]
-        for c in rows:
-            row = c.as_json()
-            cells = [
-                c.crd,
-                c.version or "-",
-                c.path or "-",
-                f"{c.kind}: {c.detail}",
-                row["decision"],
-                row["evidence"],
-            ]
-            md.append("| " + " | ".join(x.replace("|", "\\|") for x in cells) + " |")
+        md += _rows(rows)
+    return md
+
+
+def _rows(found: list[Change]) -> list[str]:
+    md = ["| CRD | version | path | change | decision | evidence |"]
+    md += ["| --- | --- | --- | --- | --- | --- |"]
+    for c in found:
+        row = c.as_json()
+        cells = [
+            c.crd,
+            c.version or "-",
+            c.path or "-",
+            f"{c.kind}: {c.detail}",
+            row["decision"],
+            row["evidence"],
+        ]
+        md.append("| " + " | ".join(x.replace("|", "\\|") for x in cells) + " |")
     return md
 
 

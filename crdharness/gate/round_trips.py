@@ -10,7 +10,8 @@ import itertools
 import time
 from collections import Counter
 
-from crdharness.gate import checks, diff, object_round_trip, objects
+from crdharness.gate import changes, checks, diff, object_round_trip, objects, targeted
+from crdharness.gate.changes import Change
 from crdharness.gate.context import GateContext
 from crdharness.gate.results import RoundTripFailure
 
@@ -64,6 +65,14 @@ def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
         failure = attempt(body, sample=True)
         if failure is not None and new(failure):
             remember(failure, "sample")
+    # Each path the two schemas differ in gets an object of its own, before any search: one
+    # early failure cannot hide another, and the headline is the first path whose data is
+    # lost.
+    for change in changes.between_versions(ctx.candidate, name, a, b):
+        ctx.pair_changes.append(change)
+        failure = _round_trip_holding(ctx, change, entry, attempt, seen)
+        if failure is not None and new(failure):
+            remember(failure, f"object holding {change.path}")
     # What another pair already found starts this one: no search from scratch. Bodies
     # found from A first, then from other versions (valid at A where the schemas agree;
     # refused, and so only counted, where they do not).
@@ -144,6 +153,46 @@ def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
                 f"no object could be created at {a} (refused: {refused}): add "
                 "samples that the API server accepts"
             )
+
+
+def _round_trip_holding(
+    ctx: GateContext, change: Change, entry: dict, attempt, seen: object_round_trip.PairRecord
+) -> RoundTripFailure | None:
+    """One object holding ``change``'s path, round-tripped; the change's decision: proven
+    (lost or changed, or not convertible), cleared (kept), allowed or normalised, or not
+    proven (no object could be built or created)."""
+    try:
+        body = targeted.bodies(change, entry, ctx.sample_bodies(change.crd, entry["name"]))[0]
+    except targeted.NoObject as exc:
+        change.decide(changes.NOT_PROVEN, f"no object holding it could be built: {exc}")
+        return None
+    before = Counter(seen.counts), len(seen.allowed), len(seen.normalised)
+    failure = attempt(body)
+    a, b = change.version.split("->")
+    if failure is not None:
+        mine = failure.check == "convertibility" or any(
+            diff.at_or_under(diff.schema_path(p), change.path) for p in failure.paths
+        )
+        change.decide(
+            changes.PROVEN if mine else changes.NOT_PROVEN,
+            failure.evidence if mine else f"failed on another path first: {failure.evidence}",
+        )
+    elif seen.counts["refused"] > before[0]["refused"]:
+        example = next(iter(ctx.refused_examples.values()), "")
+        change.decide(changes.NOT_PROVEN, f"its object was refused at creation: {example}")
+    elif len(seen.allowed) > before[1]:
+        change.decide(changes.ALLOWED, seen.allowed[-1])
+    elif len(seen.normalised) > before[2]:
+        change.decide(changes.CLEARED, f"normalised, not lost: {seen.normalised[-1]}")
+    elif seen.counts["compared"] > before[0]["compared"]:
+        change.decide(
+            changes.CLEARED, f"kept: an object holding it read back equal after {a}->{b}->{a}"
+        )
+    else:
+        change.decide(
+            changes.NOT_PROVEN, "its object was written meanwhile by another client: not compared"
+        )
+    return failure
 
 
 def _search(

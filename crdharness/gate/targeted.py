@@ -20,8 +20,8 @@ from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample, Unsatisfiable
 
-from crdharness.gate import objects
-from crdharness.gate.changes import Change
+from crdharness.gate import diff, objects
+from crdharness.gate.changes import ONE_VERSION, Change
 
 VARIANTS = 3  # drawn values per rule or combinator change, beside the fewest and most fields
 ENUM_VALUES = 5  # enumerated values tried per field below a rule's node
@@ -83,12 +83,9 @@ def _holdings(change: Change) -> list:
         return [_at_old_bound(old, new, change.values[0])]
     if kind == "pattern changed":
         return [_old_not_new_pattern(old, new["pattern"])]
-    if kind in (
-        "type changed",
-        "field removed",
-        "format changed",
-        "storage version changed under None",
-    ):
+    if kind in ("type changed", "field removed", "storage version changed under None", ONE_VERSION):
+        return [present(old)]
+    if kind == "format changed":
         return [minimal(old)]
     if kind == "nullable dropped":
         return [None]
@@ -155,6 +152,15 @@ def minimal(schema: dict):
         return find(objects.strategy(schema), lambda _: True, settings=_FIND)
     except (NoSuchExample, Unsatisfiable) as exc:
         raise NoObject(f"no value satisfies the old schema here ({exc})") from None
+
+
+def present(schema: dict):
+    """The smallest value ``schema`` accepts that holds data (not "", [] or {}): what is
+    lost must be something, or losing it is only a normalisation."""
+    try:
+        return find(objects.strategy(schema), lambda v: not diff.empty(v), settings=_FIND)
+    except (NoSuchExample, Unsatisfiable):
+        return minimal(schema)
 
 
 def _filled(schema: dict, depth: int = 0):
