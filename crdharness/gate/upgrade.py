@@ -345,10 +345,23 @@ def decide(ctx: GateContext, release: Release, written: list[Written]) -> None:
         if change.decision == changes.NOT_PROVEN and not any(w.change is change for w in written):
             continue  # decided when its objects could not be built or created
         if change.crd in ctx.refused_crds:
-            change.decide(
-                changes.NOT_PROVEN,
-                f"release {release.index + 1} of {change.crd} was not installed (see install)",
+            refusal = next(
+                (
+                    line
+                    for line in ctx.result("install", checks.release(release.index)).details
+                    if line.startswith(f"{change.crd}:")
+                ),
+                None,
             )
+            if refusal is not None and not change.path:  # the CRD as a whole: refused for it
+                change.decide(
+                    changes.PROVEN, f"the API server refused release {release.index + 1}: {refusal}"
+                )
+            else:
+                change.decide(
+                    changes.NOT_PROVEN,
+                    f"release {release.index + 1} of {change.crd} was not installed (see install)",
+                )
             continue
         if not change.version or change.kind == "version removed":
             _decide_on_the_crd(ctx, release, change, written)
@@ -436,7 +449,11 @@ def _enough_evidence(ctx: GateContext, result: CheckResult, release: Release, wr
         reached = sum(1 for w in written if w.crd == name and w.seen)
         if reached < ctx.config.min_objects:
             short.append(f"{name}: {reached} old objects reached the writes")
-    undecided = [c for c in ctx.changes.get(release.index, []) if c.decision == changes.NOT_PROVEN]
+    undecided = [  # a CRD the release could not install fails install: not counted here
+        c
+        for c in ctx.changes.get(release.index, [])
+        if c.decision == changes.NOT_PROVEN and c.crd not in ctx.refused_crds
+    ]
     if not short and not undecided:
         return
     why = []
