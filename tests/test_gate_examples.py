@@ -3,6 +3,7 @@ on a control plane of its own: the verdict and the evidence the issue promises."
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -531,7 +532,7 @@ def test_a_latency_budget_is_judged_at_p99(tmp_path):
     # Five generated objects per version are below `min_objects` (10): not proven, not pass.
     round_trip = checks(report)["round-trip[crontabs.gate.example.com v1beta1->v1]"]
     assert round_trip["status"] == "not proven"
-    assert round_trip["evidence"].startswith("not proven: only 5 objects reached this check")
+    assert re.match(r"not proven: only \d objects reached this check", round_trip["evidence"])
 
 
 def test_a_run_out_of_time_fails_what_it_could_not_decide_and_reports_every_check(tmp_path):

@@ -36,6 +36,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="artifacts/gate",
         help="where everything the run writes goes (default: ./artifacts/gate)",
     )
+    parser.add_argument(
+        "--annotations",
+        choices=("github",),
+        default=None,
+        help="also print one CI annotation per finding, on the candidate CRD's line of the "
+        "field it names (github: ::error workflow commands; paths relative to the working "
+        "directory)",
+    )
     parser.add_argument("pytest_args", nargs="*", help="after --: passed on to pytest")
 
 
@@ -79,7 +87,20 @@ def run(args: argparse.Namespace) -> int:
         (artifacts / "report.json").unlink(missing_ok=True)  # a verdict of this run only
         code = exit_status(int(pytest.main(argv)), artifacts / "report.json")
         status = max(status, code, key=SEVERITY.index)
+        if args.annotations and (artifacts / "report.json").is_file():
+            print_annotations(artifacts / "report.json", config.crds[-1])
     return status
+
+
+def print_annotations(report_file: Path, candidate: list[Path]) -> None:
+    """One ``::error`` line per finding (GitHub turns them into annotations on the diff)."""
+    import json
+
+    from crdharness.gate import annotations
+
+    report = json.loads(report_file.read_text())
+    for annotation in annotations.from_report(report, candidate):
+        print(annotation.github(Path.cwd()))
 
 
 def exit_status(pytest_code: int, report_file: Path) -> int:

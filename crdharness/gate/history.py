@@ -186,6 +186,9 @@ def _explain_refusal(
     return removed
 
 
+DRAWS_PER_OBJECT = 3  # drawn per generated object wanted, for the server's refusals
+
+
 def write_objects(
     ctx: GateContext, release: Release, count: int | None = None, prefix: str = "r"
 ) -> list[Written]:
@@ -203,8 +206,13 @@ def write_objects(
         for entry in served:
             version = entry["name"]
             samples = ctx.sample_bodies(name, version)
-            generated = objects.first_examples(entry, wanted, ctx.config.seed)
+            # Drawn objects the server refuses are no evidence: up to three times as many
+            # are drawn, and written until ``wanted`` of them are accepted.
+            generated = objects.first_examples(entry, wanted * DRAWS_PER_OBJECT, ctx.config.seed)
+            accepted = 0
             for n, body in enumerate(samples + generated):
+                if n >= len(samples) and accepted >= wanted:
+                    break
                 # The user's samples are written for the candidate: one it refuses is a
                 # finding (any other release may predate the sample's fields).
                 judged = n < len(samples) and release is ctx.candidate
@@ -227,6 +235,7 @@ def write_objects(
                     )
                 if record is not None:
                     record.sample = n < len(samples)
+                    accepted += n >= len(samples)
                     written.append(record)
     ctx.report(f"gate: release {release.index + 1}: {len(written)} objects written")
     return written
