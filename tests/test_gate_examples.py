@@ -514,8 +514,19 @@ def test_a_lossy_converter_fails_the_projects_own_expectation(tmp_path):
 
 
 def test_three_versions_and_a_webhook_that_loses_a_field_fail_on_every_pair(tmp_path):
-    code, report, _ = gate(tmp_path, "backup-three-versions/gate-drops-conditions.yaml")
-    assert code != 0
+    code, report, output = gate(tmp_path, "backup-three-versions/gate-drops-conditions.yaml")
+    assert code == 1
+    # One screen: the table, then a short block per failure, never pytest's long sections,
+    # server-written metadata or whole objects.
+    lines = output.splitlines()
+    assert len(lines) <= 110, output
+    assert "managedFields" not in output and "resourceVersion" not in output
+    assert "FAILURES" not in output
+    assert any(line.startswith("check ") and line.endswith("evidence") for line in lines)
+    blocks = [line for line in lines if line.startswith("FAIL round-trip [")]
+    assert len(blocks) == 6
+    assert "  paths: status.conditions" in output
+    assert lines.index(blocks[0]) > max(i for i, line in enumerate(lines) if "  pass  " in line)
     pairs = {k for k in checks(report) if k.startswith("round-trip[")}
     assert len(pairs) == 6 and failed(report) == pairs
     assert all("status.conditions" in checks(report)[k]["evidence"] for k in pairs)

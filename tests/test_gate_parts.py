@@ -707,3 +707,25 @@ def test_a_pairs_not_proven_names_its_own_refusals_not_the_runs(monkeypatch):
     second = ctx.result("round-trip", "things.example.com v2->v1")
     assert second.status == "not proven"
     assert 'refused: {"refused by the API server\'s validation (422)": 5}' in second.evidence
+
+
+def test_a_person_sees_only_what_a_finding_names_of_an_object():
+    from crdharness.gate.report import relevant
+
+    obj = {
+        "apiVersion": "example.com/v1",
+        "kind": "Widget",
+        "metadata": {"name": "w", "namespace": "n", "managedFields": [{}], "uid": "u"},
+        "spec": {"size": "large", "name": "\u0013\u0080", "nested": {"a": 1, "b": 2}},
+        "status": {"conditions": [{"type": "Ready", "reason": "x"}], "phase": "Done"},
+    }
+    assert relevant(obj, ["spec.nested.a", "status.conditions[].type"]) == {
+        "apiVersion": "example.com/v1",
+        "kind": "Widget",
+        "metadata": {"name": "w"},
+        "spec": {"nested": {"a": 1}},
+        "status": {"conditions": [{"type": "Ready"}]},
+    }
+    # Naming no field: every field, still without what the server writes.
+    assert relevant(obj, [])["metadata"] == {"name": "w"}
+    assert relevant(obj, [])["spec"]["size"] == "large"

@@ -18,9 +18,6 @@ import yaml
 from crdharness.gate import changes, diff
 from crdharness.gate.manifests import SUFFIXES
 
-# A path the evidence names: "spec.owner", "status.conditions[0].type".
-NAMED_PATH = re.compile(r"\b((?:spec|status)(?:\.[A-Za-z0-9_-]+|\[\d*\])*)(?![A-Za-z0-9_])")
-
 
 @dataclass(frozen=True)
 class Annotation:
@@ -74,7 +71,7 @@ def from_report(report: dict, candidate: list[Path]) -> list[Annotation]:
             continue  # a finding about no CRD of the candidate (the webhook's conduct)
         file, node = crds[crd]
         version = _version_in(check["subject"]) or ""
-        paths = [diff.schema_path(p) for p in NAMED_PATH.findall(check["evidence"])]
+        paths = [diff.schema_path(p) for p in diff.named_paths(check["evidence"])]
         found.append(
             Annotation(
                 file,

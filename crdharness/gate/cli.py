@@ -81,6 +81,9 @@ def run(args: argparse.Namespace) -> int:
             f"--cluster={args.cluster}",
             "--log-lines=0",  # kube-apiserver's log goes to the failure bundle, not the checks
             "-q",
+            # One screen: the verdict table and a short block per failure (the plugin's);
+            # -v brings back pytest's own failure sections.
+            *([] if _verbose(args.pytest_args) else ["--tb=no", "-rN"]),
             *([f"--k8s-version={version}"] if version else []),
             *args.pytest_args,
         ]
@@ -101,6 +104,10 @@ def print_annotations(report_file: Path, candidate: list[Path]) -> None:
     report = json.loads(report_file.read_text())
     for annotation in annotations.from_report(report, candidate):
         print(annotation.github(Path.cwd()))
+
+
+def _verbose(pytest_args: list[str]) -> bool:
+    return any(a in ("-v", "-vv", "--verbose") or a.startswith("--tb") for a in pytest_args)
 
 
 def exit_status(pytest_code: int, report_file: Path) -> int:

@@ -122,6 +122,15 @@ def leaves(obj, path: str = "") -> dict[str, object]:
     return {path: obj}
 
 
+# A field path a message names: "spec.owner: Required value", "status.conditions[0].type".
+NAMED_PATH = re.compile(r"\b((?:spec|status)(?:\.[A-Za-z0-9_-]+|\[\d*\])*)(?![A-Za-z0-9_])")
+
+
+def named_paths(text: str) -> list[str]:
+    """The field paths ``text`` names (the API server's messages, the gate's evidence)."""
+    return NAMED_PATH.findall(text)
+
+
 def schema_path(path: str) -> str:
     """A concrete path as its schema names it: list indexes become ``[]``."""
     return re.sub(r"\[\d+\]", "[]", path)

@@ -245,8 +245,16 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
     )
     directory = report.write(Path(config.getoption("--gate-artifacts")), gate_report)
     terminalreporter.section("crdharness upgrade gate")
-    for line in report.table(results, kubernetes):
+    verbose = config.getoption("verbose") > 0
+    width = None if verbose else report.TERMINAL_EVIDENCE
+    for line in report.table(results, kubernetes, width):
         terminalreporter.write_line(line)
+    if not verbose:  # with -v, pytest's own failure sections show everything
+        for result in (r for r in report.ordered(results) if r.passed is False):
+            terminalreporter.write_line("")
+            for line in report.failure_block(result):
+                terminalreporter.write_line(line)
+        terminalreporter.write_line("")
     if ctx.refused:
         refused = ", ".join(f"{why}: {n}" for why, n in sorted(ctx.refused.items()))
         terminalreporter.write_line(f"objects refused before any check (not findings): {refused}")

@@ -20,8 +20,13 @@ def ordered(results: list[CheckResult]) -> list[CheckResult]:
     return sorted(results, key=lambda r: (list(CHECKS).index(r.check), r.subject))
 
 
-def table(results: list[CheckResult], kubernetes: str) -> list[str]:
-    rows = [(r.check, r.subject, r.status, r.evidence) for r in ordered(results)]
+TERMINAL_EVIDENCE = 160  # characters of evidence per table row in the terminal
+OBJECT_LINES = 8  # lines of one object shown per failure in the terminal
+
+
+def table(results: list[CheckResult], kubernetes: str, cut: int | None = None) -> list[str]:
+    """The verdict table; ``cut`` shortens each evidence (the terminal's; report.md has all)."""
+    rows = [(r.check, r.subject, r.status, _cut(r.evidence, cut)) for r in ordered(results)]
     width = [
         max([len(h)] + [len(row[i]) for row in rows])
         for i, h in enumerate(("check", "subject", "result"))
@@ -33,6 +38,69 @@ def table(results: list[CheckResult], kubernetes: str) -> list[str]:
         cells = (check.ljust(width[0]), subject.ljust(width[1]), status.ljust(width[2]))
         lines.append("  ".join(cells) + "  " + evidence)
     return lines
+
+
+def _cut(text: str, width: int | None) -> str:
+    return text if width is None or len(text) <= width else text[: width - 1] + "…"
+
+
+def failure_block(result: CheckResult) -> list[str]:
+    """What a person reads of one failure in the terminal: the check and subject, the
+    one-line cause, the paths it names, and the first object's relevant lines only."""
+    import itertools
+
+    from crdharness.gate import diff
+
+    lines = [f"FAIL {result.check} [{result.subject}]", f"  {_cut(result.evidence, 300)}"]
+    paths = list(
+        dict.fromkeys(
+            diff.schema_path(p)
+            for text in itertools.chain([result.evidence], result.details[:5])
+            for p in diff.named_paths(text)
+        )
+    )
+    if paths:
+        lines.append(f"  paths: {', '.join(paths[:5])}")
+    for title, obj in result.objects[:1]:
+        shown = yaml.safe_dump(relevant(obj, paths), sort_keys=False).splitlines()
+        lines.append(f"  {title}:")
+        lines += [f"    {line}" for line in shown[:OBJECT_LINES]]
+        if len(shown) > OBJECT_LINES:
+            lines.append(f"    … ({len(shown) - OBJECT_LINES} more lines in the report)")
+    return lines
+
+
+def relevant(obj: dict, paths: list[str]) -> dict:
+    """An object as a person needs it: apiVersion, kind, its name, and the subtrees at
+    ``paths`` (or every field, when none is named), never what only the server writes."""
+    metadata = obj.get("metadata") or {}
+    kept: dict = {k: obj[k] for k in ("apiVersion", "kind") if k in obj}
+    kept["metadata"] = {"name": metadata["name"]} if "name" in metadata else {}
+    fields = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
+    tops = {p.split(".")[0].split("[")[0] for p in paths}
+    if not tops & set(fields):
+        return {**kept, **fields}
+    for top in sorted(tops & set(fields)):
+        below = [p for p in paths if p.split(".")[0].split("[")[0] == top]
+        kept[top] = _project(fields[top], [p[len(top) :].lstrip(".") for p in below])
+    return kept
+
+
+def _project(value, paths: list[str]):
+    """``value`` with only what ``paths`` (relative, schema-spelt) lead to."""
+    if any(p in ("", "[]") or (p.startswith("[]") and not p[2:]) for p in paths):
+        return value
+    if isinstance(value, list):
+        inner = [p[2:].lstrip(".") for p in paths if p.startswith("[]")]
+        return [_project(v, inner) for v in value] if inner else value
+    if not isinstance(value, dict):
+        return value
+    out = {}
+    for key, child in value.items():
+        below = [p[len(key) :].lstrip(".") for p in paths if p.split(".")[0].split("[")[0] == key]
+        if below:
+            out[key] = _project(child, below)
+    return out or value
 
 
 @dataclass

@@ -13,7 +13,6 @@ check "not proven", never pass.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from crdharness.gate import changes, checks, diff, migration, objects, schemas, targeted
@@ -29,10 +28,6 @@ from crdharness.gate.upgrade_writes import (
     Refusal,
     write_again,
 )
-
-# The paths a refusal's message names: "spec.owner: Required value", "status.state: ...".
-MESSAGE_PATH = re.compile(r"\b((?:spec|status)(?:\.[A-Za-z0-9_-]+|\[\d+\])*)(?![A-Za-z0-9_])")
-
 
 RECREATES = (RECREATE, RECREATE_STATUS)
 
@@ -153,7 +148,7 @@ def _finding(
 ) -> None:
     """A finding about ``obj``: the check fails, unless an ``allow`` entry (with no
     ``between``, or one naming the versions) covers every path it names."""
-    named = paths if paths is not None else [p for d in details for p in _named_paths(d)]
+    named = paths if paths is not None else [p for d in details for p in diff.named_paths(d)]
     rule = None
     if named:
         rules = [
@@ -171,10 +166,6 @@ def _finding(
         return
     obj.findings.append(first)
     result.fail(headline, *details)
-
-
-def _named_paths(text: str) -> list[str]:
-    return MESSAGE_PATH.findall(text)
 
 
 def _judge_read(
@@ -412,7 +403,7 @@ def _named_by(change: Change, written: list[Written]) -> str | None:
         if obj.crd != change.crd:
             continue
         for finding in obj.findings:
-            named = [diff.schema_path(p) for p in _named_paths(finding)]
+            named = [diff.schema_path(p) for p in diff.named_paths(finding)]
             if not change.path or any(diff.at_or_under(p, change.path) for p in named):
                 return finding
     return None
