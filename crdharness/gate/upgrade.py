@@ -216,8 +216,9 @@ def write_baseline(ctx: GateContext, release: Release, written: list[Written]) -
     """The writes ``upgrade`` will judge under the next release, made now under ``release``
     on the same objects: what this release already refuses is its own hazard (reported
     apart, once), so the next transition is judged on its own doing only. Data these
-    writes lose is not: the gate runs the candidate's webhook under every release, so a
-    loss is that webhook's, and fails the next transition."""
+    writes lose through the user's webhook is not: the gate runs the candidate's webhook
+    under every release, so such a loss fails the next transition (one by strategy None is
+    this release's hazard)."""
     upcoming = ctx.result("upgrade", checks.transition(release.index + 1))
     for obj in written:
         resource = ctx.resource(obj.crd)
@@ -226,7 +227,18 @@ def write_baseline(ctx: GateContext, release: Release, written: list[Written]) -
             path = resource.path(version, obj.namespace, obj.name)
             refused = write_again(ctx.cluster, path, version, has_status)
             _remember(ctx, release, obj, version, refused, hazards=refused)
-            _check_unchanged_by_writes(ctx, upcoming, release, obj, version, release.index + 1)
+            # Lost by the user's webhook: the candidate's, whatever release it runs under.
+            # Lost by strategy None: this release's own hazard.
+            own = ctx.pointed(release.crds[obj.crd])["spec"].get("conversion") or {}
+            _check_unchanged_by_writes(
+                ctx,
+                upcoming,
+                release,
+                obj,
+                version,
+                release.index + 1,
+                hazard=own.get("strategy", "None") != "Webhook",
+            )
 
 
 def _remember(
@@ -283,7 +295,13 @@ def _write_all_again(
 
 
 def _check_unchanged_by_writes(
-    ctx: GateContext, result, release: Release, obj: Written, version: str, stored: int
+    ctx: GateContext,
+    result,
+    release: Release,
+    obj: Written,
+    version: str,
+    stored: int,
+    hazard: bool = False,
 ) -> None:
     """An old object written again at ``version`` with what was read there must read as it
     did before at every served version: a webhook that loses a field on the way to
@@ -309,7 +327,15 @@ def _check_unchanged_by_writes(
             )
             if ctx.excused(d, version, storage) is None
         ]
-        if found:
+        if found and hazard:
+            paths = ", ".join(sorted({d.path for d in found}))
+            ctx.hazards.setdefault(
+                f"{obj.crd}:lost:{version}:{paths}",
+                f"release {release.index + 1}: {obj.crd} written again at {version} (strategy "
+                f"{release.strategy(obj.crd)}) loses {paths} (read at {at}), under this "
+                "release itself",
+            )
+        elif found:
             _finding(
                 ctx,
                 result,
