@@ -129,6 +129,10 @@ def test_widening_is_not_a_change():
             ("spec.tier", "default added"),
         ),
         (
+            lambda p: p["spec"]["properties"]["replicas"].update(default=1),
+            ("spec.replicas", "default added"),
+        ),
+        (
             lambda p: p["spec"]["properties"]["labels"].update(maxProperties=1),
             ("spec.labels", "bound tightened"),
         ),
@@ -150,7 +154,7 @@ def test_each_tightening_is_one_row_and_its_object_holds_it(edit, expected):
     value = _at(built[0], change.path)
     if change.kind == "enum value removed":
         assert value == "Progressing"
-    elif change.kind in ("required added", "default added"):
+    elif change.kind in ("required added", "default added", "default removed"):
         assert value is _MISSING and _at(built[0], change.path.rsplit(".", 1)[0]) is not _MISSING
     elif change.path == "spec.name" and change.kind == "bound tightened":
         assert len(value) == 21
@@ -188,6 +192,15 @@ def test_a_change_no_object_can_hold_says_why():
     entry = release(0, SCHEMA).entry("widgets.example.com", "v1")
     with pytest.raises(targeted.NoObject, match="no string valid under the old schema"):
         targeted.bodies(change, entry, [])
+
+
+def test_a_removed_default_is_a_change_its_object_leaves_the_field_absent():
+    with_default = copy.deepcopy(SCHEMA)
+    with_default["properties"]["spec"]["properties"]["mode"]["default"] = "auto"
+    found = changes.between(release(0, with_default), release(1, SCHEMA), "widgets.example.com")
+    assert rows(found) == {("spec.mode", "default removed")}
+    entry = release(0, with_default).entry("widgets.example.com", "v1")
+    assert all(_at(b, "spec.mode") is _MISSING for b in targeted.bodies(found[0], entry, []))
 
 
 def test_crd_wide_changes_and_a_new_storage_version_under_none():

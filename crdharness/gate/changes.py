@@ -249,6 +249,8 @@ def _node_changes(add, old: dict, new: dict) -> None:
             f"default {_short(old['default'])} -> {_short(new['default'])}",
             values=(new["default"],),
         )
+    if "default" in old and "default" not in new:  # new objects lose it; stored ones keep it
+        add("default removed", f"default {_short(old['default'])} no longer applied")
     if old.get("nullable") and not new.get("nullable"):
         add("nullable dropped", "null no longer allowed")
     if old.get("x-kubernetes-preserve-unknown-fields") and not new.get(

@@ -70,7 +70,7 @@ def _holdings(change: Change) -> list:
     """What to put at the change's path: values, or ABSENT."""
     old, new = change.old, change.new
     kind = change.kind
-    if kind in ("required added", "default added", "default changed"):
+    if kind in ("required added", "default added", "default changed", "default removed"):
         # Absent, beside the fewest other fields and beside every other field (a status
         # that holds something else, as real ones do).
         return [ABSENT, ABSENT_AMONG_FILLED]
