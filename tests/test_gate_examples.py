@@ -401,6 +401,14 @@ def test_tightened_bounds_and_pattern_are_each_proven_with_the_servers_message(t
     assert "less than or equal to 10" in evidence(report, "spec.replicas", "bound tightened")
 
 
+def test_a_field_required_at_a_new_storage_version_fails_for_old_objects(tmp_path):
+    code, report, _ = gate(tmp_path, "tightened/gate-new-version.yaml")
+    assert code == 1
+    assert changes(report) == {("spec.size", "required added"): "proven"}
+    proof = evidence(report, "spec.size", "required added")
+    assert "at v2: 422" in proof and "spec.size: Required value" in proof
+
+
 def test_a_new_default_that_changes_stored_objects_fails_unless_allowed(tmp_path):
     code, report, _ = gate(tmp_path, "tightened/gate-default.yaml")
     assert code == 1

@@ -296,8 +296,9 @@ def between_versions(release: Release, crd: str, a: str, b: str) -> list[Change]
 
 
 def _storage_under_none(previous: Release, release: Release, crd: str) -> list[Change]:
-    """A new storage version under strategy None: objects stored at the old one hold fields
-    the new one cannot (they are read and rewritten at the new storage version as they are)."""
+    """A new storage version under strategy None: objects stored at the old one are read
+    and rewritten at the new one as they are, so they hold fields it cannot, and meet every
+    rule it tightens (a field it requires, a narrower enum)."""
     before, after = previous.storage(crd), release.storage(crd)
     if before == after or release.strategy(crd) != "None" or before not in release.names(crd):
         return []
@@ -320,6 +321,14 @@ def _storage_under_none(previous: Release, release: Release, crd: str) -> list[C
                 {},
             )
         )
+    old_root = _root(previous.entry(crd, before))
+    for change in _compare(
+        crd, release.index, before, old_root, _root(release.entry(crd, after)), (), top=True
+    ):
+        if change.kind in ("field removed", "type changed"):
+            continue  # the rows above: what the new storage version cannot hold
+        change.detail = f"at {after}, the new storage version: {change.detail}"
+        found.append(change)
     return found
 
 
