@@ -64,6 +64,13 @@ def test_the_documented_crontab_with_the_reference_webhook_passes(tmp_path):
     assert found["round-trip[crontabs.gate.example.com v1beta1->v1]"]["counts"]["compared"] > 0
     assert found["webhook-conduct[webhook]"]["counts"]["reviews"] > 0
     assert "crdharness upgrade gate" in output  # the terminal summary
+    # The webhook carries each path the versions differ in: one object each, all kept.
+    rows = {(c["version"], c["path"]): c["decision"] for c in report["version_pair_differences"]}
+    assert rows == {
+        ("v1beta1->v1", "hostPort"): "cleared",
+        ("v1->v1beta1", "host"): "cleared",
+        ("v1->v1beta1", "port"): "cleared",
+    }
 
 
 def test_objects_written_under_the_older_kubernetes_read_the_same_under_the_newer(tmp_path):
@@ -113,6 +120,9 @@ def test_strategy_none_with_a_renamed_field_fails_the_schema_check(tmp_path):
     assert (
         "spec.colour" in checks(report)["round-trip[widgets.gate.example.com v1->v2]"]["evidence"]
     )
+    # Each path the versions differ in has its own object and its own row.
+    rows = {(c["version"], c["path"]): c["decision"] for c in report["version_pair_differences"]}
+    assert rows == {("v1->v2", "spec.colour"): "proven", ("v2->v1", "spec.color"): "proven"}
 
 
 def test_status_written_through_the_subresource_survives_a_faithful_webhook(tmp_path):

@@ -162,12 +162,16 @@ def _round_trip_holding(
     (lost or changed, or not convertible), cleared (kept), allowed or normalised, or not
     proven (no object could be built or created)."""
     try:
-        body = targeted.bodies(change, entry, ctx.sample_bodies(change.crd, entry["name"]))[0]
+        bodies = targeted.bodies(change, entry, ctx.sample_bodies(change.crd, entry["name"]))
     except targeted.NoObject as exc:
         change.decide(changes.NOT_PROVEN, f"no object holding it could be built: {exc}")
         return None
-    before = Counter(seen.counts), len(seen.allowed), len(seen.normalised)
-    failure = attempt(body)
+    refused_before = Counter(ctx.refused)
+    for body in bodies[:2]:  # the next only when the server refused the one before
+        before = Counter(seen.counts), len(seen.allowed), len(seen.normalised)
+        failure = attempt(body)
+        if seen.counts["refused"] == before[0]["refused"]:
+            break
     a, b = change.version.split("->")
     if failure is not None:
         mine = failure.check == "convertibility" or any(
@@ -178,8 +182,12 @@ def _round_trip_holding(
             failure.evidence if mine else f"failed on another path first: {failure.evidence}",
         )
     elif seen.counts["refused"] > before[0]["refused"]:
-        example = next(iter(ctx.refused_examples.values()), "")
-        change.decide(changes.NOT_PROVEN, f"its object was refused at creation: {example}")
+        why = next(iter(Counter(ctx.refused) - refused_before), "refused")
+        change.decide(
+            changes.NOT_PROVEN,
+            f"its objects were refused at creation ({why}; one such message: "
+            f"{ctx.refused_examples.get(why, '')[:200]})",
+        )
     elif len(seen.allowed) > before[1]:
         change.decide(changes.ALLOWED, seen.allowed[-1])
     elif len(seen.normalised) > before[2]:

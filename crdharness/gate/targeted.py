@@ -84,7 +84,10 @@ def _holdings(change: Change) -> list:
     if kind == "pattern changed":
         return [_old_not_new_pattern(old, new["pattern"])]
     if kind in ("type changed", "field removed", "storage version changed under None", ONE_VERSION):
-        return [present(old)]
+        # Beside the fewest other fields, and beside all of them (a rule that wants two
+        # fields together, such as host and port).
+        value = present(old)
+        return [value, AMONG_FILLED(value)]
     if kind == "format changed":
         return [minimal(old)]
     if kind == "nullable dropped":
@@ -131,6 +134,19 @@ class SUB:
 
 class SUBS(list):
     """Several fields below the path set at once: (parts, value) pairs."""
+
+
+class AMONG_FILLED:
+    """A value placed with every sibling field present."""
+
+    def __init__(self, value) -> None:
+        self.value = value
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, AMONG_FILLED) and other.value == self.value
+
+    def __repr__(self) -> str:
+        return f"AMONG_FILLED({self.value!r})"
 
 
 class _Keep:
@@ -391,6 +407,11 @@ def _place(body: dict, schema: dict, parts: tuple[str, ...], holding) -> None:
                     _place(target[key], node, holding.parts, holding.value)
                 for sub_parts, value in holding if isinstance(holding, SUBS) else []:
                     _place(target[key], node, sub_parts, value)
+            elif isinstance(holding, AMONG_FILLED):
+                filled = _filled(parent)
+                if isinstance(target, dict) and isinstance(filled, dict):
+                    target.update(_under(filled, dict(target)))
+                target[key] = copy.deepcopy(holding.value)
             elif isinstance(holding, (MERGE, FILL)):
                 current = target[key] if _has(target, key) and isinstance(target[key], dict) else {}
                 target[key] = (
