@@ -225,7 +225,7 @@ def write_baseline(ctx: GateContext, release: Release, written: list[Written]) -
         for version in release.served(obj.crd):
             has_status = objects.has_status(release.entry(obj.crd, version))
             path = resource.path(version, obj.namespace, obj.name)
-            refused = write_again(ctx.cluster, path, version, has_status)
+            refused = _confirmed(ctx, path, version, has_status)
             _remember(ctx, release, obj, version, refused, hazards=refused)
             # Lost by the user's webhook: the candidate's, whatever release it runs under.
             # Lost by strategy None: this release's own hazard.
@@ -239,6 +239,17 @@ def write_baseline(ctx: GateContext, release: Release, written: list[Written]) -
                 release.index + 1,
                 hazard=own.get("strategy", "None") != "Webhook",
             )
+
+
+def _confirmed(ctx: GateContext, path: str, version: str, has_status: bool) -> list[Refusal]:
+    """The writes of ``write_again`` the server refuses twice in a row: a refusal it does
+    not repeat (a 429 or a timeout on a busy machine) is neither a finding nor a hazard that
+    would excuse the next release's real refusal of the same write."""
+    refused = write_again(ctx.cluster, path, version, has_status)
+    if not refused:
+        return refused
+    repeated = {r.key for r in write_again(ctx.cluster, path, version, has_status)}
+    return [r for r in refused if r.key in repeated]
 
 
 def _remember(
@@ -275,7 +286,7 @@ def _write_all_again(
         for version in release.served(obj.crd):
             has_status = objects.has_status(release.entry(obj.crd, version))
             path = resource.path(version, obj.namespace, obj.name)
-            refused = write_again(ctx.cluster, path, version, has_status)
+            refused = _confirmed(ctx, path, version, has_status)
             writes += 4 + has_status
             _check_unchanged_by_writes(ctx, result, release, obj, version, release.index)
             new = [r for r in refused if r.key not in obj.baseline]
