@@ -98,3 +98,17 @@ def test_the_actions_gate_step_writes_the_summary_outputs_and_annotations(tmp_pa
     errors = [line for line in run.stdout.splitlines() if line.startswith("::error ")]
     assert len(errors) == 3, run.stdout[-3000:]
     assert all("file=examples/gate/tightened/release-2-bounds.yaml" in e for e in errors)
+
+
+def test_the_action_is_valid_metadata_and_its_inputs_are_documented():
+    import yaml
+
+    action = yaml.safe_load((ROOT / "action.yml").read_text())
+    assert action["runs"]["using"] == "composite"
+    steps = action["runs"]["steps"]
+    assert all(s.get("shell") == "bash" for s in steps if "run" in s)  # composite runs need it
+    gate_step = next(s for s in steps if s.get("id") == "gate")
+    assert "action/gate.sh" in gate_step["run"] and (ROOT / "action" / "gate.sh").is_file()
+    assert set(action["outputs"]) == {"exit-code", "verdict"}
+    readme = (ROOT / "README.md").read_text()
+    assert all(f"{name}:" in readme for name in action["inputs"]), "README: The gate in a PR"
