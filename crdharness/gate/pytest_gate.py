@@ -250,9 +250,12 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
     for line in report.table(results, kubernetes, width):
         terminalreporter.write_line(line)
     if not verbose:  # with -v, pytest's own failure sections show everything
+        shown: set[tuple[str, frozenset[str]]] = set()
         for result in (r for r in report.ordered(results) if r.passed is False):
-            terminalreporter.write_line("")
-            for line in report.failure_block(result):
+            block = report.failure_block(result, shown)
+            if len(block) > 1:  # a whole block stands apart; a repeat is one line
+                terminalreporter.write_line("")
+            for line in block:
                 terminalreporter.write_line(line)
         terminalreporter.write_line("")
     if ctx.refused:

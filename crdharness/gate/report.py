@@ -44,9 +44,10 @@ def _cut(text: str, width: int | None) -> str:
     return text if width is None or len(text) <= width else text[: width - 1] + "…"
 
 
-def failure_block(result: CheckResult) -> list[str]:
+def failure_block(result: CheckResult, shown: set[tuple[str, frozenset[str]]]) -> list[str]:
     """What a person reads of one failure in the terminal: the check and subject, the
-    one-line cause, the paths it names, and the first object's relevant lines only."""
+    one-line cause, the paths it names, and the first object's relevant lines only. A
+    failure of the same check on the same paths as one in ``shown`` is one line."""
     import itertools
 
     from crdharness.gate import diff
@@ -59,14 +60,18 @@ def failure_block(result: CheckResult) -> list[str]:
             for p in diff.named_paths(text)
         )
     )
+    kind = (result.check, frozenset(paths))
+    if paths and kind in shown:
+        return [f"FAIL {result.check} [{result.subject}]: the same paths as above"]
+    shown.add(kind)
     if paths:
         lines.append(f"  paths: {', '.join(paths[:5])}")
     for title, obj in result.objects[:1]:
-        shown = yaml.safe_dump(relevant(obj, paths), sort_keys=False).splitlines()
+        yaml_lines = yaml.safe_dump(relevant(obj, paths), sort_keys=False).splitlines()
         lines.append(f"  {title}:")
-        lines += [f"    {line}" for line in shown[:OBJECT_LINES]]
-        if len(shown) > OBJECT_LINES:
-            lines.append(f"    … ({len(shown) - OBJECT_LINES} more lines in the report)")
+        lines += [f"    {line}" for line in yaml_lines[:OBJECT_LINES]]
+        if len(yaml_lines) > OBJECT_LINES:
+            lines.append(f"    … ({len(yaml_lines) - OBJECT_LINES} more lines in the report)")
     return lines
 
 
