@@ -15,8 +15,7 @@ from pathlib import Path
 
 import yaml
 
-from crdharness.gate import changes, diff
-from crdharness.gate.manifests import SUFFIXES
+from crdharness.gate import changes, diff, manifests
 
 
 @dataclass(frozen=True)
@@ -92,23 +91,17 @@ def _version_in(subject: str) -> str | None:
 def _crd_nodes(paths: list[Path]) -> dict[str, tuple[Path, yaml.Node]]:
     """Each CRD of the candidate: its file and its composed YAML node (lines kept)."""
     found: dict[str, tuple[Path, yaml.Node]] = {}
-    for path in paths:
-        files = (
-            sorted(p for p in path.rglob("*") if p.suffix in SUFFIXES) if path.is_dir() else [path]
-        )
-        for file in files:
-            try:
-                documents = list(yaml.compose_all(file.read_text()))
-            except (OSError, yaml.YAMLError):
+    for file in manifests.files(paths):
+        try:
+            documents = list(yaml.compose_all(file.read_text()))
+        except (OSError, yaml.YAMLError):
+            continue
+        for document in documents:
+            if getattr(_get(document, "kind"), "value", None) != "CustomResourceDefinition":
                 continue
-            for document in documents:
-                if _get(document, "kind") is None:
-                    continue
-                if getattr(_get(document, "kind"), "value", None) != "CustomResourceDefinition":
-                    continue
-                name = _get(_get(document, "metadata"), "name")
-                if name is not None:
-                    found[name.value] = (file, document)
+            name = _get(_get(document, "metadata"), "name")
+            if name is not None:
+                found[name.value] = (file, document)
     return found
 
 

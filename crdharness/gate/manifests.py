@@ -23,25 +23,31 @@ SUFFIXES = (".yaml", ".yml", ".json")
 Reach = Callable[[str], dict]  # webhook path -> clientConfig
 
 
+def files(paths: list[Path]) -> list[Path]:
+    """The files these paths name: a file itself, a directory's YAML/JSON files, sorted."""
+    found: list[Path] = []
+    for path in paths:
+        found += (
+            sorted(p for p in path.rglob("*") if p.suffix in SUFFIXES) if path.is_dir() else [path]
+        )
+    return found
+
+
 def documents(paths: list[Path]) -> list[tuple[Path, dict]]:
     """Every mapping document in these files (directories: their YAML/JSON files, sorted)."""
     found = []
-    for path in paths:
-        files = (
-            sorted(p for p in path.rglob("*") if p.suffix in SUFFIXES) if path.is_dir() else [path]
-        )
-        for file in files:
-            try:
-                docs = list(yaml.safe_load_all(file.read_text()))
-            except yaml.YAMLError as exc:
-                mark = getattr(exc, "problem_mark", None)
-                where = f"{file}:{mark.line + 1}" if mark else str(file)
-                raise HarnessError(f"{where}: not valid YAML: {exc}") from None
-            for doc in docs:
-                if isinstance(doc, dict) and doc.get("kind") == "List":
-                    found += [(file, item) for item in doc.get("items") or []]
-                elif isinstance(doc, dict):
-                    found.append((file, doc))
+    for file in files(paths):
+        try:
+            docs = list(yaml.safe_load_all(file.read_text()))
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f"{file}:{mark.line + 1}" if mark else str(file)
+            raise HarnessError(f"{where}: not valid YAML: {exc}") from None
+        for doc in docs:
+            if isinstance(doc, dict) and doc.get("kind") == "List":
+                found += [(file, item) for item in doc.get("items") or []]
+            elif isinstance(doc, dict):
+                found.append((file, doc))
     return found
 
 

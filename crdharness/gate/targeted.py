@@ -276,32 +276,17 @@ def _enumerated(node: dict, parts: tuple[str, ...] = (), depth: int = 0) -> list
 def _at_old_bound(old: dict, new: dict, bound: str):
     """A value the old schema accepts and the new bound refuses."""
     forced = dict(old)
-    if bound == "maxLength":
-        n = new[bound] + 1
-        forced.update(minLength=n, maxLength=n)
-    elif bound == "minLength":
-        n = max(new[bound] - 1, old.get("minLength", 0))
-        forced.update(minLength=n, maxLength=n)
-    elif bound == "maxItems":
-        n = new[bound] + 1
-        forced.update(minItems=n, maxItems=n)
-    elif bound == "minItems":
-        n = max(new[bound] - 1, old.get("minItems", 0))
-        forced.update(minItems=n, maxItems=n)
-    elif bound == "maxProperties":
-        n = new[bound] + 1
-        forced.update(minProperties=n, maxProperties=n)
-    elif bound == "minProperties":
-        n = max(new[bound] - 1, old.get("minProperties", 0))
-        forced.update(minProperties=n, maxProperties=n)
-    elif bound == "maximum":
+    if bound in ("maximum", "minimum"):
         step = 1 if old.get("type") == "integer" else 0.5
-        value = new[bound] if new.get("exclusiveMaximum") else new[bound] + step
+        exclusive = new.get("exclusive" + bound.title())
+        beyond = step if bound == "maximum" else -step
+        value = new[bound] if exclusive else new[bound] + beyond
         forced.update(minimum=value, maximum=value, exclusiveMinimum=False, exclusiveMaximum=False)
-    elif bound == "minimum":
-        step = 1 if old.get("type") == "integer" else 0.5
-        value = new[bound] if new.get("exclusiveMinimum") else new[bound] - step
-        forced.update(minimum=value, maximum=value, exclusiveMinimum=False, exclusiveMaximum=False)
+    else:  # a size: maxLength, minItems, ... forced to one just past the new bound
+        measure = bound[3:]  # Length, Items, Properties
+        lowest = old.get(f"min{measure}", 0)
+        n = new[bound] + 1 if bound.startswith("max") else max(new[bound] - 1, lowest)
+        forced.update({f"min{measure}": n, f"max{measure}": n})
     if bound.endswith("Properties") and not isinstance(old.get("additionalProperties"), dict):
         raise NoObject(f"{bound} is built for maps only (this object declares its fields)")
     if not _within_old(old, forced):

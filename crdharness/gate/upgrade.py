@@ -221,35 +221,31 @@ def write_baseline(ctx: GateContext, release: Release, written: list[Written]) -
     this release's hazard)."""
     upcoming = ctx.result("upgrade", checks.transition(release.index + 1))
     for obj in written:
-        resource = ctx.resource(obj.crd)
-        for version in release.served(obj.crd):
-            has_status = objects.has_status(release.entry(obj.crd, version))
-            path = resource.path(version, obj.namespace, obj.name)
-            refused = _confirmed(ctx, path, version, has_status)
+        # Lost by the user's webhook: the candidate's, whatever release it runs under.
+        # Lost by strategy None: this release's own hazard.
+        own = ctx.pointed(release.crds[obj.crd])["spec"].get("conversion") or {}
+        by_none = own.get("strategy", "None") != "Webhook"
+        for version, refused in _written_again(ctx, release, obj):
             _remember(ctx, release, obj, version, refused, hazards=refused)
-            # Lost by the user's webhook: the candidate's, whatever release it runs under.
-            # Lost by strategy None: this release's own hazard.
-            own = ctx.pointed(release.crds[obj.crd])["spec"].get("conversion") or {}
             _check_unchanged_by_writes(
-                ctx,
-                upcoming,
-                release,
-                obj,
-                version,
-                release.index + 1,
-                hazard=own.get("strategy", "None") != "Webhook",
+                ctx, upcoming, release, obj, version, release.index + 1, hazard=by_none
             )
 
 
-def _confirmed(ctx: GateContext, path: str, version: str, has_status: bool) -> list[Refusal]:
-    """The writes of ``write_again`` the server refuses twice in a row: a refusal it does
-    not repeat (a 429 or a timeout on a busy machine) is neither a finding nor a hazard that
-    would excuse the next release's real refusal of the same write."""
-    refused = write_again(ctx.cluster, path, version, has_status)
-    if not refused:
-        return refused
-    repeated = {r.key for r in write_again(ctx.cluster, path, version, has_status)}
-    return [r for r in refused if r.key in repeated]
+def _written_again(ctx: GateContext, release: Release, obj: Written):
+    """``obj`` written again at each version ``release`` serves (``upgrade_writes``):
+    (version, the writes the server refused twice in a row). A refusal it does not repeat
+    (a 429 or a timeout on a busy machine) is neither a finding nor a hazard that would
+    excuse the next release's real refusal of the same write."""
+    resource = ctx.resource(obj.crd)
+    for version in release.served(obj.crd):
+        has_status = objects.has_status(release.entry(obj.crd, version))
+        path = resource.path(version, obj.namespace, obj.name)
+        refused = write_again(ctx.cluster, path, version, has_status)
+        if refused:
+            repeated = {r.key for r in write_again(ctx.cluster, path, version, has_status)}
+            refused = [r for r in refused if r.key in repeated]
+        yield version, refused
 
 
 def _remember(
@@ -282,17 +278,14 @@ def _write_all_again(
     already under the earlier release."""
     writes = hazards = 0
     for obj in written:
-        resource = ctx.resource(obj.crd)
-        for version in release.served(obj.crd):
-            has_status = objects.has_status(release.entry(obj.crd, version))
-            path = resource.path(version, obj.namespace, obj.name)
-            refused = _confirmed(ctx, path, version, has_status)
-            writes += 4 + has_status
+        for version, refused in _written_again(ctx, release, obj):
+            writes += 4 + objects.has_status(release.entry(obj.crd, version))
             _check_unchanged_by_writes(ctx, result, release, obj, version, release.index)
-            new = [r for r in refused if r.key not in obj.baseline]
-            hazards += len(refused) - len(new)
-            obj.hazarded |= {r.key for r in refused if r not in new}
-            _remember(ctx, release, obj, version, refused, [r for r in refused if r not in new])
+            known = [r for r in refused if r.key in obj.baseline]  # refused before: hazards
+            new = [r for r in refused if r not in known]
+            hazards += len(known)
+            obj.hazarded |= {r.key for r in known}
+            _remember(ctx, release, obj, version, refused, known)
             if new:
                 _finding(
                     ctx,
