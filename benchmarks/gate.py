@@ -9,6 +9,11 @@ Then how fast it fails: the three-version Backup (six version pairs) through a w
 loses ``status.conditions``, against the same CRD's passing run; the failing one should take
 at most twice as long.
 
+Then a slow webhook: the same passing Backup run with every review answered after 40 ms
+(crdconvert's ``delay`` fault), as a webhook in plain Python or behind a slow dependency
+answers. The gate's requests go out ``concurrency`` at once, so this should pass in a
+minute, not in the webhook's latency times its reviews (``--concurrency 1`` shows that).
+
     python -m benchmarks.gate [--runs 3] [--generate 100]
 """
 
@@ -94,10 +99,43 @@ def fail_vs_pass() -> dict:
     }
 
 
+SLOW_REVIEW_SECONDS = 0.04
+
+
+def slow_webhook(concurrency: int | None) -> dict:
+    """The passing three-version run with a webhook answering each review after 40 ms."""
+    text = (THREE / "gate.yaml").read_text()
+    text = text.replace(
+        "--identity Backup", f"--identity Backup --fault delay={SLOW_REVIEW_SECONDS}"
+    )
+    text = text.replace("  - crd.yaml", f"  - {THREE / 'crd.yaml'}")
+    if concurrency is not None:
+        text += f"concurrency: {concurrency}\n"
+    with tempfile.TemporaryDirectory(prefix="bench-gate-") as directory:
+        gate_file = Path(directory) / "gate.yaml"
+        gate_file.write_text(text)
+        run = timed(gate_file, Path(directory))
+        report = json.loads((Path(directory) / "artifacts" / "report.json").read_text())
+    conduct = next(c for c in report["checks"] if c["check"] == "webhook-conduct")
+    return {
+        **run,
+        "review_delay_ms": SLOW_REVIEW_SECONDS * 1000,
+        "concurrency": concurrency or "default",
+        "reviews": conduct["counts"].get("reviews"),
+        "webhook_conduct": conduct["evidence"],
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--generate", type=int, default=100)
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        default=None,
+        help="the slow-webhook run's (default: the gate's)",
+    )
     args = parser.parse_args()
     runs = []
     for i in range(args.runs):
@@ -109,12 +147,15 @@ def main() -> None:
         "runs": runs,
         "wall_seconds_median": statistics.median(r["wall_seconds"] for r in runs),
         "three_versions_fail_vs_pass": fail_vs_pass(),
+        "three_versions_slow_webhook": slow_webhook(args.concurrency),
     }
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "gate.json").write_text(json.dumps(data, indent=2))
     print(json.dumps(data, indent=2))
     if any(r["exit"] != 0 for r in runs):
         raise SystemExit("the reference gate did not pass: see the runs above")
+    if data["three_versions_slow_webhook"]["verdict"] != "PASS":
+        raise SystemExit("the slow-webhook run did not pass: see its figures above")
 
 
 if __name__ == "__main__":

@@ -36,6 +36,9 @@ def new_api_client(kubeconfig: Path, credentials_dir: Path) -> client.ApiClient:
     return client.ApiClient(configuration)
 
 
+POOL_SIZE = 64  # connections kept to the API server
+
+
 class ApiHttp(requests.Session):
     """Raw HTTP to the API server (Warning headers, discovery, exact status codes).
 
@@ -46,6 +49,8 @@ class ApiHttp(requests.Session):
     def __init__(self, configuration: client.Configuration):
         super().__init__()
         self.trust_env = False
+        # The gate sends many requests at once (``gate.concurrency``): a connection each.
+        self.mount("https://", requests.adapters.HTTPAdapter(pool_maxsize=POOL_SIZE))
         self.base_url = configuration.host.rstrip("/")
         self.verify = configuration.ssl_ca_cert or configuration.verify_ssl
         if configuration.cert_file:

@@ -81,6 +81,7 @@ webhook: {command: x, latency_budget_ms: 25}
 expect: [{at: crd.yaml, reads_at: crd.yaml}]
 shrink_seconds: 5
 min_objects: 3
+concurrency: 2
 """,
         )
     )
@@ -95,6 +96,7 @@ min_objects: 3
     assert config.webhook.latency_budget_ms == 25.0
     assert config.expect[0].subject == "crd.yaml = crd.yaml"
     assert config.shrink_seconds == 5.0 and config.min_objects == 3
+    assert config.concurrency == 2
 
 
 @pytest.mark.parametrize(
@@ -107,7 +109,7 @@ min_objects: 3
         ("crds: [missing.yaml]\n", "missing.yaml does not exist"),
         (
             "crds: [crd.yaml]\ncrd: [x]\n",
-            ":2: crd: unknown key (known: accept_not_proven, admission, allow, crds",
+            ":2: crd: unknown key (known: accept_not_proven, admission, allow, concurrency, crds",
         ),
         ("crds: [crd.yaml]\nwebhook:\n  comand: x\n", ":3: webhook.comand: unknown key"),
         (
@@ -149,6 +151,7 @@ min_objects: 3
         ("crds: [{path: crd.yaml, migrate: {cmd: x}}]\n", "crds[0].migrate.cmd: unknown key"),
         ("crds: [{path: crd.yaml, migrate: {command: '{kubecfg}'}}]\n", "unknown placeholder"),
         ("crds: [crd.yaml]\ntimeout: 0\n", "timeout: must be more than 0"),
+        ("crds: [crd.yaml]\nconcurrency: 0\n", "concurrency: must be 1 or more"),
         ("crds: [crd.yaml]\nstrict: sure\n", "strict: must be a bool"),
         ("crds: [crd.yaml]\nexpect: [{at: crd.yaml}]\n", "expect[0].reads_at: missing"),
         ("crds: [crd.yaml]\nexpect: [{at: crd.yaml, reads_at: no.yaml}]\n", "no.yaml does not"),

@@ -131,6 +131,7 @@ class GateConfig:
     strict: bool = False  # an empty value read back absent (or the reverse) is a finding
     min_objects: int = 10  # fewer compared per version pair: round trips are "not proven"
     shrink_seconds: float = 20.0  # time a version pair's search may spend shrinking a failure
+    concurrency: int = 8  # objects whose requests are in flight at once (per CRD and version)
     expect: list[Expectation] = field(default_factory=list)
     accept_not_proven: list[Acceptance] = field(default_factory=list)
 

@@ -7,6 +7,7 @@ nothing about the order phases run in (``gate.run``).
 from __future__ import annotations
 
 import itertools
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -64,6 +65,8 @@ class GateContext:
     hazards: dict[str, str] = field(default_factory=dict)  # writes a release itself refuses
     deadline: float = 0.0  # time.monotonic() when the run's `timeout:` passes
     _names: itertools.count = field(default_factory=itertools.count)
+    # The counts objects written at once (``concurrency``) add to.
+    _counting: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:
         if not self.deadline:
@@ -187,6 +190,11 @@ class GateContext:
             why = f"{what}refused by an admission webhook"
         else:
             why = f"{what}refused by the API server's validation ({answer.status})"
-        self.refused[why] += 1
-        # One message per reason, so the user sees why (and can write samples that pass).
-        self.refused_examples.setdefault(why, answer.message[:300])
+        self.count(why, answer.message)
+
+    def count(self, why: str, message: str) -> None:
+        """One object refused for ``why``; the first ``message`` for it is kept to show, so
+        the user sees why (and can write samples that pass)."""
+        with self._counting:
+            self.refused[why] += 1
+            self.refused_examples.setdefault(why, message[:300])

@@ -41,6 +41,7 @@ TOP_KEYS = {
     "strict",
     "min_objects",
     "shrink_seconds",
+    "concurrency",
     "expect",
     "accept_not_proven",
 }
@@ -174,6 +175,10 @@ def load(source: Path | str) -> GateConfig:
         config.shrink_seconds = reader.scalar(top["shrink_seconds"], "shrink_seconds", float)
         if config.shrink_seconds < 0:
             raise reader.fail(top["shrink_seconds"], "shrink_seconds", "must be 0 or more")
+    if "concurrency" in top:
+        config.concurrency = reader.scalar(top["concurrency"], "concurrency", int)
+        if config.concurrency < 1:
+            raise reader.fail(top["concurrency"], "concurrency", "must be 1 or more")
     if "expect" in top:
         config.expect = []
         for i, node in enumerate(_sequence(reader, top, "expect")):

@@ -15,7 +15,18 @@ A release is many CRDs: one CRD the API server refuses is left out of the later 
 
 from __future__ import annotations
 
-from crdharness.gate import changes, checks, deprecation, migration, objects, targeted, upgrade
+import itertools
+
+from crdharness.gate import (
+    changes,
+    checks,
+    concurrency,
+    deprecation,
+    migration,
+    objects,
+    targeted,
+    upgrade,
+)
 from crdharness.gate.api import (
     Answer,
     Resource,
@@ -204,48 +215,71 @@ def write_objects(
         else:
             wanted = count
         for entry in served:
-            version = entry["name"]
-            samples = ctx.sample_bodies(name, version)
-            # Drawn objects the server refuses are no evidence: up to three times as many
-            # are drawn, and written until ``wanted`` of them are accepted.
-            generated = objects.first_examples(entry, wanted * DRAWS_PER_OBJECT, ctx.config.seed)
-            accepted = 0
-            for n, body in enumerate(samples + generated):
-                if n >= len(samples) and accepted >= wanted:
-                    break
-                # The user's samples are written for the candidate: one it refuses is a
-                # finding (any other release may predate the sample's fields).
-                judged = n < len(samples) and release is ctx.candidate
-                refusals: list[Answer] = []
-                record = _write_one(
-                    ctx, release, name, entry, body, prefix, refusals if judged else None
-                )
-                for answer in refusals:
-                    check = "upgrade" if release.index else "install"
-                    subject = (
-                        checks.transition(release.index)
-                        if release.index
-                        else checks.release(release.index)
-                    )
-                    ctx.result(check, subject).fail(
-                        f"the candidate refuses your sample {name} at {version}: "
-                        f"{answer.status} {answer.message}",
-                        f"sample {samples[n].get(objects.NAME, '?')} at {version}: "
-                        f"{answer.message}",
-                    )
-                if record is not None:
-                    record.sample = n < len(samples)
-                    accepted += n >= len(samples)
-                    written.append(record)
+            written += _write_version(ctx, release, name, entry, wanted, prefix)
     ctx.report(f"gate: release {release.index + 1}: {len(written)} objects written")
     return written
+
+
+def _write_version(
+    ctx: GateContext, release: Release, name: str, entry: dict, wanted: int, prefix: str
+) -> list[Written]:
+    """The user's samples of ``name`` at ``entry``'s version, then drawn objects until
+    ``wanted`` are accepted: ``concurrency`` written at once, kept in the order drawn."""
+    version = entry["name"]
+    samples = ctx.sample_bodies(name, version)
+    # Drawn objects the server refuses are no evidence: up to three times as many are
+    # drawn, and written until ``wanted`` of them are accepted.
+    drawn = iter(objects.first_examples(entry, wanted * DRAWS_PER_OBJECT, ctx.config.seed))
+    # The user's samples are written for the candidate: one it refuses is a finding (any
+    # other release may predate the sample's fields).
+    judged = release is ctx.candidate
+    batch = [(body, True) for body in samples] + [
+        (b, False) for b in itertools.islice(drawn, wanted)
+    ]
+    written: list[Written] = []
+    accepted = 0
+
+    def write(item: tuple[dict, bool, str]) -> tuple[Written | None, list[Answer]]:
+        body, sample, obj_name = item
+        refusals: list[Answer] = []
+        record = _write_one(
+            ctx, release, name, entry, body, obj_name, refusals if sample and judged else None
+        )
+        return record, refusals
+
+    while batch:
+        # Named here, in order: the same run names the same objects the same way.
+        named = [(body, sample, _name(ctx, release, prefix, version)) for body, sample in batch]
+        outcomes = concurrency.each(write, named, ctx.config.concurrency)
+        for (body, sample), (record, refusals) in zip(batch, outcomes, strict=True):
+            for answer in refusals:
+                _sample_refused(ctx, release, name, version, body, answer)
+            if record is not None:
+                record.sample = sample
+                accepted += not sample
+                written.append(record)
+        batch = [(b, False) for b in itertools.islice(drawn, max(wanted - accepted, 0))]
+    return written
+
+
+def _sample_refused(
+    ctx: GateContext, release: Release, name: str, version: str, body: dict, answer: Answer
+) -> None:
+    """The candidate refuses one of the user's samples: a finding of its install, or of the
+    upgrade to it."""
+    check = "upgrade" if release.index else "install"
+    subject = checks.transition(release.index) if release.index else checks.release(release.index)
+    ctx.result(check, subject).fail(
+        f"the candidate refuses your sample {name} at {version}: {answer.status} {answer.message}",
+        f"sample {body.get(objects.NAME, '?')} at {version}: {answer.message}",
+    )
 
 
 def write_targeted(ctx: GateContext, release: Release, upcoming: list[Change]) -> list[Written]:
     """Objects built to hold each change the next release makes (``targeted``), written
     under ``release``; a change none of whose objects could be built or created is decided
     "not proven" here, with the reason."""
-    written = []
+    built: list[tuple[Change, dict, list[dict]]] = []  # change, its version, its objects
     for change in upcoming:
         if not change.version or change.kind == "version removed":
             continue  # a change to the CRD as a whole: its old objects are the evidence
@@ -266,13 +300,29 @@ def write_targeted(ctx: GateContext, release: Release, upcoming: list[Change]) -
                 f"the gate could not build an object holding it: {type(exc).__name__}: {exc}",
             )
             continue
+        built.append((change, entry, bodies))
+    # Built one after another (hypothesis draws on one thread), written many at once.
+    items = [
+        (change, entry, body, _name(ctx, release, "t", change.version))
+        for change, entry, bodies in built
+        for body in bodies
+    ]
+
+    def write(item: tuple[Change, dict, dict, str]) -> tuple[Written | None, list[Answer]]:
+        change, entry, body, obj_name = item
         refusals: list[Answer] = []
-        for body in bodies:
-            record = _write_one(ctx, release, change.crd, entry, body, "t", refusals)
+        return _write_one(ctx, release, change.crd, entry, body, obj_name, refusals), refusals
+
+    outcomes = concurrency.each(write, items, ctx.config.concurrency)
+    written = []
+    for change, _, bodies in built:
+        mine = [outcome for item, outcome in zip(items, outcomes, strict=True) if item[0] is change]
+        for record, _ in mine:
             if record is not None:
                 record.change = change
                 written.append(record)
-        if not any(w.change is change for w in written):
+        if not any(record is not None for record, _ in mine):
+            refusals = [answer for _, answers in mine for answer in answers]
             why = refusals[0].message[:300] if refusals else "its conversion for storage failed"
             change.decide(
                 NOT_PROVEN,
@@ -287,13 +337,18 @@ def write_targeted(ctx: GateContext, release: Release, upcoming: list[Change]) -
     return written
 
 
+def _name(ctx: GateContext, release: Release, prefix: str, version: str) -> str:
+    """An object's name: what wrote it, under which release, at which version."""
+    return ctx.name(f"{prefix}{release.index + 1}-{version}")
+
+
 def _write_one(
     ctx: GateContext,
     release: Release,
     name: str,
     entry: dict,
     body: dict,
-    prefix: str,
+    obj_name: str,
     refusals: list[Answer] | None,
 ) -> Written | None:
     """Create one object of ``name`` at ``entry``'s version, read it back at every served
@@ -301,7 +356,6 @@ def _write_one(
     manifest = release.crds[name]
     resource = Resource.of(manifest)
     version = entry["name"]
-    obj_name = ctx.name(f"{prefix}{release.index + 1}-{version}")
     try:
         created = ctx.create(
             manifest, entry, version, obj_name, HISTORY_NS, body, refusals=refusals
@@ -310,8 +364,7 @@ def _write_one(
         # The candidate's convertibility check judges this on its own objects; here it
         # only means one object fewer for the upgrade.
         why = f"could not be created at {version} (its conversion for storage failed)"
-        ctx.refused[why] += 1
-        ctx.refused_examples.setdefault(why, failure.evidence[:300])
+        ctx.count(why, failure.evidence)
         return None
     if created is None:
         return None

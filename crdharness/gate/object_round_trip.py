@@ -27,6 +27,12 @@ class PairRecord:
     allowed: list[str] = field(default_factory=list)  # excused by an `allow` entry
     normalised: list[str] = field(default_factory=list)  # {} or [] read back absent
 
+    def add(self, other: PairRecord) -> None:
+        """What ``other`` (one object's round trip, made beside others) saw, added here."""
+        self.counts.update(other.counts)
+        self.allowed += [note for note in other.allowed if note not in self.allowed]
+        self.normalised += [note for note in other.normalised if note not in self.normalised]
+
 
 def run(
     ctx: GateContext, manifest, entry, a, b, body, seen: PairRecord, sample: bool = False
@@ -44,8 +50,7 @@ def run(
         # have refused can fail that conversion first (seen: kubebuilder's CronJob, whose
         # webhook parses the cron schedule its validating webhook checks). Not proof.
         why = f"could not be created at {a} (a conversion the admission webhooks need failed)"
-        ctx.refused[why] += 1
-        ctx.refused_examples.setdefault(why, failure.evidence[:300])
+        ctx.count(why, failure.evidence)
         seen.counts["refused"] += 1
         return None
     if created is None:

@@ -275,6 +275,11 @@ def sample_body(sample: dict) -> dict:
 
 def first_examples(version: dict, count: int, seed: int) -> list[dict]:
     """``count`` bodies drawn from ``bodies(version)``, the same ones for the same seed."""
+    return drawn_from(bodies(version), count, seed)
+
+
+def drawn_from(strategy, count: int, seed: int) -> list[dict]:
+    """``count`` bodies drawn from a hypothesis strategy, the same ones for the same seed."""
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as fixed_seed
 
@@ -290,7 +295,7 @@ def first_examples(version: dict, count: int, seed: int) -> list[dict]:
         phases=[Phase.generate],
         suppress_health_check=list(HealthCheck),
     )
-    @given(bodies(version))
+    @given(strategy)
     def draw(body):
         if len(drawn) < count:
             drawn.append(body)

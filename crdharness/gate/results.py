@@ -30,6 +30,19 @@ class CheckResult:
         self.details += list(details)
         return self
 
+    def add(self, other: CheckResult) -> None:
+        """What ``other`` found (one object's part of this check, judged beside others'),
+        added as if found here: the first failure stays the headline."""
+        if other.passed is False:
+            self.fail(other.evidence, *other.details)
+        self.objects += other.objects
+        self.allowed += [note for note in other.allowed if note not in self.allowed]
+        self.normalised += [note for note in other.normalised if note not in self.normalised]
+
+    def part(self) -> CheckResult:
+        """An empty result of the same check and subject, for one object's part of it."""
+        return CheckResult(self.check, self.subject)
+
     @property
     def status(self) -> str:
         return {True: "pass", False: "FAIL", None: "not proven"}[self.passed]

@@ -10,9 +10,18 @@ import itertools
 import time
 from collections import Counter
 
-from crdharness.gate import changes, checks, diff, object_round_trip, objects, targeted
+from crdharness.gate import (
+    changes,
+    checks,
+    concurrency,
+    diff,
+    object_round_trip,
+    objects,
+    targeted,
+)
 from crdharness.gate.changes import Change
 from crdharness.gate.context import GateContext
+from crdharness.gate.object_round_trip import PairRecord
 from crdharness.gate.results import RoundTripFailure
 
 MAX_FINDINGS = 3  # distinct failures searched for per version pair
@@ -41,7 +50,7 @@ def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
     convertible = ctx.result("convertibility", subject)
     manifest = ctx.candidate.crds[name]
     entry = ctx.candidate.entry(name, a)
-    seen = object_round_trip.PairRecord()
+    seen = PairRecord()
     refused_before = Counter(ctx.refused)  # the run's count: this pair's is the difference
     started = time.perf_counter()
     ctx.report(f"gate: {subject}: round trips ({ctx.config.generate} generated objects)")
@@ -94,7 +103,11 @@ def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
         return all(any(diff.at_or_under(k, done) for done in shrunk) for k in _kinds(failure))
 
     shrink_until: list[float] = []  # the pair's shrinking deadline, set at its first failure
-    for _ in range(MAX_FINDINGS):  # each search looks for a failure not shown yet
+    # The drawn objects go out many at once first: a pair they all pass needs no search,
+    # and takes far less than the webhook's latency times its reviews. A new failure among
+    # them is searched for again one object at a time, as hypothesis must to shrink it.
+    searching = ctx.config.generate and _drawn_fail(ctx, name, entry, a, b, seen, new)
+    for _ in range(MAX_FINDINGS if searching else 0):  # each looks for a failure not shown yet
         failure = _search(ctx, name, entry, attempt, new, shrink_until, shrunk_elsewhere)
         if failure is None:
             break
@@ -156,7 +169,7 @@ def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
 
 
 def _round_trip_holding(
-    ctx: GateContext, change: Change, entry: dict, attempt, seen: object_round_trip.PairRecord
+    ctx: GateContext, change: Change, entry: dict, attempt, seen: PairRecord
 ) -> RoundTripFailure | None:
     """One object holding ``change``'s path, round-tripped; the change's decision: proven
     (lost or changed, or not convertible), cleared (kept), allowed or normalised, or not
@@ -221,16 +234,12 @@ def _search(
         return None
     from hypothesis import HealthCheck, given, settings
     from hypothesis import seed as fixed_seed
-    from hypothesis import strategies as st
     from hypothesis.errors import Flaky
 
     seen: list[RoundTripFailure] = []
     smaller_at: list[float] = []  # when each smaller failure than those before was found
     budget = ctx.config.shrink_seconds
-    samples = ctx.sample_bodies(crd, entry["name"])
-    drawn = objects.bodies(entry)
-    if samples:  # half the user's samples mutated, half drawn from the schema
-        drawn = st.one_of(objects.mutations(entry, samples), drawn)
+    drawn = _drawn(ctx, crd, entry)
 
     @fixed_seed(ctx.config.seed)
     @settings(
@@ -266,6 +275,36 @@ def _search(
         # Out of time, or a failure that did not repeat on replay: the smallest seen.
         return min(seen, key=lambda f: f.size) if seen else None
     return None
+
+
+def _drawn(ctx: GateContext, crd: str, entry: dict):
+    """What a pair's objects are drawn from: the schema, and with samples, half of them
+    the user's samples mutated."""
+    drawn = objects.bodies(entry)
+    samples = ctx.sample_bodies(crd, entry["name"])
+    if samples:
+        from hypothesis import strategies as st
+
+        drawn = st.one_of(objects.mutations(entry, samples), drawn)
+    return drawn
+
+
+def _drawn_fail(
+    ctx: GateContext, crd: str, entry: dict, a: str, b: str, seen: PairRecord, new
+) -> bool:
+    """``generate`` drawn objects round-tripped, ``concurrency`` at once (each with its own
+    record, added to ``seen`` in order): whether one failed in a way ``new`` accepts."""
+    manifest = ctx.candidate.crds[crd]
+    bodies = objects.drawn_from(_drawn(ctx, crd, entry), ctx.config.generate, ctx.config.seed)
+
+    def round_trip(body: dict) -> tuple[RoundTripFailure | None, PairRecord]:
+        record = PairRecord()
+        return object_round_trip.run(ctx, manifest, entry, a, b, body, record), record
+
+    outcomes = concurrency.each(round_trip, bodies, ctx.config.concurrency)
+    for _, record in outcomes:
+        seen.add(record)
+    return any(failure is not None and new(failure) for failure, _ in outcomes)
 
 
 def _record(

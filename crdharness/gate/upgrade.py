@@ -15,7 +15,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from crdharness.gate import changes, checks, diff, migration, objects, schemas, targeted
+from crdharness.gate import (
+    changes,
+    checks,
+    concurrency,
+    diff,
+    migration,
+    objects,
+    schemas,
+    targeted,
+)
 from crdharness.gate.api import call
 from crdharness.gate.changes import Change
 from crdharness.gate.context import GateContext
@@ -66,35 +75,15 @@ def check(ctx: GateContext, release: Release, written, before, stored_before) ->
     result = ctx.result("upgrade", checks.transition(release.index))
     for obj in written:
         obj.findings, obj.excused, obj.hazarded = [], [], set()
+    upgraded = [obj for obj in written if obj.crd in release.crds]
+    parts = concurrency.each(
+        lambda obj: _read_again(ctx, result.part(), release, obj), upgraded, ctx.config.concurrency
+    )
     checked = 0
-    for obj in written:
-        if obj.crd not in release.crds:
-            continue
-        resource = ctx.resource(obj.crd)
-        served = release.served(obj.crd)
-        for version in served:
-            got = call(ctx.cluster, "GET", resource.path(version, obj.namespace, obj.name))
-            if not got.ok:
-                _finding(
-                    ctx,
-                    result,
-                    obj,
-                    f"{obj.name} (written at {obj.version}) cannot be read at {version}",
-                    f"GET {obj.name} at {version}: {got.status} {got.message}",
-                )
-                continue
-            checked += 1
-            if version in obj.seen:
-                _judge_read(ctx, result, release, obj, version, got.body)
-            obj.seen[version] = got.body
-        for version in served:
-            listed = call(ctx.cluster, "GET", resource.path(version, obj.namespace))
-            names = [i["metadata"]["name"] for i in (listed.body or {}).get("items", [])]
-            if not listed.ok or obj.name not in names:
-                result.fail(
-                    f"LIST at {version} does not return {obj.name}",
-                    f"LIST at {version}: {listed.status} {'' if listed.ok else listed.message}",
-                )
+    for part, reads in parts:
+        result.add(part)
+        checked += reads
+    _check_listed(ctx, result, release, upgraded)
     proven_untouched = _check_untouched(ctx, result, written, before)
     writes, hazards = _write_all_again(ctx, result, release, written)
     for name in ctx.live(release):
@@ -136,6 +125,55 @@ def check(ctx: GateContext, release: Release, written, before, stored_before) ->
         )
     decide(ctx, release, written)
     _enough_evidence(ctx, result, release, written)
+
+
+def _read_again(
+    ctx: GateContext, result: CheckResult, release: Release, obj: Written
+) -> tuple[CheckResult, int]:
+    """``obj`` read at every version ``release`` serves, judged against what it read under
+    the earlier release; what was found (its part of ``upgrade``), and the reads made."""
+    resource = ctx.resource(obj.crd)
+    reads = 0
+    for version in release.served(obj.crd):
+        got = call(ctx.cluster, "GET", resource.path(version, obj.namespace, obj.name))
+        if not got.ok:
+            _finding(
+                ctx,
+                result,
+                obj,
+                f"{obj.name} (written at {obj.version}) cannot be read at {version}",
+                f"GET {obj.name} at {version}: {got.status} {got.message}",
+            )
+            continue
+        reads += 1
+        if version in obj.seen:
+            _judge_read(ctx, result, release, obj, version, got.body)
+        obj.seen[version] = got.body
+    return result, reads
+
+
+def _check_listed(ctx: GateContext, result: CheckResult, release: Release, written) -> None:
+    """A LIST at every served version returns every old object: one LIST per CRD, version
+    and namespace."""
+    places = sorted({(obj.crd, obj.namespace or "") for obj in written})
+    for crd, namespace in places:
+        resource = ctx.resource(crd)
+        mine = [w for w in written if w.crd == crd and (w.namespace or "") == namespace]
+        for version in release.served(crd):
+            listed = call(ctx.cluster, "GET", resource.path(version, namespace or None))
+            names = {i["metadata"]["name"] for i in (listed.body or {}).get("items", [])}
+            if not listed.ok:
+                result.fail(
+                    f"LIST of {crd} at {version} fails: {listed.status} {listed.message}",
+                    *(f"LIST at {version} does not return {w.name}" for w in mine),
+                )
+                continue
+            for obj in mine:
+                if obj.name not in names:
+                    result.fail(
+                        f"LIST at {version} does not return {obj.name}",
+                        f"LIST at {version}: {listed.status}",
+                    )
 
 
 def _finding(
@@ -220,16 +258,29 @@ def write_baseline(ctx: GateContext, release: Release, written: list[Written]) -
     under every release, so such a loss fails the next transition (one by strategy None is
     this release's hazard)."""
     upcoming = ctx.result("upgrade", checks.transition(release.index + 1))
-    for obj in written:
+
+    def write(obj: Written) -> tuple[CheckResult, dict[str, str]]:
+        part, hazards = upcoming.part(), dict[str, str]()
         # Lost by the user's webhook: the candidate's, whatever release it runs under.
         # Lost by strategy None: this release's own hazard.
         own = ctx.pointed(release.crds[obj.crd])["spec"].get("conversion") or {}
         by_none = own.get("strategy", "None") != "Webhook"
         for version, refused in _written_again(ctx, release, obj):
-            _remember(ctx, release, obj, version, refused, hazards=refused)
+            _remember(release, obj, version, refused, refused, hazards)
             _check_unchanged_by_writes(
-                ctx, upcoming, release, obj, version, release.index + 1, hazard=by_none
+                ctx, part, hazards, release, obj, version, release.index + 1, hazard=by_none
             )
+        return part, hazards
+
+    for part, hazards in concurrency.each(write, written, ctx.config.concurrency):
+        upcoming.add(part)
+        _add_hazards(ctx, hazards)
+
+
+def _add_hazards(ctx: GateContext, hazards: dict[str, str]) -> None:
+    """One object's hazards, added to the run's: each is reported once."""
+    for key, line in hazards.items():
+        ctx.hazards.setdefault(key, line)
 
 
 def _written_again(ctx: GateContext, release: Release, obj: Written):
@@ -249,19 +300,19 @@ def _written_again(ctx: GateContext, release: Release, obj: Written):
 
 
 def _remember(
-    ctx: GateContext,
     release: Release,
     obj: Written,
     version: str,
     refused: list[Refusal],
-    hazards: list[Refusal],
+    known: list[Refusal],
+    hazards: dict[str, str],
 ) -> None:
     """The writes ``release`` refuses at ``version`` become the next transition's baseline;
-    ``hazards``, refused under a release for objects it (or a release before it, which
-    refused them too) accepted, are reported apart, once."""
+    ``known``, refused under a release for objects it (or a release before it, which
+    refused them too) accepted, are its hazards (added to ``hazards``, reported apart)."""
     obj.baseline = {k for k in obj.baseline if k[1] != version} | {r.key for r in refused}
-    for refusal in hazards:
-        ctx.hazards.setdefault(
+    for refusal in known:
+        hazards.setdefault(
             f"{obj.crd}:{refusal.key}:{refusal.status}",
             f"release {release.index + 1}: {obj.crd} at {version}: {refusal.write} is refused "
             f"for objects the release itself accepted: {refusal.status} "
@@ -276,31 +327,43 @@ def _write_all_again(
     and read back after each version's writes (what each version reads last is kept for
     the next release's comparison). Returns the number of writes, and of those refused
     already under the earlier release."""
-    writes = hazards = 0
-    for obj in written:
+
+    def write(obj: Written) -> tuple[CheckResult, dict[str, str], int, int]:
+        part, hazards, writes, known_count = result.part(), dict[str, str](), 0, 0
         for version, refused in _written_again(ctx, release, obj):
             writes += 4 + objects.has_status(release.entry(obj.crd, version))
-            _check_unchanged_by_writes(ctx, result, release, obj, version, release.index)
+            _check_unchanged_by_writes(ctx, part, hazards, release, obj, version, release.index)
             known = [r for r in refused if r.key in obj.baseline]  # refused before: hazards
             new = [r for r in refused if r not in known]
-            hazards += len(known)
+            known_count += len(known)
             obj.hazarded |= {r.key for r in known}
-            _remember(ctx, release, obj, version, refused, known)
+            _remember(release, obj, version, refused, known, hazards)
             if new:
                 _finding(
                     ctx,
-                    result,
+                    part,
                     obj,
                     f"{obj.crd} {obj.name} (stored under release {release.index}) cannot be "
                     f"written under release {release.index + 1}: {new[0].line}",
                     *(f"{obj.name}: {r.line}" for r in new),
                 )
-    return writes, hazards
+        return part, hazards, writes, known_count
+
+    writes = hazards_count = 0
+    for part, hazards, count, known_count in concurrency.each(
+        write, written, ctx.config.concurrency
+    ):
+        result.add(part)
+        _add_hazards(ctx, hazards)
+        writes += count
+        hazards_count += known_count
+    return writes, hazards_count
 
 
 def _check_unchanged_by_writes(
     ctx: GateContext,
     result,
+    hazards: dict[str, str],
     release: Release,
     obj: Written,
     version: str,
@@ -333,7 +396,7 @@ def _check_unchanged_by_writes(
         ]
         if found and hazard:
             paths = ", ".join(sorted({d.path for d in found}))
-            ctx.hazards.setdefault(
+            hazards.setdefault(
                 f"{obj.crd}:lost:{version}:{paths}",
                 f"release {release.index + 1}: {obj.crd} written again at {version} (strategy "
                 f"{release.strategy(obj.crd)}) loses {paths} (read at {at}), under this "
