@@ -14,6 +14,9 @@ from crdharness.polling import wait_for
 from crdharness.scenarios import storage_migration
 from crdharness.scenarios.versioned import crontab_manifest, version
 
+# kube-controller-manager: on a fresh machine it is built beside the first tests.
+pytestmark = pytest.mark.built_in_background
+
 SERVED = ("v1beta1", "v1")
 
 

@@ -193,17 +193,27 @@ def resolve(
     return build(release, report)
 
 
+def _controller_manager_entry(release: Release) -> str:
+    return f"kube-controller-manager-{release.git_version}"
+
+
+def _controller_manager_ok(directory: Path, release: Release) -> bool:
+    return reported_version(directory / "kube-controller-manager") == release.kubernetes
+
+
+def controller_manager_cached(release: Release) -> bool:
+    """Whether ``controller_manager(release)`` would return at once (no build)."""
+    entry = cache.entry_dir(_controller_manager_entry(release))
+    return _controller_manager_ok(entry, release)
+
+
 def controller_manager(release: Release, report: Reporter = to_stderr) -> Path:
     """kube-controller-manager for ``release``: its own cache entry, built only when a cluster
     asks for controllers (envtest archives do not carry it)."""
-    name = f"kube-controller-manager-{release.git_version}"
-
-    def ok(directory: Path) -> bool:
-        return reported_version(directory / "kube-controller-manager") == release.kubernetes
-
+    name = _controller_manager_entry(release)
     _build_entry(
         name,
-        ok,
+        lambda directory: _controller_manager_ok(directory, release),
         lambda out, log: gobuild.build_kubernetes(
             release,
             out,

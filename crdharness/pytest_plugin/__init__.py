@@ -7,6 +7,7 @@ conftest) gives any project a real cluster and the fixtures that make it useful.
 - ``crds``: ``group`` (an API group of the test's own), ``make_crd``, ``webhook_crd``.
 - ``webhooks``: ``conversion_webhook`` and ``isolated_webhook``, the reference webhook.
 - ``selection``: ``--behaviour`` and the tests only the local backend can run.
+- ``builds``: the binaries only some tests need, built in the background (those tests last).
 - ``reporting``: control-plane logs and catalogue claims on failures, the failure bundle,
   transcripts, JUnit properties.
 """
@@ -17,5 +18,6 @@ pytest_plugins = [
     "crdharness.pytest_plugin.crds",
     "crdharness.pytest_plugin.webhooks",
     "crdharness.pytest_plugin.selection",
+    "crdharness.pytest_plugin.builds",
     "crdharness.pytest_plugin.reporting",
 ]

@@ -1,0 +1,108 @@
+"""The binaries only some tests need are built in the background (``pytest_plugin.builds``):
+those tests run last, the build starts only when something is missing, and it never
+outlives the run."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from types import SimpleNamespace
+
+import psutil
+import pytest
+
+from crdharness.binaries import assets, cache, versions
+from crdharness.pytest_plugin import builds
+from tests.inner_session import inner_pytest
+
+
+def test_the_tests_that_need_the_build_are_collected_last_in_their_own_order():
+    def item(name: str, *fixtures: str):
+        return SimpleNamespace(name=name, fixturenames=["cluster", *fixtures])
+
+    def marked(name: str):
+        mark = pytest.mark.built_in_background.mark
+        return SimpleNamespace(
+            name=name,
+            fixturenames=["controller_site"],
+            get_closest_marker=lambda wanted: mark if wanted == mark.name else None,
+        )
+
+    items = [
+        item("upgrade", "upgradable_cluster"),
+        item("crontab"),
+        marked("namespace-deletion"),
+        item("gc", "controllers"),
+        item("webhook", "conversion_webhook"),
+    ]
+    builds.pytest_collection_modifyitems(None, items)  # type: ignore[arg-type]
+    assert [i.name for i in items] == ["crontab", "webhook", "upgrade", "namespace-deletion", "gc"]
+
+
+def _cache_with_only_the_session_version(tmp_path, monkeypatch) -> versions.Release:
+    """A binary cache holding only the default release's kube-apiserver, kubectl and etcd
+    (links to the real cache's): the controller manager and the neighbouring minor are
+    missing, as on a machine that ran ``crdharness binaries`` and nothing else."""
+    release = versions.DEFAULT
+    real = assets.resolve(release)  # built by `nox -s tests` before this
+    fresh = tmp_path / "cache"
+    fresh.mkdir()
+    for binary in (real.kube_apiserver, real.etcd):
+        (fresh / binary.parent.name).symlink_to(binary.parent)
+    monkeypatch.setenv(cache.ENV_VAR, str(fresh))
+    return release
+
+
+def test_missing_names_what_the_background_build_would_make(tmp_path, monkeypatch):
+    release = _cache_with_only_the_session_version(tmp_path, monkeypatch)
+    missing = builds.missing(release)
+    assert missing[0] == f"kube-controller-manager {release.kubernetes}"
+    assert len(missing) == 2 and "kube-apiserver, kubectl and etcd 1." in missing[1]
+
+
+def _builders(cache_dir) -> list[psutil.Process]:
+    """Processes building into ``cache_dir`` (the background build and its go commands)."""
+    found = []
+    for process in psutil.process_iter():
+        try:
+            if process.environ().get(cache.ENV_VAR) == str(cache_dir):
+                found.append(process)
+        except psutil.Error:
+            continue
+    return found
+
+
+@pytest.mark.slow
+def test_a_build_no_test_waited_for_is_stopped_at_the_end_of_the_run(tmp_path, monkeypatch):
+    _cache_with_only_the_session_version(tmp_path, monkeypatch)
+    source = "def test_needs_the_neighbour(upgrade_pair):\n    assert len(upgrade_pair) == 2\n"
+    done = subprocess.run(
+        inner_pytest(tmp_path, source),
+        cwd=tmp_path,
+        env={**os.environ},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "in the background (log: " in done.stdout, done.stdout
+    assert "background build stopped after" in done.stdout, done.stdout
+    assert _builders(tmp_path / "cache") == []
+
+
+def test_nothing_is_built_in_the_background_when_every_binary_is_cached(tmp_path):
+    release = versions.DEFAULT
+    if builds.missing(release):
+        pytest.fail(f"this test needs every binary cached (`nox -s tests` builds them): {release}")
+    source = "def test_needs_the_neighbour(upgrade_pair):\n    assert upgrade_pair\n"
+    done = subprocess.run(
+        inner_pytest(tmp_path, source),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "background" not in done.stdout
