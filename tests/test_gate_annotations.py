@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from crdharness.gate import annotations
+from crdharness.gate.reporting import annotations
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "gate"

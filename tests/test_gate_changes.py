@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from crdharness.gate import changes, targeted
-from crdharness.gate.manifests import Release
+from crdharness.gate.evidence import changes, targeted
+from crdharness.gate.given.manifests import Release
 
 SCHEMA = {
     "type": "object",

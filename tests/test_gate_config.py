@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from crdharness.gate.config import GateConfigError, fill_placeholders
-from crdharness.gate.gate_file import load
+from crdharness.gate.given.config import GateConfigError, fill_placeholders
+from crdharness.gate.given.gate_file import load
 
 
 def write(tmp_path: Path, text: str) -> Path:

@@ -5,15 +5,20 @@ import copy
 from pathlib import Path
 
 from crdharness.binaries import versions
-from crdharness.gate import diff, kubernetes_upgrade, manifests, migration, objects, plan, schemas
-from crdharness.gate.conduct import conduct_problems
-from crdharness.gate.config import GateConfig, Migration, WebhookSpec
-from crdharness.gate.context import GateContext
-from crdharness.gate.deprecation import default_warning, priority
-from crdharness.gate.manifests import Release
-from crdharness.gate.proxy import Exchange
+from crdharness.gate import diff
+from crdharness.gate.checks import migration
+from crdharness.gate.checks.conduct import conduct_problems
+from crdharness.gate.checks.deprecation import default_warning, priority
+from crdharness.gate.evidence import objects, schemas
+from crdharness.gate.given import manifests
+from crdharness.gate.given.config import GateConfig, Migration, WebhookSpec
+from crdharness.gate.given.manifests import Release
+from crdharness.gate.phases import kubernetes_upgrade
+from crdharness.gate.phases.runner import PHASES, GateRun
 from crdharness.gate.results import CheckResult
-from crdharness.gate.run import PHASES, GateRun
+from crdharness.gate.run import plan
+from crdharness.gate.run.context import GateContext
+from crdharness.gate.webhook.proxy import Exchange
 
 CRD = {
     "apiVersion": "apiextensions.k8s.io/v1",
@@ -549,7 +554,7 @@ def test_on_kind_the_users_image_runs_behind_a_service(tmp_path):
     import base64
 
     from crdharness import certs
-    from crdharness.gate import kind_webhook
+    from crdharness.gate.webhook import kind_webhook
 
     spec = WebhookSpec(
         image="example.com/conv:1",
@@ -589,7 +594,7 @@ def test_on_kind_the_users_image_runs_behind_a_service(tmp_path):
 def test_on_kind_what_the_gate_runs_is_load_apply_and_rollout(tmp_path):
     import yaml
 
-    from crdharness.gate.kind_webhook import KindUserWebhook
+    from crdharness.gate.webhook.kind_webhook import KindUserWebhook
 
     class Cluster:
         calls: list = []  # noqa: RUF012 (a recorder)
@@ -617,7 +622,7 @@ def test_on_kind_a_command_webhook_is_refused_in_one_line(tmp_path):
     import pytest
 
     from crdharness.errors import HarnessError
-    from crdharness.gate.kind_webhook import KindUserWebhook
+    from crdharness.gate.webhook.kind_webhook import KindUserWebhook
 
     with pytest.raises(HarnessError, match="give `image:`"):
         KindUserWebhook(WebhookSpec(command=["x"]), tmp_path, None, None)
@@ -647,7 +652,7 @@ def _search_with(attempt, monkeypatch, stall: float | None = None, shrink_second
     round trip (no API server: what is tested is when the search stops)."""
     from types import SimpleNamespace
 
-    from crdharness.gate import round_trips
+    from crdharness.gate.checks import round_trips
 
     if stall is not None:
         monkeypatch.setattr(round_trips, "SHRINK_STALL_SECONDS", stall)
@@ -689,7 +694,7 @@ def test_the_search_stops_shrinking_once_nothing_smaller_is_found(monkeypatch):
 
 
 def test_a_pairs_not_proven_names_its_own_refusals_not_the_runs(monkeypatch):
-    from crdharness.gate import object_round_trip, round_trips
+    from crdharness.gate.checks import object_round_trip, round_trips
 
     versions = [{"name": "v1", "served": True, "storage": True}, {"name": "v2", "served": True}]
     config = GateConfig(Path("gate.yaml"), crds=[], generate=0, min_objects=10)
@@ -710,7 +715,7 @@ def test_a_pairs_not_proven_names_its_own_refusals_not_the_runs(monkeypatch):
 
 
 def test_a_person_sees_only_what_a_finding_names_of_an_object():
-    from crdharness.gate.report import relevant
+    from crdharness.gate.reporting.report import relevant
 
     obj = {
         "apiVersion": "example.com/v1",

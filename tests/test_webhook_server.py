@@ -214,8 +214,8 @@ def test_every_form_of_the_reference_webhook_offers_the_same_interface():
     """Tests, fixtures and the gate use ConversionWebhook's methods only, whichever form runs:
     the reference webhook's three, and the user's own webhook in the gate."""
     from crdharness.backends.kind_cluster import KindWebhook
-    from crdharness.gate.kind_webhook import KindUserWebhook
-    from crdharness.gate.user_webhook import UserWebhook
+    from crdharness.gate.webhook.kind_webhook import KindUserWebhook
+    from crdharness.gate.webhook.user_webhook import UserWebhook
     from crdharness.webhooks.protocol import ConversionWebhook
     from crdharness.webhooks.reference import ContainerWebhook, LocalWebhook
 
@@ -238,9 +238,9 @@ def test_every_form_of_the_reference_webhook_offers_the_same_interface():
 
 def test_the_users_webhook_records_are_the_proxys_exchanges_in_the_reference_shape(tmp_path):
     from crdharness.errors import HarnessError
-    from crdharness.gate.config import WebhookSpec
-    from crdharness.gate.proxy import Exchange
-    from crdharness.gate.user_webhook import UserWebhook
+    from crdharness.gate.given.config import WebhookSpec
+    from crdharness.gate.webhook.proxy import Exchange
+    from crdharness.gate.webhook.user_webhook import UserWebhook
 
     review = {
         "apiVersion": "apiextensions.k8s.io/v1",

@@ -19,7 +19,7 @@ import pytest
 
 from crdharness import paths
 from crdharness.errors import HarnessError
-from crdharness.gate import gate_file
+from crdharness.gate.given import gate_file
 
 HERE = Path(__file__).resolve().parent
 PASSED, FAILED, NOT_PROVEN, NOT_RUN = 0, 1, 2, 3
@@ -99,7 +99,7 @@ def print_annotations(report_file: Path, candidate: list[Path]) -> None:
     """One ``::error`` line per finding (GitHub turns them into annotations on the diff)."""
     import json
 
-    from crdharness.gate import annotations
+    from crdharness.gate.reporting import annotations
 
     report = json.loads(report_file.read_text())
     for annotation in annotations.from_report(report, candidate):

@@ -17,17 +17,20 @@ import pytest
 
 from crdharness.cluster import HOST_LOOPBACK, IMAGE_LOADER, SERVICE_ROUTING
 from crdharness.errors import HarnessError
-from crdharness.gate import expectations, gate_file, manifests, plan, report
-from crdharness.gate.config import GateConfig
-from crdharness.gate.kind_webhook import KindUserWebhook
-from crdharness.gate.manifests import Release
+from crdharness.gate.checks import expectations
+from crdharness.gate.given import gate_file, manifests
+from crdharness.gate.given.config import GateConfig
+from crdharness.gate.given.manifests import Release
+from crdharness.gate.reporting import report
 from crdharness.gate.results import CheckResult
-from crdharness.gate.user_webhook import UserWebhook
+from crdharness.gate.run import plan
+from crdharness.gate.webhook.kind_webhook import KindUserWebhook
+from crdharness.gate.webhook.user_webhook import UserWebhook
 from crdharness.progress import to_stderr
 from crdharness.pytest_support import harness_work
 
 if TYPE_CHECKING:
-    from crdharness.gate.run import GateRun
+    from crdharness.gate.phases.runner import GateRun
 
 
 @dataclass
@@ -86,8 +89,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 @pytest.fixture(scope="session")
 def gate_run(cluster, request: pytest.FixtureRequest, tmp_path_factory):
-    from crdharness.gate.context import GateContext
-    from crdharness.gate.run import GateRun
+    from crdharness.gate.phases.runner import GateRun
+    from crdharness.gate.run.context import GateContext
 
     setup = request.config.stash[SETUP]
     webhook = None

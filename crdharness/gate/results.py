@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from crdharness.gate import checks
+from crdharness.gate import subjects
 
 
 @dataclass
 class CheckResult:
-    check: str  # one of checks.CHECKS
+    check: str  # one of subjects.CHECKS
     subject: str  # what it was about: "release 2", "release 1→2", "crontabs.example.com v1→v2"
     passed: bool | None = True  # None: cannot be proven on this cluster (say why in evidence)
     evidence: str = ""  # one line
@@ -21,7 +21,7 @@ class CheckResult:
 
     @property
     def key(self) -> str:
-        return checks.key(self.check, self.subject)
+        return subjects.key(self.check, self.subject)
 
     def fail(self, evidence: str, *details: str) -> CheckResult:
         if self.passed is not False:  # keep the first failure as the headline

@@ -1,4 +1,4 @@
-"""The gate's checks as pytest tests: one per planned check (see ``crdharness.gate.plan``).
+"""The gate's checks as pytest tests: one per planned check (see ``crdharness.gate.run.plan``).
 Collected only by ``python -m crdharness gate``."""
 
 import pytest

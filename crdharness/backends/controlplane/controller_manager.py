@@ -24,7 +24,7 @@ from crdharness.binaries.versions import Release
 from crdharness.processes import AttachedProcess, ManagedProcess
 
 if TYPE_CHECKING:
-    from crdharness.backends.controlplane.plane import ControlPlane
+    from crdharness.backends.controlplane.parts import Plane
 
 USER = "system:kube-controller-manager"
 CONTROLLERS = (
@@ -80,7 +80,7 @@ def args(
     ]
 
 
-def start(plane: ControlPlane, binary: Path) -> None:
+def start(plane: Plane, binary: Path) -> None:
     """Start kube-controller-manager (namespace, garbage collector, storage version
     migrator) against ``plane``, and wait for its /healthz. Idempotent, also across the
     processes that share the plane."""
@@ -93,7 +93,7 @@ def start(plane: ControlPlane, binary: Path) -> None:
         write_record(plane)
 
 
-def adopt(plane: ControlPlane, record: dict) -> bool:
+def adopt(plane: Plane, record: dict) -> bool:
     """Take over the kube-controller-manager another process started in ``plane``'s
     workspace, if it runs."""
     known = record.get("processes", {}).get("kube-controller-manager")
@@ -110,7 +110,7 @@ def adopt(plane: ControlPlane, record: dict) -> bool:
     return True
 
 
-def _start(plane: ControlPlane, binary: Path) -> None:
+def _start(plane: Plane, binary: Path) -> None:
     ca = plane.ca
     assert ca is not None
     began = time.monotonic()

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import shutil
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from kubernetes import client
@@ -20,6 +19,7 @@ from crdharness import certs, kubeconfig, ports
 from crdharness.backends.controlplane import controller_manager
 from crdharness.backends.controlplane.apiserver import APIServer, APIServerFlags, APIServerPKI
 from crdharness.backends.controlplane.etcd_server import EtcdServer
+from crdharness.backends.controlplane.parts import ControlPlaneOptions
 from crdharness.backends.controlplane.record import (
     PLANE_FILE,
     check_attached,
@@ -39,15 +39,6 @@ from crdharness.workspace import Workspace, sweep_stale
 
 ADMIN_USER = "crdharness-admin"
 ADMIN_GROUPS = ("system:masters",)
-
-
-@dataclass
-class ControlPlaneOptions:
-    watch_cache: bool = True
-    apiserver_port: int | None = None  # None: a free one
-    etcd_port: int | None = None
-    ready_timeout: float = 120.0
-    extra_apiserver_flags: list[str] = field(default_factory=list)
 
 
 class ControlPlane:

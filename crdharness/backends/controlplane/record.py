@@ -16,12 +16,12 @@ from crdharness.errors import HarnessError
 from crdharness.processes import command_line, identity
 
 if TYPE_CHECKING:
-    from crdharness.backends.controlplane.plane import ControlPlane
+    from crdharness.backends.controlplane.parts import Plane
 
 PLANE_FILE = "plane.json"
 
 
-def write_record(plane: ControlPlane) -> None:
+def write_record(plane: Plane) -> None:
     """Write the plane's record atomically (a reader never sees half of it)."""
     assert plane.etcd is not None
     processes = {
@@ -52,7 +52,7 @@ def read_record(path: Path) -> dict:
         return {}
 
 
-def check_attached(plane: ControlPlane) -> None:
+def check_attached(plane: Plane) -> None:
     """The processes run, with the binaries and flags this process would use, and
     kube-apiserver is ready; else a HarnessError that says what differs."""
     assert plane.etcd is not None and plane.apiserver is not None

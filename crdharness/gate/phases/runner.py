@@ -2,7 +2,7 @@
 check's decision.
 
 The phases (``history``, ``candidate``, ``conduct``, ``kubernetes``) are functions of a
-``GateContext``; ``checks`` says which phase decides which check and what a phase needs first.
+``GateContext``; ``subjects`` says which phase decides which check and what a phase needs first.
 Every planned check ends with a decision: a phase that raises (the gate's own failure, a
 timeout) turns each check it had not decided into a failure that says why, and a check the run
 never reached says so ("not proven"); none is left showing pass without evidence.
@@ -14,10 +14,12 @@ import time
 import traceback
 from collections.abc import Callable
 
-from crdharness.gate import candidate, checks, conduct, history, kubernetes_upgrade
-from crdharness.gate.context import GateContext, GateTimeout
-from crdharness.gate.plan import PlannedCheck
+from crdharness.gate import subjects
+from crdharness.gate.checks import conduct
+from crdharness.gate.phases import candidate, history, kubernetes_upgrade
 from crdharness.gate.results import CheckResult
+from crdharness.gate.run.context import GateContext, GateTimeout
+from crdharness.gate.run.plan import PlannedCheck
 
 Phase = Callable[[GateContext], None]
 PHASES: dict[str, Phase] = {
@@ -40,7 +42,7 @@ class GateRun:
         """Run ``phase`` (after the phases it needs), once; its failure becomes its checks'."""
         if phase in self.done:
             return
-        for needed in checks.NEEDS[phase]:
+        for needed in subjects.NEEDS[phase]:
             self.run(needed)
         self.done.add(phase)
         started = time.perf_counter()

@@ -15,7 +15,9 @@ from pathlib import Path
 
 import yaml
 
-from crdharness.gate import changes, diff, manifests
+from crdharness.gate import diff
+from crdharness.gate.evidence import changes
+from crdharness.gate.given import manifests
 
 
 @dataclass(frozen=True)

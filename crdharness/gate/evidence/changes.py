@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from crdharness.gate import schemas
-from crdharness.gate.manifests import Release
+from crdharness.gate.evidence import schemas
+from crdharness.gate.given.manifests import Release
 
 # Bounds that only ever allow less when they shrink, and those that allow less when they grow.
 UPPER_BOUNDS = ("maxLength", "maxItems", "maxProperties", "maximum")

@@ -11,12 +11,13 @@ annotations; values the version's schema defaults, absent from the file, may app
 from __future__ import annotations
 
 from crdharness.errors import HarnessError
-from crdharness.gate import diff, objects, schemas
+from crdharness.gate import diff
 from crdharness.gate.api import Resource, call
-from crdharness.gate.config import Expectation
-from crdharness.gate.context import ROUND_TRIP_NS, GateContext
-from crdharness.gate.manifests import documents
+from crdharness.gate.evidence import objects, schemas
+from crdharness.gate.given.config import Expectation
+from crdharness.gate.given.manifests import documents
 from crdharness.gate.results import CheckResult
+from crdharness.gate.run.context import ROUND_TRIP_NS, GateContext
 
 
 def load(expectation: Expectation) -> tuple[dict, dict]:

@@ -4,10 +4,11 @@ server promises, and no version is unserved or removed without having been depre
 
 from __future__ import annotations
 
-from crdharness.gate import checks, objects
+from crdharness.gate import subjects
 from crdharness.gate.api import Resource, call
-from crdharness.gate.context import HISTORY_NS, GateContext
-from crdharness.gate.manifests import Release
+from crdharness.gate.evidence import objects
+from crdharness.gate.given.manifests import Release
+from crdharness.gate.run.context import HISTORY_NS, GateContext
 
 
 def default_warning(group: str, version: str, kind: str, versions: list[dict]) -> str:
@@ -40,7 +41,7 @@ def priority(version: str) -> tuple:
 
 def check_removal_policy(ctx: GateContext, release: Release) -> None:
     previous = ctx.releases[release.index - 1]
-    subject = checks.transition(release.index)
+    subject = subjects.transition(release.index)
     result = ctx.result("deprecation", subject)
     for name in release.crds:
         gone = [v for v in previous.served(name) if v not in release.served(name)]

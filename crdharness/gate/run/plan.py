@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from crdharness.binaries import versions
-from crdharness.gate import checks
-from crdharness.gate.config import GateConfig
-from crdharness.gate.manifests import Release, uses_webhook
+from crdharness.gate import subjects
+from crdharness.gate.given.config import GateConfig
+from crdharness.gate.given.manifests import Release, uses_webhook
 
 
 @dataclass(frozen=True)
@@ -20,11 +20,11 @@ class PlannedCheck:
 
     @property
     def phase(self) -> str:
-        return checks.CHECKS[self.check]
+        return subjects.CHECKS[self.check]
 
     @property
     def key(self) -> str:
-        return checks.key(self.check, self.subject)
+        return subjects.key(self.check, self.subject)
 
 
 def kubernetes_path(listed: list[str], running: str | None) -> list[versions.Release]:
@@ -41,16 +41,16 @@ def plan(
     releases: list[Release],
     upgrade_through: Sequence[versions.Release] = (),
 ) -> list[PlannedCheck]:
-    planned = [PlannedCheck("install", checks.release(r.index)) for r in releases]
+    planned = [PlannedCheck("install", subjects.release(r.index)) for r in releases]
     for previous, release in itertools.pairwise(releases):
-        transition = checks.transition(release.index)
+        transition = subjects.transition(release.index)
         planned.append(PlannedCheck("upgrade", transition))
         ever_stored = {
             (name, r.storage(name)) for r in releases[: release.index] for name in r.crds
         }
         for name in release.crds:
             if previous.crds.get(name) and release.storage(name) != previous.storage(name):
-                planned.append(PlannedCheck("migration", checks.release(release.index)))
+                planned.append(PlannedCheck("migration", subjects.release(release.index)))
             dropped = [v for v in previous.names(name) if v not in release.names(name)]
             if any((name, v) in ever_stored for v in dropped):
                 planned.append(PlannedCheck("migration", transition))
@@ -58,21 +58,21 @@ def plan(
                 planned.append(PlannedCheck("deprecation", transition))
     for release in releases:
         if release.index in config.migrations:
-            planned.append(PlannedCheck("migration", checks.release(release.index)))
+            planned.append(PlannedCheck("migration", subjects.release(release.index)))
         if any(release.deprecated(name) for name in release.crds):
-            planned.append(PlannedCheck("deprecation", checks.release(release.index)))
+            planned.append(PlannedCheck("deprecation", subjects.release(release.index)))
     candidate = releases[-1]
     for name in candidate.crds:
         planned.append(PlannedCheck("schemas-vs-strategy", name))
         for a, b in itertools.permutations(candidate.served(name), 2):
-            planned.append(PlannedCheck("round-trip", checks.pair(name, a, b)))
-            planned.append(PlannedCheck("convertibility", checks.pair(name, a, b)))
+            planned.append(PlannedCheck("round-trip", subjects.pair(name, a, b)))
+            planned.append(PlannedCheck("convertibility", subjects.pair(name, a, b)))
     for expectation in config.expect:
         planned.append(PlannedCheck("expected-conversion", expectation.subject))
     if any(uses_webhook(r, config.webhook) for r in releases):
         planned.append(PlannedCheck("webhook-conduct", "webhook"))
     for older, newer in itertools.pairwise(upgrade_through):
         planned.append(
-            PlannedCheck("kubernetes-upgrade", checks.kubernetes_step(older.minor, newer.minor))
+            PlannedCheck("kubernetes-upgrade", subjects.kubernetes_step(older.minor, newer.minor))
         )
     return list(dict.fromkeys(planned))  # once each, in order

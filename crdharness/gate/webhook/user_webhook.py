@@ -18,9 +18,9 @@ import requests
 
 from crdharness import certs, ports
 from crdharness.errors import HarnessError
-from crdharness.gate.config import WebhookSpec, fill_placeholders
-from crdharness.gate.manifests import url_reach
-from crdharness.gate.proxy import PROBE_HEADER, RecordingProxy, review_record
+from crdharness.gate.given.config import WebhookSpec, fill_placeholders
+from crdharness.gate.given.manifests import url_reach
+from crdharness.gate.webhook.proxy import PROBE_HEADER, RecordingProxy, review_record
 from crdharness.guardian import Guardian
 from crdharness.polling import wait_for
 from crdharness.processes import ManagedProcess, identity

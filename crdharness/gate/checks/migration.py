@@ -19,12 +19,12 @@ from kubernetes.client.rest import ApiException
 
 from crdharness.binaries import versions
 from crdharness.cluster import Cluster
-from crdharness.gate import checks
+from crdharness.gate import subjects
 from crdharness.gate.api import Answer, Resource, call, read_crd
-from crdharness.gate.config import GateConfig, Migration, fill_placeholders
-from crdharness.gate.context import GateContext
-from crdharness.gate.manifests import Release, uses_webhook
-from crdharness.gate.schemas import schema_differences
+from crdharness.gate.evidence.schemas import schema_differences
+from crdharness.gate.given.config import GateConfig, Migration, fill_placeholders
+from crdharness.gate.given.manifests import Release, uses_webhook
+from crdharness.gate.run.context import GateContext
 from crdharness.scenarios import migrate, storage_migration
 
 COMMAND_TIMEOUT = 600.0  # seconds the project's own migration command may take
@@ -206,7 +206,7 @@ def removal_advice(
 def check(ctx: GateContext, release: Release, live: list[str], stored_before) -> None:
     """Run what the release ships (``migrate:``), nothing otherwise, and say what a
     cluster then stores."""
-    subject = checks.release(release.index)
+    subject = subjects.release(release.index)
     shipped = ctx.config.migrations.get(release.index)
     if shipped is None and not ctx.planned_check("migration", subject):
         return

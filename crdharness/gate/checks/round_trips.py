@@ -10,19 +10,13 @@ import itertools
 import time
 from collections import Counter
 
-from crdharness.gate import (
-    changes,
-    checks,
-    concurrency,
-    diff,
-    object_round_trip,
-    objects,
-    targeted,
-)
-from crdharness.gate.changes import Change
-from crdharness.gate.context import GateContext
-from crdharness.gate.object_round_trip import PairRecord
+from crdharness.gate import concurrency, diff, subjects
+from crdharness.gate.checks import object_round_trip
+from crdharness.gate.checks.object_round_trip import PairRecord
+from crdharness.gate.evidence import changes, objects, targeted
+from crdharness.gate.evidence.changes import Change
 from crdharness.gate.results import RoundTripFailure
+from crdharness.gate.run.context import GateContext
 
 MAX_FINDINGS = 3  # distinct failures searched for per version pair
 # Shrinking also ends when it has found no smaller failing object for this long: by then
@@ -40,12 +34,12 @@ class ShrinkBudgetSpent(BaseException):
 
 def pairs(ctx: GateContext, name: str) -> list[str]:
     return [
-        checks.pair(name, a, b) for a, b in itertools.permutations(ctx.candidate.served(name), 2)
+        subjects.pair(name, a, b) for a, b in itertools.permutations(ctx.candidate.served(name), 2)
     ]
 
 
 def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
-    subject = checks.pair(name, a, b)
+    subject = subjects.pair(name, a, b)
     round_trip = ctx.result("round-trip", subject)
     convertible = ctx.result("convertibility", subject)
     manifest = ctx.candidate.crds[name]

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import itertools
 
-from crdharness.gate import checks, expectations, round_trips, schemas_vs_strategy
+from crdharness.gate import subjects
 from crdharness.gate.api import apply_crd, delete_crd, ensure_namespace, read_crd
-from crdharness.gate.context import ROUND_TRIP_NS, GateContext
+from crdharness.gate.checks import expectations, round_trips, schemas_vs_strategy
+from crdharness.gate.run.context import ROUND_TRIP_NS, GateContext
 from crdharness.scenarios import crds
 
 
@@ -41,10 +42,12 @@ def run(ctx: GateContext) -> None:
             continue
         for a, b in itertools.permutations(ctx.candidate.served(name), 2):
             ctx.check_deadline(f"the round trips of {name} {a}->{b}")
-            subject = checks.pair(name, a, b)
-            ctx.working_on(checks.key("round-trip", subject), checks.key("convertibility", subject))
+            subject = subjects.pair(name, a, b)
+            ctx.working_on(
+                subjects.key("round-trip", subject), subjects.key("convertibility", subject)
+            )
             round_trips.check_pair(ctx, name, a, b)
         schemas_vs_strategy.check(ctx, name)  # after the round trips: it ranks what they lost
-    ctx.working_on(*(checks.key("expected-conversion", e.subject) for e in ctx.config.expect))
+    ctx.working_on(*(subjects.key("expected-conversion", e.subject) for e in ctx.config.expect))
     expectations.check(ctx)
     ctx.working_on()

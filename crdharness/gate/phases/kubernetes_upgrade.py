@@ -10,21 +10,22 @@ import itertools
 
 from crdharness.binaries.versions import Release
 from crdharness.cluster import CONTROL_PLANES
-from crdharness.gate import checks, diff, history
+from crdharness.gate import diff, subjects
 from crdharness.gate.api import Resource, call
-from crdharness.gate.context import GateContext
+from crdharness.gate.phases import history
+from crdharness.gate.run.context import GateContext
 
 Reads = dict[tuple[str, str, str, str], dict]  # (crd, version, namespace, name) -> object
 ListErrors = dict[tuple[str, str], str]  # (crd, version) -> the server's message
 
 
 def run(ctx: GateContext) -> None:
-    # history and candidate ran first (checks.NEEDS): their objects are carried across
+    # history and candidate ran first (subjects.NEEDS): their objects are carried across
     pairs = list(itertools.pairwise(ctx.kubernetes_path))
     if not ctx.cluster.can(CONTROL_PLANES):
         for older, newer in pairs:
             result = ctx.result(
-                "kubernetes-upgrade", checks.kubernetes_step(older.minor, newer.minor)
+                "kubernetes-upgrade", subjects.kubernetes_step(older.minor, newer.minor)
             )
             result.passed = None
             result.evidence = (
@@ -37,7 +38,9 @@ def run(ctx: GateContext) -> None:
     before, failed_before = _read_all_objects(ctx)
     stored_before = _stored_object_revisions(ctx)
     for older, newer in pairs:
-        result = ctx.result("kubernetes-upgrade", checks.kubernetes_step(older.minor, newer.minor))
+        result = ctx.result(
+            "kubernetes-upgrade", subjects.kubernetes_step(older.minor, newer.minor)
+        )
         new = newer.git_version
         assert ctx.cluster.switch_kubernetes is not None  # CONTROL_PLANES says so
         away = ctx.cluster.switch_kubernetes(newer)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from crdharness.gate import diff
-from crdharness.gate.manifests import Release
+from crdharness.gate.given.manifests import Release
 
 TOP_LEVEL = ("apiVersion", "kind", "metadata")
 

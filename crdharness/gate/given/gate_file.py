@@ -12,8 +12,7 @@ from pathlib import Path
 
 import yaml
 
-from crdharness.gate.checks import CHECKS
-from crdharness.gate.config import (
+from crdharness.gate.given.config import (
     MIGRATION_KINDS,
     PLACEHOLDERS,
     Acceptance,
@@ -25,6 +24,7 @@ from crdharness.gate.config import (
     WebhookSpec,
     fill_placeholders,
 )
+from crdharness.gate.subjects import CHECKS
 
 TOP_KEYS = {
     "crds",

@@ -15,28 +15,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from crdharness.gate import (
-    changes,
-    checks,
-    concurrency,
-    diff,
-    migration,
-    objects,
-    schemas,
-    targeted,
-)
+from crdharness.gate import concurrency, diff, subjects
 from crdharness.gate.api import call
-from crdharness.gate.changes import Change
-from crdharness.gate.context import GateContext
-from crdharness.gate.manifests import Release
-from crdharness.gate.results import CheckResult
-from crdharness.gate.upgrade_writes import (
+from crdharness.gate.checks import migration
+from crdharness.gate.checks.upgrade_writes import (
     RECREATE,
     RECREATE_STATUS,
     TOUCHED,
     Refusal,
     write_again,
 )
+from crdharness.gate.evidence import changes, objects, schemas, targeted
+from crdharness.gate.evidence.changes import Change
+from crdharness.gate.given.manifests import Release
+from crdharness.gate.results import CheckResult
+from crdharness.gate.run.context import GateContext
 
 RECREATES = (RECREATE, RECREATE_STATUS)
 
@@ -72,7 +65,7 @@ def etcd_snapshot(ctx: GateContext, written: list[Written]) -> dict:
 
 
 def check(ctx: GateContext, release: Release, written, before, stored_before) -> None:
-    result = ctx.result("upgrade", checks.transition(release.index))
+    result = ctx.result("upgrade", subjects.transition(release.index))
     for obj in written:
         obj.findings, obj.excused, obj.hazarded = [], [], set()
     upgraded = [obj for obj in written if obj.crd in release.crds]
@@ -257,7 +250,7 @@ def write_baseline(ctx: GateContext, release: Release, written: list[Written]) -
     writes lose through the user's webhook is not: the gate runs the candidate's webhook
     under every release, so such a loss fails the next transition (one by strategy None is
     this release's hazard)."""
-    upcoming = ctx.result("upgrade", checks.transition(release.index + 1))
+    upcoming = ctx.result("upgrade", subjects.transition(release.index + 1))
 
     def write(obj: Written) -> tuple[CheckResult, dict[str, str]]:
         part, hazards = upcoming.part(), dict[str, str]()
@@ -432,7 +425,7 @@ def decide(ctx: GateContext, release: Release, written: list[Written]) -> None:
             refusal = next(
                 (
                     line
-                    for line in ctx.result("install", checks.release(release.index)).details
+                    for line in ctx.result("install", subjects.release(release.index)).details
                     if line.startswith(f"{change.crd}:")
                 ),
                 None,

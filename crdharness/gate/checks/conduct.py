@@ -13,7 +13,7 @@ from __future__ import annotations
 import statistics
 
 from crdharness.gate import diff
-from crdharness.gate.context import GateContext
+from crdharness.gate.run.context import GateContext
 
 SERVER_LIMIT = 30.0  # seconds kube-apiserver waits for a conversion webhook's answer
 

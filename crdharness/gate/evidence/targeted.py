@@ -20,8 +20,9 @@ from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample, Unsatisfiable
 
-from crdharness.gate import diff, objects
-from crdharness.gate.changes import ONE_VERSION, Change
+from crdharness.gate import diff
+from crdharness.gate.evidence import objects
+from crdharness.gate.evidence.changes import ONE_VERSION, Change
 
 VARIANTS = 3  # drawn values per rule or combinator change, beside the fewest and most fields
 ENUM_VALUES = 5  # enumerated values tried per field below a rule's node

@@ -17,7 +17,7 @@ import yaml
 
 from crdharness import certs
 from crdharness.errors import HarnessError
-from crdharness.gate.config import WebhookSpec, fill_placeholders
+from crdharness.gate.given.config import WebhookSpec, fill_placeholders
 from crdharness.webhooks.protocol import ConversionWebhook, started
 
 NAMESPACE = "crdharness-gate"

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import yaml
 
-from crdharness.gate.changes import Change
-from crdharness.gate.checks import CHECKS
-from crdharness.gate.config import Acceptance
+from crdharness.gate.evidence.changes import Change
+from crdharness.gate.given.config import Acceptance
 from crdharness.gate.results import CheckResult
+from crdharness.gate.subjects import CHECKS
 
 
 def ordered(results: list[CheckResult]) -> list[CheckResult]:

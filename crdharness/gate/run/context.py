@@ -1,7 +1,7 @@
 """What one gate run knows and writes down: the cluster, the user's releases, samples and
 webhook, and every check's result. One ``GateContext`` is passed to each phase's ``run(ctx)``;
 it holds the helpers every phase uses (naming, creating objects, counting refusals) and
-nothing about the order phases run in (``gate.run``).
+nothing about the order phases run in (``gate.phases.runner``).
 """
 
 from __future__ import annotations
@@ -16,17 +16,18 @@ from typing import TYPE_CHECKING
 
 from crdharness.binaries.versions import Release as KubernetesRelease
 from crdharness.cluster import Cluster
-from crdharness.gate import checks, diff, objects
+from crdharness.gate import diff, subjects
 from crdharness.gate.api import Answer, Resource, call, write_with_retry
-from crdharness.gate.changes import Change
-from crdharness.gate.config import GateConfig
-from crdharness.gate.manifests import Release, point_conversion
-from crdharness.gate.plan import PlannedCheck
+from crdharness.gate.evidence import objects
+from crdharness.gate.evidence.changes import Change
+from crdharness.gate.given.config import GateConfig
+from crdharness.gate.given.manifests import Release, point_conversion
 from crdharness.gate.results import CheckResult, NotConvertible
+from crdharness.gate.run.plan import PlannedCheck
 
 if TYPE_CHECKING:
-    from crdharness.gate.kind_webhook import KindUserWebhook
-    from crdharness.gate.user_webhook import UserWebhook
+    from crdharness.gate.webhook.kind_webhook import KindUserWebhook
+    from crdharness.gate.webhook.user_webhook import UserWebhook
 
 
 HISTORY_NS = "gate-history"  # where the history phase writes its objects
@@ -77,7 +78,7 @@ class GateContext:
         return self.releases[-1]
 
     def result(self, check: str, subject: str) -> CheckResult:
-        key = checks.key(check, subject)
+        key = subjects.key(check, subject)
         if key not in self.results:
             self.results[key] = CheckResult(check, subject)
         return self.results[key]

@@ -10,10 +10,11 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from crdharness.gate import diff, objects, schemas
+from crdharness.gate import diff
 from crdharness.gate.api import Answer, Resource, call
-from crdharness.gate.context import ROUND_TRIP_NS, GateContext
+from crdharness.gate.evidence import objects, schemas
 from crdharness.gate.results import DataChanged, NotConvertible, RoundTripFailure
+from crdharness.gate.run.context import ROUND_TRIP_NS, GateContext
 
 TOUCH = "gate.crdharness.io/round-trip"
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import itertools
 
-from crdharness.gate import diff, schemas
-from crdharness.gate.context import GateContext
+from crdharness.gate import diff
+from crdharness.gate.evidence import schemas
+from crdharness.gate.run.context import GateContext
 
 
 def check(ctx: GateContext, name: str) -> None:

@@ -17,16 +17,7 @@ from __future__ import annotations
 
 import itertools
 
-from crdharness.gate import (
-    changes,
-    checks,
-    concurrency,
-    deprecation,
-    migration,
-    objects,
-    targeted,
-    upgrade,
-)
+from crdharness.gate import concurrency, subjects
 from crdharness.gate.api import (
     Answer,
     Resource,
@@ -36,11 +27,13 @@ from crdharness.gate.api import (
     ensure_namespace,
     read_crd,
 )
-from crdharness.gate.changes import NOT_PROVEN, Change
-from crdharness.gate.context import HISTORY_NS, GateContext
-from crdharness.gate.manifests import Release
+from crdharness.gate.checks import deprecation, migration, upgrade
+from crdharness.gate.checks.upgrade import Written
+from crdharness.gate.evidence import changes, objects, targeted
+from crdharness.gate.evidence.changes import NOT_PROVEN, Change
+from crdharness.gate.given.manifests import Release
 from crdharness.gate.results import NotConvertible
-from crdharness.gate.upgrade import Written
+from crdharness.gate.run.context import HISTORY_NS, GateContext
 from crdharness.polling import WaitTimeout
 from crdharness.scenarios import crds
 
@@ -68,7 +61,7 @@ def run(ctx: GateContext) -> None:
             *(
                 p.key
                 for p in ctx.planned
-                if p.phase == "history" and checks.about_release(p.subject, i)
+                if p.phase == "history" and subjects.about_release(p.subject, i)
             )
         )
         written = [w for w in written if w.crd not in ctx.refused_crds]
@@ -85,7 +78,7 @@ def run(ctx: GateContext) -> None:
         before = {key: v for key, v in before.items() if key[0] not in ctx.refused_crds}
         if i:
             upgrade.check(ctx, release, written, before, stored_before)
-        deprecation.check_warnings(ctx, release, checks.release(i))
+        deprecation.check_warnings(ctx, release, subjects.release(i))
         fresh = write_objects(ctx, release)
         if release is not ctx.candidate:
             fresh += write_targeted(ctx, release, ctx.changes.get(i + 1, []))
@@ -101,7 +94,7 @@ def _install(
     ctx: GateContext, release: Release, live: list[str], stored_before: dict[str, list[str]]
 ) -> set[str]:
     """Apply every CRD of ``release``; the names the API server refused or never served."""
-    result = ctx.result("install", checks.release(release.index))
+    result = ctx.result("install", subjects.release(release.index))
     refused: set[str] = set()
     still_stored: dict[str, list[str]] = {}  # refused for versions clusters still store
     statuses: set[int] = set()  # the API server's answers to those
@@ -136,7 +129,7 @@ def _install(
         names = condition(crd, "NamesAccepted")
         if names.get("status") != "True":
             result.fail(f"{name}: names not accepted: {names.get('message')}")
-    transition = checks.transition(release.index)
+    transition = subjects.transition(release.index)
     # A bundle's headline names every CRD refused, not only the first (the details hold
     # each one's message): fixing the first alone would not make the release install.
     if len(refused) > 1:
@@ -185,7 +178,7 @@ def _explain_refusal(
     removed = [v for v in stored if v not in release.names(name)]
     if not removed:
         return []
-    result = ctx.result("migration", checks.transition(release.index))
+    result = ctx.result("migration", subjects.transition(release.index))
     versions = ", ".join(removed)
     result.fail(
         f"{name}: clusters that still store {versions} reject this revision with "
@@ -268,7 +261,9 @@ def _sample_refused(
     """The candidate refuses one of the user's samples: a finding of its install, or of the
     upgrade to it."""
     check = "upgrade" if release.index else "install"
-    subject = checks.transition(release.index) if release.index else checks.release(release.index)
+    subject = (
+        subjects.transition(release.index) if release.index else subjects.release(release.index)
+    )
     ctx.result(check, subject).fail(
         f"the candidate refuses your sample {name} at {version}: {answer.status} {answer.message}",
         f"sample {body.get(objects.NAME, '?')} at {version}: {answer.message}",
