@@ -16,7 +16,7 @@ from crdharness.pytest_plugin import builds
 from tests.inner_session import inner_pytest
 
 
-def test_the_tests_that_need_the_build_are_collected_last_in_their_own_order():
+def test_while_building_the_tests_that_need_it_are_collected_last_in_their_own_order():
     def item(name: str, *fixtures: str):
         return SimpleNamespace(name=name, fixturenames=["cluster", *fixtures])
 
@@ -35,8 +35,16 @@ def test_the_tests_that_need_the_build_are_collected_last_in_their_own_order():
         item("gc", "controllers"),
         item("webhook", "conversion_webhook"),
     ]
-    builds.pytest_collection_modifyitems(None, items)  # type: ignore[arg-type]
+    building = SimpleNamespace(stash={builds.MISSING: ["kube-controller-manager 1.37.2"]})
+    builds.pytest_collection_modifyitems(building, items)  # type: ignore[arg-type]
     assert [i.name for i in items] == ["crontab", "webhook", "upgrade", "namespace-deletion", "gc"]
+
+
+def test_with_nothing_to_build_the_collection_order_stands():
+    items = [SimpleNamespace(name="a", fixturenames=["controllers"]), SimpleNamespace(name="b")]
+    built = SimpleNamespace(stash={builds.MISSING: []})
+    builds.pytest_collection_modifyitems(built, items)  # type: ignore[arg-type]
+    assert [i.name for i in items] == ["a", "b"]
 
 
 def _cache_with_only_the_session_version(tmp_path, monkeypatch) -> versions.Release:

@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import argparse
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from crdharness import paths
 from crdharness.errors import HarnessError
-from crdharness.gate.given import gate_file
+from crdharness.gate.given import cluster_source, gate_file
+from crdharness.gate.given.config import FromCluster, GateConfig
 
 HERE = Path(__file__).resolve().parent
 PASSED, FAILED, NOT_PROVEN, NOT_RUN = 0, 1, 2, 3
@@ -44,6 +46,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "field it names (github: ::error workflow commands; paths relative to the working "
         "directory)",
     )
+    source = parser.add_argument_group(
+        "from a running cluster",
+        "gate the upgrade of one cluster: its CRDs as installed (with status.storedVersions) "
+        "and its objects, read with GET and LIST only, replayed on the local control plane "
+        "(the same as `from_cluster:` in the gate file)",
+    )
+    source.add_argument("--from-cluster", metavar="KUBECONFIG", help="the cluster's kubeconfig")
+    source.add_argument("--context", default=None, help="the kubeconfig context to read")
+    source.add_argument(
+        "--namespace",
+        action="append",
+        default=[],
+        help="read objects in this namespace only (repeatable; default: all namespaces)",
+    )
+    source.add_argument(
+        "--max-objects", type=int, default=None, help="objects read per CRD (default 1000)"
+    )
+    source.add_argument(
+        "--show-values",
+        action="store_true",
+        help="the report shows the objects' values (never those of Secret-like fields)",
+    )
+    source.add_argument(
+        "--print-rbac",
+        action="store_true",
+        help="print the read-only ClusterRole the gate needs on the cluster, and exit",
+    )
     parser.add_argument("pytest_args", nargs="*", help="after --: passed on to pytest")
 
 
@@ -53,8 +82,74 @@ def run(args: argparse.Namespace) -> int:
         # The checks share one scenario on one cluster (history, then candidate): split
         # over workers, each would replay it all and none would hold the whole report.
         raise HarnessError("the gate runs its checks in order on one cluster: drop -n")
+    if args.print_rbac:
+        print(cluster_source.rbac(_candidate_crds(config)), end="")
+        return PASSED
+    wanted = _from_cluster(args, config.from_cluster)
+    if wanted is None:
+        return _run(args, config)
+    # Everything of the source's that the run holds (credentials, the objects' replay, the
+    # webhook's records) lives under here, and goes with it.
+    with tempfile.TemporaryDirectory(prefix="crdharness-source-") as scratch:
+        http = cluster_source.connect(
+            wanted.kubeconfig, wanted.context, Path(scratch) / "credentials"
+        )
+        context = cluster_source.context_name(wanted.kubeconfig, wanted.context)
+        captured = cluster_source.capture(
+            http, context, sorted(_candidate_crds(config)), wanted.namespaces, wanted.max_objects
+        )
+        print(f"crdharness gate: read {captured.describe()} (GET and LIST only)", flush=True)
+        source = cluster_source.Source(captured, http, wanted.show_values)
+        try:
+            return _run(args, config, source, Path(scratch))
+        finally:
+            http.close()
+
+
+def _candidate_crds(config: GateConfig) -> dict[str, dict]:
+    from crdharness.gate.given import manifests
+
+    return manifests.load_history(config.crds[-1:], config.root)[0].crds
+
+
+def _from_cluster(args: argparse.Namespace, given: FromCluster | None) -> FromCluster | None:
+    """The source cluster: the command line's, over the gate file's ``from_cluster:``."""
+    if args.from_cluster:
+        given = FromCluster(Path(args.from_cluster).resolve())
+    elif given is None:
+        if args.context or args.namespace or args.max_objects or args.show_values:
+            raise HarnessError(
+                "--context, --namespace, --max-objects, --show-values need "
+                "--from-cluster (or `from_cluster:` in the gate file)"
+            )
+        return None
+    if args.context:
+        given.context = args.context
+    if args.namespace:
+        given.namespaces = list(args.namespace)
+    if args.max_objects is not None:
+        if args.max_objects < 1:
+            raise HarnessError("--max-objects must be 1 or more")
+        given.max_objects = args.max_objects
+    given.show_values = given.show_values or args.show_values
+    return given
+
+
+def _run(
+    args: argparse.Namespace,
+    config: GateConfig,
+    source: cluster_source.Source | None = None,
+    scratch: Path | None = None,
+) -> int:
     versions: list[str | None] = (
         [args.k8s_version] if args.k8s_version else [*config.kubernetes] or [None]
+    )
+    # A source cluster's objects never leave the run: no object in the failure bundle, and
+    # pytest's temporary files (the webhook's records) in the run's scratch directory.
+    private = (
+        ["--failure-bundle=logs", f"--basetemp={scratch / 'pytest'}"]
+        if source is not None and scratch is not None
+        else []
     )
     status = 0
     for version in versions:
@@ -85,10 +180,12 @@ def run(args: argparse.Namespace) -> int:
             # -v brings back pytest's own failure sections.
             *([] if _verbose(args.pytest_args) else ["--tb=no", "-rN"]),
             *([f"--k8s-version={version}"] if version else []),
+            *private,
             *args.pytest_args,
         ]
         (artifacts / "report.json").unlink(missing_ok=True)  # a verdict of this run only
-        code = exit_status(int(pytest.main(argv)), artifacts / "report.json")
+        plugins = [source] if source is not None else []
+        code = exit_status(int(pytest.main(argv, plugins=plugins)), artifacts / "report.json")
         status = max(status, code, key=SEVERITY.index)
         if args.annotations and (artifacts / "report.json").is_file():
             print_annotations(artifacts / "report.json", config.crds[-1])

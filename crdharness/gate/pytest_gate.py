@@ -18,10 +18,11 @@ import pytest
 from crdharness.cluster import HOST_LOOPBACK, IMAGE_LOADER, SERVICE_ROUTING
 from crdharness.errors import HarnessError
 from crdharness.gate.checks import expectations
-from crdharness.gate.given import gate_file, manifests
+from crdharness.gate.given import cluster_source, gate_file, manifests
 from crdharness.gate.given.config import GateConfig
 from crdharness.gate.given.manifests import Release
-from crdharness.gate.reporting import report
+from crdharness.gate.redaction import Redaction
+from crdharness.gate.reporting import operator, report
 from crdharness.gate.results import CheckResult
 from crdharness.gate.run import plan
 from crdharness.gate.webhook.kind_webhook import KindUserWebhook
@@ -41,6 +42,7 @@ class GateSetup:
     admission: list[dict]
     checks: list[plan.PlannedCheck]
     kubernetes_path: list  # crdharness.binaries.versions.Release, oldest first; empty: no upgrade
+    source: cluster_source.Source | None = None  # --from-cluster
 
 
 SETUP = pytest.StashKey[GateSetup]()
@@ -57,17 +59,28 @@ def pytest_configure(config: pytest.Config) -> None:
     path = config.getoption("--gate-config")
     if not path:
         return
+    source = next(
+        (p for p in config.pluginmanager.get_plugins() if isinstance(p, cluster_source.Source)),
+        None,
+    )
     try:
         parsed = gate_file.load(path)
         releases = manifests.load_history(parsed.crds, parsed.root)
+        samples = manifests.samples_by_crd(parsed.samples, releases)
+        if source is not None:  # the cluster, then the candidate (with what it ships)
+            releases = source.releases(releases)
+            shipped = parsed.migrations.get(len(parsed.crds) - 1)
+            parsed.migrations = {1: shipped} if shipped else {}
+            samples = source.samples()
         upgrade = plan.kubernetes_path(parsed.kubernetes, config.getoption("--k8s-version"))
         setup = GateSetup(
             parsed,
             releases,
-            manifests.samples_by_crd(parsed.samples, releases),
+            samples,
             manifests.admission_configurations(parsed.admission),
             plan.plan(parsed, releases, upgrade),
             upgrade,
+            source,
         )
         for expectation in parsed.expect:  # a bad expect file fails here, in one line
             expectations.load(expectation)
@@ -113,6 +126,9 @@ def gate_run(cluster, request: pytest.FixtureRequest, tmp_path_factory):
             setup.kubernetes_path,
             setup.checks,
         )
+        if setup.source is not None:
+            ctx.source = setup.source.capture
+            ctx.redaction = Redaction(setup.source.show_values, setup.source.secrets())
         ready = cluster.processes.start_to_ready_seconds if cluster.processes else None
         if ready is not None:
             ctx.timings["control plane ready"] = round(ready, 2)
@@ -233,21 +249,46 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
         kubernetes = f"{ctx.kubernetes_path[0].kubernetes}, then upgraded in place to {later}"
     results = run.decide_all()
     found = [c for t in sorted(ctx.changes) for c in ctx.changes[t]]
+    hazards = list(ctx.hazards.values())
+    refused_examples = dict(ctx.refused_examples)
+    answer: list[str] = []
+    setup = config.stash[SETUP]
+    if ctx.redaction is not None and setup.source is not None:
+        for change in [*found, *ctx.pair_changes]:
+            change.evidence = ctx.redaction.text(change.evidence)
+        hazards = [ctx.redaction.text(h) for h in hazards]
+        refused_examples = {k: ctx.redaction.text(v) for k, v in refused_examples.items()}
+        answer = [
+            ctx.redaction.text(line)
+            for line in operator.answer(
+                setup.source.capture,
+                ctx.candidate,
+                f"{len(setup.config.crds)} ({ctx.candidate.label})",
+                results,
+                ctx.object_findings,
+                setup.source.untouched(),
+            )
+        ]
     gate_report = report.Report(
         results,
         kubernetes,
         refused=dict(ctx.refused),
         notes=notes,
         timings=ctx.timings,
-        refused_examples=ctx.refused_examples,
+        refused_examples=refused_examples,
         stored_after=ctx.stored_after,
         changes=found,
         pair_changes=ctx.pair_changes,
-        hazards=list(ctx.hazards.values()),
+        hazards=hazards,
         accepted=ctx.config.accept_not_proven,
+        answer=answer,
     )
     directory = report.write(Path(config.getoption("--gate-artifacts")), gate_report)
     terminalreporter.section("crdharness upgrade gate")
+    for line in answer:  # the operator's answer first
+        terminalreporter.write_line(line)
+    if answer:
+        terminalreporter.write_line("")
     verbose = config.getoption("verbose") > 0
     width = None if verbose else report.TERMINAL_EVIDENCE
     for line in report.table(results, kubernetes, width):

@@ -45,18 +45,33 @@ class BackgroundBuild:
 MARKER = "built_in_background"
 
 
+# What the run will build, decided once by the controller before any worker collects: every
+# xdist worker must collect the same order, whatever the cache holds by the time it looks.
+MISSING = pytest.StashKey[list[str]]()
+WORKER_INPUT = "crdharness_background_build"
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         f"{MARKER}: the test needs kube-controller-manager or the neighbouring minor's "
         "binaries (built in the background on a fresh machine): it runs last",
     )
+    worker = getattr(config, "workerinput", None)
+    config.stash[MISSING] = worker[WORKER_INPUT] if worker else _to_build(config)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:
+    """xdist controller, for each worker: what this run builds in the background."""
+    node.workerinput[WORKER_INPUT] = node.config.stash[MISSING]
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The tests that need the background build run last (a stable sort: every xdist
-    worker collects the same order)."""
-    items.sort(key=_needs_build)
+    """While something is built in the background, the tests that need it run last (a
+    stable sort); otherwise the order is the collection's own."""
+    if config.stash[MISSING]:
+        items.sort(key=_needs_build)
 
 
 def _needs_build(item: pytest.Item) -> bool:
@@ -80,6 +95,20 @@ def missing(release: versions.Release) -> list[str]:
     return wanted
 
 
+def _to_build(config: pytest.Config) -> list[str]:
+    """What this run would build in the background (nothing off the local backend)."""
+    if config.option.collectonly or hasattr(config, "workerinput"):
+        return []
+    if config.getoption("--cluster") != "local" or config.getoption("--assets-dir"):
+        return []  # other clusters bring their own servers; a directory of binaries is fixed
+    if os.environ.get(assets.ASSETS_ENV_VAR):
+        return []
+    try:
+        return missing(versions.resolve(config.getoption("--k8s-version")))
+    except HarnessError:
+        return []  # the cluster fixture says what is wrong, in one line
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     """The xdist controller starts the build before any worker collects: it never sees the
     tests (the workers collect them), so it starts it whenever something is missing."""
@@ -97,19 +126,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 def _start(config: pytest.Config) -> None:
-    if config.option.collectonly:
-        return
-    if config.getoption("--cluster") != "local" or config.getoption("--assets-dir"):
-        return  # other clusters bring their own servers; a directory of binaries is fixed
-    if os.environ.get(assets.ASSETS_ENV_VAR):
-        return
-    try:
-        release = versions.resolve(config.getoption("--k8s-version"))
-    except HarnessError:
-        return  # the cluster fixture says what is wrong, in one line
-    what = missing(release)
+    what = config.stash[MISSING]
     if not what:
         return
+    release = versions.resolve(config.getoption("--k8s-version"))
     log = cache.cache_root() / "logs" / "background-build.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     command = [sys.executable, "-m", "crdharness", "binaries", "--k8s-version", release.minor]

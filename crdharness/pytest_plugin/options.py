@@ -87,6 +87,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "version and flags match (checked), else start one; keep it for the next run "
         "(stop it with: python -m crdharness down)",
     )
+    group.addoption(
+        "--failure-bundle",
+        choices=("full", "logs"),
+        default="full",
+        help="what a failing run's bundle holds: full (default: logs, CRDs, every object, "
+        "webhook records) or logs (the control plane's logs and CRDs only: no object leaves "
+        "the run, as `crdharness gate --from-cluster` needs)",
+    )
     group.addoption("--apiserver-port", type=int, default=None, help="fixed kube-apiserver port")
     group.addoption("--etcd-port", type=int, default=None, help="fixed etcd client port")
 

@@ -20,9 +20,10 @@ def write_failure_bundle(config: pytest.Config, cluster) -> None:
     from crdharness.reports import bundle
 
     temp = basetemp(config)  # webhook logs and review records
-    extra = [*temp.rglob("webhook-records.jsonl"), *temp.rglob("webhook.log")]
+    objects = config.getoption("--failure-bundle") == "full"
+    extra = [*temp.rglob("webhook-records.jsonl"), *temp.rglob("webhook.log")] if objects else []
     try:
-        path = bundle.write(cluster, extra)
+        path = bundle.write(cluster, extra, objects=objects)
     except Exception as exc:
         to_stderr(f"could not write the failure bundle: {exc}")
         return

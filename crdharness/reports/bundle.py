@@ -19,7 +19,11 @@ from crdharness import paths
 from crdharness.cluster import Cluster
 
 
-def write(cluster: Cluster, extra_files: list[Path], root: Path | None = None) -> Path:
+def write(
+    cluster: Cluster, extra_files: list[Path], root: Path | None = None, objects: bool = True
+) -> Path:
+    """The bundle of a failed run; without ``objects``, no custom resource is written (their
+    stored versions in etcd are, without their values)."""
     bundle = (root or paths.artifacts()) / f"failure-bundle-{time.strftime('%Y%m%d-%H%M%S')}"
     bundle.mkdir(parents=True, exist_ok=True)
     for name, log in cluster.logs.items():
@@ -28,13 +32,13 @@ def write(cluster: Cluster, extra_files: list[Path], root: Path | None = None) -
     for path in extra_files:
         if path.exists():
             shutil.copy(path, bundle / f"{path.parent.name}-{path.name}")
-    _write_cluster_state(cluster, bundle)
+    _write_cluster_state(cluster, bundle, objects)
     if cluster.export_logs is not None:
         cluster.export_logs(bundle / "cluster-logs")
     return bundle
 
 
-def _write_cluster_state(cluster: Cluster, bundle: Path) -> None:
+def _write_cluster_state(cluster: Cluster, bundle: Path, with_objects: bool = True) -> None:
     crds = cluster.kubectl("get", "crd", "-o", "json", check=False)
     if crds.returncode != 0:
         (bundle / "crds.error.txt").write_text(crds.stderr)
@@ -44,8 +48,9 @@ def _write_cluster_state(cluster: Cluster, bundle: Path) -> None:
     objects, stored = {}, {}
     for crd in items:
         name, group = crd["metadata"]["name"], crd["spec"]["group"]
-        got = cluster.kubectl("get", name, "--all-namespaces", "-o", "json", check=False)
-        objects[name] = json.loads(got.stdout)["items"] if got.returncode == 0 else got.stderr
+        if with_objects:
+            got = cluster.kubectl("get", name, "--all-namespaces", "-o", "json", check=False)
+            objects[name] = json.loads(got.stdout)["items"] if got.returncode == 0 else got.stderr
         if cluster.etcd is not None:
             prefix = f"/registry/{group}/{crd['spec']['names']['plural']}/"
             try:
@@ -56,5 +61,6 @@ def _write_cluster_state(cluster: Cluster, bundle: Path) -> None:
             except Exception as exc:
                 stored[name] = {"unreadable": {"error": str(exc)}}
         stored.setdefault(name, {})
-    (bundle / "objects.yaml").write_text(yaml.safe_dump(objects, sort_keys=False))
+    if with_objects:
+        (bundle / "objects.yaml").write_text(yaml.safe_dump(objects, sort_keys=False))
     (bundle / "etcd-stored-versions.yaml").write_text(yaml.safe_dump(stored, sort_keys=False))

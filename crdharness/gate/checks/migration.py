@@ -57,7 +57,7 @@ def run_shipped(
         storage = release.storage(name)
         report(f"gate: {name}: {shipped.describe()} to {storage}")
         if shipped.kind == "rewrite":
-            outcomes[name] = _rewrite(cluster, resource, storage)
+            outcomes[name] = rewrite(cluster, resource, storage)
             if not outcomes[name].failures:
                 # The documented procedure's last step, which the migrator leaves to operators.
                 trimmed = set_stored_versions(cluster, name, [storage])
@@ -76,7 +76,8 @@ def run_shipped(
     return outcomes
 
 
-def _rewrite(cluster: Cluster, resource: Resource, storage: str) -> Outcome:
+def rewrite(cluster: Cluster, resource: Resource, storage: str) -> Outcome:
+    """Every object of ``resource`` read and written back at ``storage`` (kubectl's way)."""
     try:
         done = migrate.migrate(
             cluster.api_client, resource.group, storage, resource.plural, keep_going=True

@@ -50,6 +50,14 @@ class Written:
     findings: list[str] = field(default_factory=list)  # this transition's, about it
     excused: list[str] = field(default_factory=list)  # findings an `allow` entry excused
     hazarded: set[tuple[str, str]] = field(default_factory=set)  # writes refused both times
+    captured: bool = False  # one of a source cluster's objects (``--from-cluster``)
+
+    @property
+    def label(self) -> str:
+        """How findings name it: a source cluster's object as ``namespace/name``."""
+        if self.captured and self.namespace:
+            return f"{self.namespace}/{self.name}"
+        return self.name
 
 
 def etcd_snapshot(ctx: GateContext, written: list[Written]) -> dict:
@@ -60,7 +68,7 @@ def etcd_snapshot(ctx: GateContext, written: list[Written]) -> dict:
         resource = ctx.resource(obj.crd)
         stored = ctx.cluster.stored(resource.group, resource.plural, obj.name, obj.namespace)
         if stored is not None:
-            snapshot[(obj.crd, obj.name)] = (stored.mod_revision, stored.api_version)
+            snapshot[(obj.crd, obj.label)] = (stored.mod_revision, stored.api_version)
     return snapshot
 
 
@@ -118,6 +126,9 @@ def check(ctx: GateContext, release: Release, written, before, stored_before) ->
         )
     decide(ctx, release, written)
     _enough_evidence(ctx, result, release, written)
+    for obj in written:  # what the operator of a source cluster must fix, by object
+        if obj.captured and obj.findings:
+            ctx.object_findings[obj.label] = list(obj.findings)
 
 
 def _read_again(
@@ -134,8 +145,8 @@ def _read_again(
                 ctx,
                 result,
                 obj,
-                f"{obj.name} (written at {obj.version}) cannot be read at {version}",
-                f"GET {obj.name} at {version}: {got.status} {got.message}",
+                f"{obj.label} (written at {obj.version}) cannot be read at {version}",
+                f"GET {obj.label} at {version}: {got.status} {got.message}",
             )
             continue
         reads += 1
@@ -164,7 +175,7 @@ def _check_listed(ctx: GateContext, result: CheckResult, release: Release, writt
             for obj in mine:
                 if obj.name not in names:
                     result.fail(
-                        f"LIST at {version} does not return {obj.name}",
+                        f"LIST at {version} does not return {obj.label}",
                         f"LIST at {version}: {listed.status}",
                     )
 
@@ -188,14 +199,17 @@ def _finding(
         ]
         rule = rules[0] if all(rules) else None
     first = details[0] if details else headline
-    first = first if obj.name in first else f"{obj.name}: {first}"
+    first = first if obj.label in first else f"{obj.label}: {first}"
     if rule is not None:
         note = f"{obj.crd} {first} ({rule.reason})"
         obj.excused.append(note)
         if note not in result.allowed:
             result.allowed.append(note)
         return
-    obj.findings.append(first)
+    # Each line (each write refused, each path changed) is one of its findings: a change
+    # is proven by the line that names its path.
+    lines = [line if obj.label in line else f"{obj.label}: {line}" for line in details]
+    obj.findings += lines or [first]
     result.fail(headline, *details)
 
 
@@ -221,10 +235,10 @@ def _judge_read(
             ctx,
             result,
             obj,
-            f"{obj.crd} {obj.name} (stored under release {release.index}) reads at {version} "
+            f"{obj.crd} {obj.label} (stored under release {release.index}) reads at {version} "
             f"with a value it did not have: {d.describe()} (release {release.index + 1}'s "
             "default, filled in on read of every stored object)",
-            f"{obj.name} at {version}: {d.path} defaulted on read: {d.describe()}",
+            f"{obj.label} at {version}: {d.path} defaulted on read: {d.describe()}",
             paths=[d.path],
         )
     changed = [d for d in found if d not in defaulted]
@@ -233,14 +247,14 @@ def _judge_read(
             ctx,
             result,
             obj,
-            f"{obj.name} read at {version} changed with the upgrade: "
+            f"{obj.label} read at {version} changed with the upgrade: "
             + "; ".join(d.describe() for d in changed[:3]),
-            *(f"{obj.name} at {version}: {d.describe()}" for d in changed),
+            *(f"{obj.label} at {version}: {d.describe()}" for d in changed),
             paths=[d.path for d in changed],
         )
     if len(obj.findings) > known:
-        result.objects.append((f"{obj.name} at {version} before", obj.seen[version]))
-        result.objects.append((f"{obj.name} at {version} after", body))
+        result.objects.append((f"{obj.label} at {version} before", obj.seen[version]))
+        result.objects.append((f"{obj.label} at {version} after", body))
 
 
 def write_baseline(ctx: GateContext, release: Release, written: list[Written]) -> None:
@@ -258,7 +272,11 @@ def write_baseline(ctx: GateContext, release: Release, written: list[Written]) -
         # Lost by strategy None: this release's own hazard.
         own = ctx.pointed(release.crds[obj.crd])["spec"].get("conversion") or {}
         by_none = own.get("strategy", "None") != "Webhook"
-        for version, refused in _written_again(ctx, release, obj):
+        # A source cluster's object is written only at versions the next release serves
+        # too (those its writes are judged at): a write at any other version would leave a
+        # managedFields entry the real object does not have.
+        after = ctx.releases[release.index + 1].served(obj.crd) if obj.captured else None
+        for version, refused in _written_again(ctx, release, obj, after):
             _remember(release, obj, version, refused, refused, hazards)
             _check_unchanged_by_writes(
                 ctx, part, hazards, release, obj, version, release.index + 1, hazard=by_none
@@ -276,13 +294,16 @@ def _add_hazards(ctx: GateContext, hazards: dict[str, str]) -> None:
         ctx.hazards.setdefault(key, line)
 
 
-def _written_again(ctx: GateContext, release: Release, obj: Written):
-    """``obj`` written again at each version ``release`` serves (``upgrade_writes``):
+def _written_again(ctx: GateContext, release: Release, obj: Written, only: list[str] | None = None):
+    """``obj`` written again at each version ``release`` serves (of ``only``, if given;
+    ``upgrade_writes``):
     (version, the writes the server refused twice in a row). A refusal it does not repeat
     (a 429 or a timeout on a busy machine) is neither a finding nor a hazard that would
     excuse the next release's real refusal of the same write."""
     resource = ctx.resource(obj.crd)
     for version in release.served(obj.crd):
+        if only is not None and version not in only:
+            continue
         has_status = objects.has_status(release.entry(obj.crd, version))
         path = resource.path(version, obj.namespace, obj.name)
         refused = write_again(ctx.cluster, path, version, has_status)
@@ -336,9 +357,9 @@ def _write_all_again(
                     ctx,
                     part,
                     obj,
-                    f"{obj.crd} {obj.name} (stored under release {release.index}) cannot be "
+                    f"{obj.crd} {obj.label} (stored under release {release.index}) cannot be "
                     f"written under release {release.index + 1}: {new[0].line}",
-                    *(f"{obj.name}: {r.line}" for r in new),
+                    *(f"{obj.label}: {r.line}" for r in new),
                 )
         return part, hazards, writes, known_count
 
@@ -400,17 +421,17 @@ def _check_unchanged_by_writes(
                 ctx,
                 result,
                 obj,
-                f"{obj.crd} {obj.name} (stored under release {stored}) lost or changed "
+                f"{obj.crd} {obj.label} (stored under release {stored}) lost or changed "
                 f"{', '.join(sorted({d.path for d in found}))} when written again at {version} "
                 f"with what was read there (read at {at})",
                 *(
-                    f"{obj.name} written again at {version}, read at {at}: {d.describe()}"
+                    f"{obj.label} written again at {version}, read at {at}: {d.describe()}"
                     for d in found
                 ),
                 paths=[d.path for d in found],
             )
-            result.objects.append((f"{obj.name} at {at} before the writes", before))
-            result.objects.append((f"{obj.name} at {at} after the writes at {version}", got.body))
+            result.objects.append((f"{obj.label} at {at} before the writes", before))
+            result.objects.append((f"{obj.label} at {at} after the writes at {version}", got.body))
 
 
 def decide(ctx: GateContext, release: Release, written: list[Written]) -> None:
@@ -419,6 +440,9 @@ def decide(ctx: GateContext, release: Release, written: list[Written]) -> None:
     the server's message, or the changed read), allowed (every finding excused), cleared
     (all accepted and read back unchanged), or not proven (why none could be built)."""
     for change in ctx.changes.get(release.index, []):
+        if ctx.source is not None and change.crd not in ctx.refused_crds:
+            _decide_on_the_source(ctx, release, change, written)
+            continue
         if change.decision == changes.NOT_PROVEN and not any(w.change is change for w in written):
             continue  # decided when its objects could not be built or created
         if change.crd in ctx.refused_crds:
@@ -481,6 +505,51 @@ def decide(ctx: GateContext, release: Release, written: list[Written]) -> None:
             )
 
 
+def _decide_on_the_source(ctx: GateContext, release: Release, change: Change, written) -> None:
+    """``--from-cluster``: a change is proven by a finding on one of the cluster's objects
+    that names its path, and cleared when every object the cluster holds was replayed and
+    none is refused or changed by it; otherwise not proven, saying how many were left out."""
+    assert ctx.source is not None
+    mine = [w for w in written if w.crd == change.crd and w.captured]
+    proof = (
+        _named_by(change, mine)
+        if change.path
+        else next((w.findings[0] for w in mine if w.findings), None)
+    )
+    if proof is not None:
+        change.decide(changes.PROVEN, proof)
+        return
+    left_out = _left_out(ctx, change.crd)
+    if left_out:
+        change.decide(changes.NOT_PROVEN, f"{left_out}: the others could not hold it")
+        return
+    change.decide(
+        changes.CLEARED,
+        f"none of the cluster's {len(mine)} {change.crd} objects is refused or changed by "
+        f"it: each was read, written again and re-created under release "
+        f"{release.index + 1}",
+    )
+
+
+def _left_out(ctx: GateContext, crd: str) -> str:
+    """Why not every object the source cluster holds of ``crd`` was replayed ('' if all
+    were)."""
+    assert ctx.source is not None
+    why = []
+    replayed, held = ctx.source.truncated.get(crd, (0, 0))
+    if held:
+        why.append(f"{replayed} of its {held} objects replayed (`max_objects`)")
+    refused = [label for label in ctx.not_replayed if label in _labels(ctx, crd)]
+    if refused:
+        why.append(f"{len(refused)} could not be re-created ({', '.join(refused[:3])})")
+    return "; ".join(why)
+
+
+def _labels(ctx: GateContext, crd: str) -> set[str]:
+    assert ctx.source is not None
+    return {obj.label for obj in ctx.source.objects.get(crd, [])}
+
+
 def _named_by(change: Change, written: list[Written]) -> str | None:
     """A finding about one of ``written`` (of the change's CRD) that names the change's path
     (or a path below it): the server's message, or the read that changed. A rule on the
@@ -523,6 +592,11 @@ def _enough_evidence(ctx: GateContext, result: CheckResult, release: Release, wr
     for name in ctx.live(release):
         if name not in ctx.releases[release.index - 1].crds:
             continue  # new in this release: nothing old to upgrade
+        if ctx.source is not None:  # the evidence is every object the cluster holds
+            left_out = _left_out(ctx, name)
+            if left_out:
+                short.append(f"{name}: {left_out}")
+            continue
         reached = sum(1 for w in written if w.crd == name and w.seen)
         if reached < ctx.config.min_objects:
             short.append(f"{name}: {reached} old objects reached the writes")
@@ -534,7 +608,9 @@ def _enough_evidence(ctx: GateContext, result: CheckResult, release: Release, wr
     if not short and not undecided:
         return
     why = []
-    if short:
+    if short and ctx.source is not None:
+        why.append(f"not every object of the source cluster was replayed ({'; '.join(short)})")
+    elif short:
         refused = "; ".join(f"{why}: {n}" for why, n in sorted(ctx.refused.items())) or "none"
         why.append(
             f"fewer than min_objects ({ctx.config.min_objects}) old objects ({', '.join(short)}; "

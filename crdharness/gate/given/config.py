@@ -114,6 +114,18 @@ class WebhookSpec:
 
 
 @dataclass
+class FromCluster:
+    """``from_cluster:`` (or ``--from-cluster``): the gate starts from what a running cluster
+    holds instead of the history's earlier releases (``given.cluster_source``)."""
+
+    kubeconfig: Path
+    context: str | None = None
+    namespaces: list[str] = field(default_factory=list)  # empty: all
+    max_objects: int = 1000  # per CRD
+    show_values: bool = False  # the report shows the objects' values (never Secret-like ones)
+
+
+@dataclass
 class GateConfig:
     source: Path
     crds: list[list[Path]]  # release history, oldest first; each entry one or more paths
@@ -134,6 +146,7 @@ class GateConfig:
     concurrency: int = 8  # objects whose requests are in flight at once (per CRD and version)
     expect: list[Expectation] = field(default_factory=list)
     accept_not_proven: list[Acceptance] = field(default_factory=list)
+    from_cluster: FromCluster | None = None
 
     @property
     def root(self) -> Path:

@@ -18,6 +18,7 @@ from crdharness.gate.given.config import (
     Acceptance,
     Allowance,
     Expectation,
+    FromCluster,
     GateConfig,
     GateConfigError,
     Migration,
@@ -44,7 +45,11 @@ TOP_KEYS = {
     "concurrency",
     "expect",
     "accept_not_proven",
+    "from_cluster",
 }
+
+
+FROM_CLUSTER_KEYS = {"kubeconfig", "context", "namespaces", "max_objects", "show_values"}
 
 
 RELEASE_KEYS = {"path", "migrate"}
@@ -179,6 +184,8 @@ def load(source: Path | str) -> GateConfig:
         config.concurrency = reader.scalar(top["concurrency"], "concurrency", int)
         if config.concurrency < 1:
             raise reader.fail(top["concurrency"], "concurrency", "must be 1 or more")
+    if "from_cluster" in top:
+        config.from_cluster = _from_cluster(reader, top["from_cluster"])
     if "expect" in top:
         config.expect = []
         for i, node in enumerate(_sequence(reader, top, "expect")):
@@ -385,3 +392,21 @@ def _acceptance(reader: _Reader, node, key: str) -> Acceptance:
         raise reader.fail(keys["reason"], f"{key}.reason", "must say why it may stay unproven")
     subject = reader.scalar(keys["subject"], f"{key}.subject", str) if "subject" in keys else None
     return Acceptance(check=check, subject=subject, reason=reason)
+
+
+def _from_cluster(reader: _Reader, node) -> FromCluster:
+    keys = reader.mapping(node, "from_cluster", FROM_CLUSTER_KEYS)
+    if "kubeconfig" not in keys:
+        raise reader.fail(node, "from_cluster.kubeconfig", "missing: the source's kubeconfig")
+    found = FromCluster(reader.path(keys["kubeconfig"], "from_cluster.kubeconfig"))
+    if "context" in keys:
+        found.context = reader.scalar(keys["context"], "from_cluster.context", str)
+    if "namespaces" in keys:
+        found.namespaces = reader.strings(keys["namespaces"], "from_cluster.namespaces")
+    if "max_objects" in keys:
+        found.max_objects = reader.scalar(keys["max_objects"], "from_cluster.max_objects", int)
+        if found.max_objects < 1:
+            raise reader.fail(keys["max_objects"], "from_cluster.max_objects", "must be 1 or more")
+    if "show_values" in keys:
+        found.show_values = reader.scalar(keys["show_values"], "from_cluster.show_values", bool)
+    return found

@@ -32,6 +32,7 @@ from crdharness.gate.checks.upgrade import Written
 from crdharness.gate.evidence import changes, objects, targeted
 from crdharness.gate.evidence.changes import NOT_PROVEN, Change
 from crdharness.gate.given.manifests import Release
+from crdharness.gate.phases import replay
 from crdharness.gate.results import NotConvertible
 from crdharness.gate.run.context import HISTORY_NS, GateContext
 from crdharness.polling import WaitTimeout
@@ -69,7 +70,16 @@ def run(ctx: GateContext) -> None:
         stored_before = {name: migration.stored_versions(ctx.cluster, name) for name in live}
         if i:  # decided from the manifests alone: also for a release the server refuses
             deprecation.check_removal_policy(ctx, release)
-        ctx.refused_crds |= _install(ctx, release, live, stored_before)
+        from_source = ctx.source is not None and i == 0
+        first = replay.first_install(ctx.source, release) if ctx.source and not i else None
+        refused = _install(ctx, release, live, stored_before, first)
+        if ctx.source is not None and i and refused:  # what follows the migration it needs
+            migrated = replay.migrate_first(ctx, release, refused, stored_before)
+            refused -= migrated
+            if migrated:  # its objects were written back: their keys moved, on purpose
+                before = upgrade.etcd_snapshot(ctx, written)
+                stored_before |= {n: migration.stored_versions(ctx.cluster, n) for n in migrated}
+        ctx.refused_crds |= refused
         live = ctx.live(release)
         if not live:
             upgrade.decide(ctx, release, written)
@@ -79,9 +89,14 @@ def run(ctx: GateContext) -> None:
         if i:
             upgrade.check(ctx, release, written, before, stored_before)
         deprecation.check_warnings(ctx, release, subjects.release(i))
-        fresh = write_objects(ctx, release)
+        if from_source:  # the source cluster's objects, and its storedVersions
+            fresh = replay.write_captured(ctx, release, _write_one)
+            replay.replay_stored_versions(ctx, release)
+        else:
+            fresh = write_objects(ctx, release)
         if release is not ctx.candidate:
-            fresh += write_targeted(ctx, release, ctx.changes.get(i + 1, []))
+            if not from_source:
+                fresh += write_targeted(ctx, release, ctx.changes.get(i + 1, []))
             upgrade.write_baseline(ctx, release, fresh)
         written += fresh
         migration.check(ctx, release, live, stored_before)
@@ -91,15 +106,20 @@ def run(ctx: GateContext) -> None:
 
 
 def _install(
-    ctx: GateContext, release: Release, live: list[str], stored_before: dict[str, list[str]]
+    ctx: GateContext,
+    release: Release,
+    live: list[str],
+    stored_before: dict[str, list[str]],
+    first: dict[str, dict] | None = None,
 ) -> set[str]:
-    """Apply every CRD of ``release``; the names the API server refused or never served."""
+    """Apply every CRD of ``release`` (as ``first`` has it, where given); the names the API
+    server refused or never served."""
     result = ctx.result("install", subjects.release(release.index))
     refused: set[str] = set()
     still_stored: dict[str, list[str]] = {}  # refused for versions clusters still store
     statuses: set[int] = set()  # the API server's answers to those
     for name in live:
-        manifest = release.crds[name]
+        manifest = (first or release.crds)[name]
         answer = apply_crd(ctx.cluster, ctx.pointed(manifest))
         if not answer.ok:
             result.fail(
@@ -219,7 +239,9 @@ def _write_version(
     """The user's samples of ``name`` at ``entry``'s version, then drawn objects until
     ``wanted`` are accepted: ``concurrency`` written at once, kept in the order drawn."""
     version = entry["name"]
-    samples = ctx.sample_bodies(name, version)
+    # A source cluster's objects are the samples of the round trips; the history replays
+    # them itself (``replay``).
+    samples = [] if ctx.source else ctx.sample_bodies(name, version)
     # Drawn objects the server refuses are no evidence: up to three times as many are
     # drawn, and written until ``wanted`` of them are accepted.
     drawn = iter(objects.first_examples(entry, wanted * DRAWS_PER_OBJECT, ctx.config.seed))
@@ -345,6 +367,7 @@ def _write_one(
     body: dict,
     obj_name: str,
     refusals: list[Answer] | None,
+    namespace: str | None = HISTORY_NS,
 ) -> Written | None:
     """Create one object of ``name`` at ``entry``'s version, read it back at every served
     version; None if refused (counted, or added to ``refusals``)."""
@@ -352,9 +375,7 @@ def _write_one(
     resource = Resource.of(manifest)
     version = entry["name"]
     try:
-        created = ctx.create(
-            manifest, entry, version, obj_name, HISTORY_NS, body, refusals=refusals
-        )
+        created = ctx.create(manifest, entry, version, obj_name, namespace, body, refusals=refusals)
     except NotConvertible as failure:
         # The candidate's convertibility check judges this on its own objects; here it
         # only means one object fewer for the upgrade.
@@ -367,7 +388,7 @@ def _write_one(
         name,
         version,
         obj_name,
-        HISTORY_NS if resource.namespaced else None,
+        namespace if resource.namespaced else None,
         sent=objects.intent(body),
     )
     for other in release.served(name):

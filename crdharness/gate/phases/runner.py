@@ -72,7 +72,14 @@ class GateRun:
             result.fail(f"the gate could not finish this check: {cause}", where)
 
     def decision(self, planned: PlannedCheck) -> CheckResult:
-        """The result of a planned check; one the run never reached says why."""
+        """The result of a planned check, as it may be shown (``redaction``); one the run
+        never reached says why."""
+        result = self._decision(planned)
+        if self.ctx.redaction is not None:
+            self.ctx.redaction.result(result)
+        return result
+
+    def _decision(self, planned: PlannedCheck) -> CheckResult:
         result = self.ctx.results.get(planned.key)
         if result is not None and _decided(result):
             return result
@@ -93,7 +100,11 @@ class GateRun:
         """Every planned check's result (in plan order), then any other result."""
         planned = [self.decision(p) for p in self.ctx.planned]
         keys = {p.key for p in self.ctx.planned}
-        return planned + [r for key, r in self.ctx.results.items() if key not in keys]
+        others = [r for key, r in self.ctx.results.items() if key not in keys]
+        if self.ctx.redaction is not None:
+            for result in others:
+                self.ctx.redaction.result(result)
+        return planned + others
 
 
 def _decided(result: CheckResult) -> bool:

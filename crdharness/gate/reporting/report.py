@@ -123,6 +123,7 @@ class Report:
     pair_changes: list[Change] = field(default_factory=list)  # the candidate's version pairs
     hazards: list[str] = field(default_factory=list)  # writes a release itself refuses
     accepted: list[Acceptance] = field(default_factory=list)  # `accept_not_proven`
+    answer: list[str] = field(default_factory=list)  # --from-cluster: the operator's answer
 
     def acceptance(self, result: CheckResult) -> Acceptance | None:
         if result.passed is not None:
@@ -161,6 +162,7 @@ def write(directory: Path, run: Report) -> Path:
         json.dumps(
             {
                 "verdict": verdict,
+                "answer": run.answer,
                 "kubernetes": run.kubernetes,
                 "checks": [r.as_json() for r in results],
                 "changes": [c.as_json() for c in run.changes],
@@ -181,7 +183,10 @@ def write(directory: Path, run: Report) -> Path:
             indent=2,
         )
     )
-    md = [f"# Upgrade gate: {verdict}", "", f"Kubernetes {run.kubernetes}", ""]
+    md = [f"# Upgrade gate: {verdict}", ""]
+    if run.answer:
+        md += [run.answer[0], "", *run.answer[1:], ""]
+    md += [f"Kubernetes {run.kubernetes}", ""]
     md += ["| check | subject | result | evidence |", "| --- | --- | --- | --- |"]
     for r in results:
         evidence = r.evidence.replace("|", "\\|")

@@ -22,10 +22,12 @@ from crdharness.gate.evidence import objects
 from crdharness.gate.evidence.changes import Change
 from crdharness.gate.given.config import GateConfig
 from crdharness.gate.given.manifests import Release, point_conversion
+from crdharness.gate.redaction import Redaction
 from crdharness.gate.results import CheckResult, NotConvertible
 from crdharness.gate.run.plan import PlannedCheck
 
 if TYPE_CHECKING:
+    from crdharness.gate.given.cluster_source import Capture
     from crdharness.gate.webhook.kind_webhook import KindUserWebhook
     from crdharness.gate.webhook.user_webhook import UserWebhook
 
@@ -65,6 +67,12 @@ class GateContext:
     pair_changes: list[Change] = field(default_factory=list)  # candidate's version pairs
     hazards: dict[str, str] = field(default_factory=dict)  # writes a release itself refuses
     deadline: float = 0.0  # time.monotonic() when the run's `timeout:` passes
+    # ``--from-cluster``: what the source cluster holds (release 1 is its CRDs), and what
+    # the run may show of it.
+    source: Capture | None = None
+    redaction: Redaction | None = None
+    not_replayed: list[str] = field(default_factory=list)  # captured objects not re-created
+    object_findings: dict[str, list[str]] = field(default_factory=dict)  # captured -> findings
     _names: itertools.count = field(default_factory=itertools.count)
     # The counts objects written at once (``concurrency``) add to.
     _counting: threading.Lock = field(default_factory=threading.Lock, repr=False)
