@@ -128,3 +128,23 @@ def test_show_values_shows_values_but_never_a_secret():
     redaction = Redaction(show_values=True, secrets={"tk-123"})
     shown = redaction.obj({"spec": {"endpoint": "tcp://a", "apiToken": "tk-123"}})
     assert shown == {"spec": {"endpoint": "tcp://a", "apiToken": HIDDEN}}
+
+
+def test_differences_the_gate_describes_lose_their_values_unless_asked():
+    from crdharness.gate.diff import Difference
+
+    lines = [
+        Difference("spec.endpoint", "changed", "tcp://a", "tcp://b").describe(),
+        Difference("spec.replicas", "lost", 3).describe(),
+        Difference("spec.labels", "added", None, {"a": "b"}).describe(),
+    ]
+    hidden = [Redaction().text(f"ns/a at v1: {line}") for line in lines]
+    assert hidden == [
+        "ns/a at v1: spec.endpoint: <value> -> <value>",
+        "ns/a at v1: spec.replicas: lost (was <value>)",
+        "ns/a at v1: spec.labels: appeared (<value>)",
+    ]
+    assert [Redaction().text(h) for h in hidden] == hidden
+    assert Redaction(show_values=True).text(lines[0]) == lines[0]
+    server = 'spec.mode: Unsupported value: "legacy": supported values: "direct", "relay"'
+    assert Redaction().text(server) == server  # the API server's words are shown as said

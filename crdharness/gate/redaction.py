@@ -18,7 +18,15 @@ from crdharness.gate.results import CheckResult
 SECRET_NAME = re.compile(r"pass(word|wd|phrase)?|token|secret|key|credential", re.IGNORECASE)
 HIDDEN = "<redacted>"
 PLACEHOLDER = re.compile(r"<(string|int|float|bool|null|redacted)>")
-SHORTEST_SCRUBBED = 3  # shorter values are only taken out where quoted, not inside words
+SHORTEST_SCRUBBED = 3
+# A value as ``diff.describe`` writes it: JSON, cut at 60 characters with "...".
+_VALUE = r'"(?:[^"\\]|\\.)*"(?:\.\.\.)?|[-+\w.]+|[\[{].{0,60}?[\]}](?:\.\.\.)?'
+VALUE = "<value>"
+DESCRIBED = [
+    (re.compile(rf": lost \(was (?:{_VALUE})\)"), f": lost (was {VALUE})"),
+    (re.compile(rf": appeared \((?:{_VALUE})\)"), f": appeared ({VALUE})"),
+    (re.compile(rf": (?:{_VALUE}) -> (?:{_VALUE})"), f": {VALUE} -> {VALUE}"),
+]  # shorter values are only taken out where quoted, not inside words
 
 
 def secret_like(key: str, schema: dict | None = None) -> bool:
@@ -66,6 +74,9 @@ class Redaction:
     secrets: set[str] = field(default_factory=set)
 
     def text(self, line: str) -> str:
+        if not self.show_values:  # the gate's own rendering of a difference (diff.describe)
+            for pattern, replacement in DESCRIBED:
+                line = pattern.sub(replacement, line)
         for value in sorted(self.secrets, key=len, reverse=True):
             for form in {json.dumps(value), f"'{value}'"}:
                 line = line.replace(form, json.dumps(HIDDEN))
