@@ -22,6 +22,13 @@ from crdharness.binaries import assets, versions
 from crdharness.errors import HarnessError
 from crdharness.progress import to_stderr
 
+# The package in the order its layers build on each other (tests/test_layers.py holds it).
+LAYOUT = """layout (crdharness/, each layer uses only those before it):
+  binaries -> webhooks -> scenarios -> backends -> reports -> gate -> pytest_plugin
+  gate/: given -> evidence -> webhook -> run -> checks -> phases -> reporting
+         (what the user gives, the evidence, the user's webhook, the run's state, the
+         checks, the phases that drive them, what is reported)"""
+
 
 def _versions(args) -> None:
     for release in versions.SUPPORTED:
@@ -96,7 +103,12 @@ def _sabotage(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="crdharness", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="crdharness",
+        description=__doc__.splitlines()[0],
+        epilog=LAYOUT,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("versions", help="list supported Kubernetes versions").set_defaults(
         run=_versions

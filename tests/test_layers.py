@@ -170,3 +170,10 @@ def test_the_check_sees_a_backward_import(tmp_path, monkeypatch):
     assert cycles() == [
         ["crdharness.gate.checks.upgrade", "crdharness.gate.evidence.changes"],
     ]
+
+
+def test_the_command_line_shows_the_layers_this_test_holds():
+    from crdharness.cli import LAYOUT
+
+    assert " -> ".join(LAYERS) in LAYOUT
+    assert " -> ".join(GATE_LAYERS) in LAYOUT
