@@ -148,3 +148,29 @@ def test_differences_the_gate_describes_lose_their_values_unless_asked():
     assert Redaction(show_values=True).text(lines[0]) == lines[0]
     server = 'spec.mode: Unsupported value: "legacy": supported values: "direct", "relay"'
     assert Redaction().text(server) == server  # the API server's words are shown as said
+
+
+@pytest.mark.parametrize(
+    ("name", "secret"),
+    [
+        ("password", True),
+        ("apiToken", True),
+        ("clientSecret", True),
+        ("privateKey", True),
+        ("credentials", True),
+        ("secretName", False),  # where a secret is kept, not the secret
+        ("tokenSecretRef", False),
+        ("azureKeyVault", False),
+        ("key", False),  # a Secret's key name
+        ("monkey", False),
+    ],
+)
+def test_a_field_is_secret_like_by_the_last_word_of_its_name(name, secret):
+    from crdharness.gate.redaction import secret_like
+
+    assert secret_like(name) is secret
+
+
+def test_a_secret_value_is_taken_out_as_a_word_not_from_inside_other_words():
+    redaction = Redaction(secrets={"none"})
+    assert redaction.text('nonexistent: none, "none"') == f'nonexistent: {HIDDEN}, "{HIDDEN}"'

@@ -100,10 +100,30 @@ def run(args: argparse.Namespace) -> int:
         )
         print(f"crdharness gate: read {captured.describe()} (GET and LIST only)", flush=True)
         source = cluster_source.Source(captured, http, wanted.show_values)
+        same = _source_minor(captured.kubernetes)
+        if same and not args.k8s_version and not config.kubernetes and not _env_version():
+            # Replayed on the source's own minor where the harness has it: validation
+            # ratcheting and defaulting differ between minors.
+            args.k8s_version = same
+            print(f"crdharness gate: replaying on Kubernetes {same}, the source's", flush=True)
         try:
             return _run(args, config, source, Path(scratch))
         finally:
             http.close()
+
+
+def _source_minor(git_version: str) -> str | None:
+    """The supported minor a source's ``/version`` names (None if the harness has none)."""
+    from crdharness.binaries import versions
+
+    minor = ".".join(git_version.removeprefix("v").split(".")[:2])
+    return next((r.minor for r in versions.SUPPORTED if r.minor == minor), None)
+
+
+def _env_version() -> str | None:
+    from crdharness.binaries import versions
+
+    return os.environ.get(versions.ENV_VAR)
 
 
 def _candidate_crds(config: GateConfig) -> dict[str, dict]:

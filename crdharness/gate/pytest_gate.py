@@ -267,6 +267,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
                 results,
                 ctx.object_findings,
                 setup.source.untouched(),
+                ctx.cluster.kubernetes or "",
             )
         ]
     gate_report = report.Report(

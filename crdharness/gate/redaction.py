@@ -15,7 +15,12 @@ from dataclasses import dataclass, field
 
 from crdharness.gate.results import CheckResult
 
-SECRET_NAME = re.compile(r"pass(word|wd|phrase)?|token|secret|key|credential", re.IGNORECASE)
+# A field holds a secret when the last word of its name says so (``password``,
+# ``apiToken``, ``clientSecret``, ``privateKey``); not when it names where one is kept
+# (``secretName``, ``tokenSecretRef``, ``azureKeyVault``, a Secret's ``key``).
+SECRET_WORDS = {"password", "passwd", "passphrase", "token", "secret", "credential", "credentials"}
+SECRET_KEYS = {"api", "private", "access", "secret", "signing", "encryption", "client"}
+_WORDS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 HIDDEN = "<redacted>"
 PLACEHOLDER = re.compile(r"<(string|int|float|bool|null|redacted)>")
 SHORTEST_SCRUBBED = 3
@@ -30,7 +35,13 @@ DESCRIBED = [
 
 
 def secret_like(key: str, schema: dict | None = None) -> bool:
-    return bool(SECRET_NAME.search(key)) or (schema or {}).get("format") == "password"
+    if (schema or {}).get("format") == "password":
+        return True
+    words = [w.lower() for w in _WORDS.findall(key)]
+    if not words:
+        return False
+    last = words[-1]
+    return last in SECRET_WORDS or (last == "key" and len(words) > 1 and words[-2] in SECRET_KEYS)
 
 
 def _child_schema(schema: dict | None, key) -> dict | None:
@@ -45,7 +56,8 @@ def _child_schema(schema: dict | None, key) -> dict | None:
 
 
 def secret_values(obj, schema: dict | None = None, inside: bool = False) -> set[str]:
-    """The values under Secret-like fields of ``obj`` (as text)."""
+    """The values of Secret-like fields of ``obj`` (as text): a field's own name or format
+    says so, or it sits in a list or map that is one."""
     found: set[str] = set()
     if isinstance(obj, dict):
         for key, value in obj.items():
@@ -80,8 +92,8 @@ class Redaction:
         for value in sorted(self.secrets, key=len, reverse=True):
             for form in {json.dumps(value), f"'{value}'"}:
                 line = line.replace(form, json.dumps(HIDDEN))
-            if len(value) >= SHORTEST_SCRUBBED:
-                line = line.replace(value, HIDDEN)
+            if len(value) >= SHORTEST_SCRUBBED:  # as a word of its own, not inside one
+                line = re.sub(rf"(?<![\w-]){re.escape(value)}(?![\w-])", HIDDEN, line)
         return line
 
     def obj(self, value, key: str = "", top: bool = True):
@@ -89,7 +101,11 @@ class Redaction:
         type (unless ``show_values``), and always under a Secret-like field."""
         if isinstance(value, dict):
             return {
-                k: v if top and k in ("apiVersion", "kind") else self.obj(v, k, False)
+                k: v
+                if top and k in ("apiVersion", "kind")
+                else HIDDEN
+                if secret_like(str(k))
+                else self.obj(v, k, False)
                 for k, v in value.items()
             }
         if isinstance(value, list):

@@ -82,7 +82,12 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     bundle_path = config.stash.get(BUNDLE, None)
     if bundle_path is not None:
         terminalreporter.section("failure bundle")
-        terminalreporter.write_line(f"logs, CRDs, objects and stored versions: {bundle_path}")
+        held = (
+            "logs, CRDs, objects and stored versions"
+            if config.getoption("--failure-bundle") == "full"
+            else "logs, CRDs and the stored version of each object (no object's content)"
+        )
+        terminalreporter.write_line(f"{held}: {bundle_path}")
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

@@ -82,6 +82,7 @@ class Capture:
     totals: dict[str, int] = field(default_factory=dict)  # objects the cluster holds (listed)
     missing: list[str] = field(default_factory=list)  # gate CRDs the cluster does not have
     namespaces: list[str] = field(default_factory=list)  # empty: all
+    kubernetes: str = ""  # what the source's /version says, e.g. "v1.36.4"
 
     @property
     def object_count(self) -> int:
@@ -99,10 +100,11 @@ class Capture:
     def describe(self) -> str:
         """One line: this cluster, what it holds of the gate's CRDs."""
         stored = "; ".join(f"{n}: {', '.join(v)}" for n, v in self.stored_versions.items())
-        where = f" in {', '.join(self.namespaces)}" if self.namespaces else ""
+        where = f" in namespace {', '.join(self.namespaces)} only" if self.namespaces else ""
         return (
-            f"context {self.context} ({self.server}), {self.object_count} objects{where} of "
-            f"{len(self.crds)} CRDs, storedVersions {stored or 'none'}"
+            f"context {self.context} ({self.server}, Kubernetes {self.kubernetes or '?'}), "
+            f"{self.object_count} objects{where} of {len(self.crds)} CRDs, storedVersions "
+            f"{stored or 'none'}"
         )
 
 
@@ -168,6 +170,7 @@ def capture(
 ) -> Capture:
     """Read the CRDs ``crd_names`` and their objects (in ``namespaces``, or all)."""
     found = Capture(context, http.base_url, namespaces=list(namespaces))
+    found.kubernetes = str((_get(http, "/version") or {}).get("gitVersion", ""))
     for name in crd_names:
         crd = _get(http, f"{CRDS}/{name}")
         if crd is None:

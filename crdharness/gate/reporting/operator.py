@@ -4,12 +4,16 @@ to fix, by name)."""
 
 from __future__ import annotations
 
+import re
+
 from crdharness.gate.checks.upgrade_writes import STALE_MANAGED_FIELDS
 from crdharness.gate.given.cluster_source import Capture
 from crdharness.gate.given.manifests import Release
 from crdharness.gate.results import CheckResult
 
 MOST_OBJECTS_LISTED = 20
+RATCHETED = " — the writes above pass only because"
+RECREATED_NAME = re.compile(r'"gate-recreated-[a-z0-9]+"')
 LINE = 300  # characters of one finding shown per object
 HEADLINE_ORDER = ("migration", "install", "upgrade")  # what decides the first line
 
@@ -21,15 +25,24 @@ def answer(
     results: list[CheckResult],
     object_findings: dict[str, list[str]],
     untouched: str,
+    replayed_on: str = "",
 ) -> list[str]:
     failed = sorted(
         (r for r in results if r.passed is False),
         key=lambda r: HEADLINE_ORDER.index(r.check) if r.check in HEADLINE_ORDER else 9,
     )
     undecided = [r for r in results if r.passed is None]
-    cluster = f"This cluster ({capture.describe()})"
+    cluster = "This cluster" if not capture.namespaces else "These namespaces of this cluster"
+    cluster += f" ({capture.describe()})"
     if failed:
-        lines = [f"{cluster} cannot take release {label}: {_short(failed[0].evidence)}"]
+        why = _short(failed[0].evidence)
+        if failed[0].check not in ("migration", "install") and object_findings:
+            named = list(object_findings)
+            why = (
+                f"{_count(len(named), 'of its objects is', 'of its objects are')} refused or "
+                f"changed under it ({', '.join(named[:3])}{', ...' if len(named) > 3 else ''})"
+            )
+        lines = [f"{cluster} cannot take release {label}: {why}"]
     elif undecided:
         lines = [f"{cluster} was not proven to take release {label}: {undecided[0].evidence}"]
     else:
@@ -49,8 +62,27 @@ def answer(
         lines += ["What to do first:", *first]
     if capture.missing:
         lines.append(f"Not on the cluster (the release creates them): {', '.join(capture.missing)}")
+    if capture.namespaces:
+        lines.append(
+            f"Objects outside {', '.join(capture.namespaces)} were not read: the CRDs are "
+            "cluster-wide, and so is the upgrade"
+        )
+    if replayed_on and capture.kubernetes and _minor(replayed_on) != _minor(capture.kubernetes):
+        lines.append(
+            f"The cluster runs Kubernetes {capture.kubernetes}; the replay ran on {replayed_on} "
+            "(the harness has no other): what differs between them, such as validation "
+            "ratcheting of unchanged values (from 1.30), is not reproduced"
+        )
     lines.append(untouched)
     return lines
+
+
+def _minor(version: str) -> str:
+    return ".".join(version.removeprefix("v").split(".")[:2])
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
 
 
 def _short(text: str) -> str:
@@ -86,10 +118,10 @@ def _objects(object_findings: dict[str, list[str]]) -> list[str]:
     if not object_findings:
         return []
     steps = [
-        f"- fix or delete these {len(object_findings)} objects first (each is refused or "
-        "changed under the release):"
+        f"- fix or delete {'this object' if len(object_findings) == 1 else 'these objects'} "
+        f"first ({len(object_findings)}, refused or changed under the release):"
     ]
-    stale = []
+    stale, ratcheted = [], False
     for label, findings in list(object_findings.items())[:MOST_OBJECTS_LISTED]:
         said = []
         for finding in findings:
@@ -97,9 +129,20 @@ def _objects(object_findings: dict[str, list[str]]) -> list[str]:
             if STALE_MANAGED_FIELDS in text:
                 stale.append(label)
                 text = text.split(" (the object's metadata.managedFields")[0]
+            if RATCHETED in text:
+                ratcheted = True
+                text = text.split(RATCHETED)[0]
+            # The server names the gate's copy; the operator knows the object by its name.
+            text = RECREATED_NAME.sub(f'"{label.rpartition("/")[2]}"', text)
             if text not in said:
                 said.append(text)
         steps.append(f"  - {label}: " + "; ".join(_short(t) for t in said))
+    if ratcheted:
+        steps.append(
+            "  (a re-create — a restore, a GitOps re-apply — is refused; updates that leave "
+            "those fields as they are still pass, as the API server ratchets validation of "
+            "unchanged values, but any write that changes them is refused)"
+        )
     if len(object_findings) > MOST_OBJECTS_LISTED:
         steps.append(f"  - and {len(object_findings) - MOST_OBJECTS_LISTED} more (report.md)")
     if stale:
