@@ -155,6 +155,12 @@ concurrency: 2
         ("crds: [crd.yaml]\nstrict: sure\n", "strict: must be a bool"),
         ("crds: [crd.yaml]\nexpect: [{at: crd.yaml}]\n", "expect[0].reads_at: missing"),
         ("crds: [crd.yaml]\nexpect: [{at: crd.yaml, reads_at: no.yaml}]\n", "no.yaml does not"),
+        ("crds: [crd.yaml]\nfrom_cluster: {context: x}\n", "from_cluster.kubeconfig: missing"),
+        ("crds: [crd.yaml]\nfrom_cluster: {kubeconfig: no.yaml}\n", "no.yaml does not exist"),
+        (
+            "crds: [crd.yaml]\nfrom_cluster: {kubeconfig: crd.yaml, max_objects: 0}\n",
+            "from_cluster.max_objects: must be 1 or more",
+        ),
     ],
 )
 def test_a_bad_file_is_refused_in_one_line(tmp_path, text, expected):
@@ -188,7 +194,7 @@ def test_the_command_runs_pytest_once_per_kubernetes_version(tmp_path, monkeypat
     runs = []
     verdicts = iter(["PASS", "NOT PROVEN"])
 
-    def run_pytest(argv):
+    def run_pytest(argv, plugins=()):
         runs.append(argv)
         report = Path(next(a for a in argv if a.startswith("--gate-artifacts=")).split("=")[1])
         report.mkdir(parents=True)
@@ -228,3 +234,18 @@ def test_the_command_refuses_xdist_workers_in_one_line(tmp_path, capsys):
     path = write(tmp_path, "crds: [crd.yaml]\n")
     assert cli.main(["gate", str(path), "--", "-n", "2"]) == 3
     assert "drop -n" in capsys.readouterr().err
+
+
+def test_from_cluster_names_the_source_and_what_to_read(tmp_path):
+    config = load(
+        write(
+            tmp_path,
+            "crds: [crd.yaml]\nfrom_cluster:\n  kubeconfig: crd.yaml\n  context: prod\n"
+            "  namespaces: [team-a, team-b]\n  max_objects: 50\n",
+        )
+    )
+    assert config.from_cluster is not None
+    assert config.from_cluster.kubeconfig == tmp_path / "crd.yaml"
+    assert config.from_cluster.context == "prod"
+    assert config.from_cluster.namespaces == ["team-a", "team-b"]
+    assert config.from_cluster.max_objects == 50 and not config.from_cluster.show_values
