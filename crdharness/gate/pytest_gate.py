@@ -71,14 +71,15 @@ def pytest_configure(config: pytest.Config) -> None:
             releases = source.releases(releases)
             shipped = parsed.migrations.get(len(parsed.crds) - 1)
             parsed.migrations = {1: shipped} if shipped else {}
-            samples = source.samples()
+            samples = {}  # the cluster's objects are replayed by the history
         upgrade = plan.kubernetes_path(parsed.kubernetes, config.getoption("--k8s-version"))
+        planned = plan.plan(parsed, releases, upgrade)
         setup = GateSetup(
             parsed,
             releases,
             samples,
             manifests.admission_configurations(parsed.admission),
-            plan.plan(parsed, releases, upgrade),
+            plan.about_a_cluster(planned) if source is not None else planned,
             upgrade,
             source,
         )

@@ -101,10 +101,10 @@ class Capture:
         """One line: this cluster, what it holds of the gate's CRDs."""
         stored = "; ".join(f"{n}: {', '.join(v)}" for n, v in self.stored_versions.items())
         where = f" in namespace {', '.join(self.namespaces)} only" if self.namespaces else ""
+        crds = f"{len(self.crds)} CRD{'' if len(self.crds) == 1 else 's'}"
         return (
             f"context {self.context} ({self.server}, Kubernetes {self.kubernetes or '?'}), "
-            f"{self.object_count} objects{where} of {len(self.crds)} CRDs, storedVersions "
-            f"{stored or 'none'}"
+            f"{self.object_count} objects of {crds}{where}, storedVersions {stored or 'none'}"
         )
 
 
@@ -362,10 +362,11 @@ class Source:
                 "the gate only read the source cluster, but something else wrote to it "
                 f"meanwhile: {'; '.join(changed[:5])}"
             )
+        crds = len(self.capture.crds)
         return (
             f"the source cluster was only read (GET and LIST, no etcd): its "
-            f"{self.capture.object_count} objects and {len(self.capture.crds)} CRDs keep their "
-            "resourceVersions"
+            f"{self.capture.object_count} objects and {crds} CRD{'' if crds == 1 else 's'} "
+            "keep their resourceVersions"
         )
 
     def releases(self, history: list[Release]) -> list[Release]:
@@ -380,12 +381,6 @@ class Source:
             Release(0, f"the cluster ({self.capture.context})", dict(self.capture.crds)),
             Release(1, candidate.label, candidate.crds),
         ]
-
-    def samples(self) -> dict[str, list[dict]]:
-        """The captured objects, as samples of the candidate's round trips."""
-        return {
-            crd: [obj.body for obj in found] for crd, found in self.capture.objects.items() if found
-        }
 
     def secrets(self) -> set[str]:
         """The values of every Secret-like field of the captured objects."""

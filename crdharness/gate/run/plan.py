@@ -76,3 +76,16 @@ def plan(
             PlannedCheck("kubernetes-upgrade", subjects.kubernetes_step(older.minor, newer.minor))
         )
     return list(dict.fromkeys(planned))  # once each, in order
+
+
+# The candidate's own checks: its round trips and convertibility, of objects the gate makes
+# up, and its schemas against its strategy judge the release, not a cluster's upgrade.
+RELEASE_ONLY = {"round-trip", "convertibility", "schemas-vs-strategy", "expected-conversion"}
+
+
+def about_a_cluster(planned: list[PlannedCheck]) -> list[PlannedCheck]:
+    """``--from-cluster``: the checks about that cluster's upgrade. Its objects are each
+    written back at every served version and read at all of them by *upgrade*, against
+    what the cluster's own release already does: a loss it has today is its hazard, not
+    the upgrade's, which the candidate's round trips alone could not tell apart."""
+    return [p for p in planned if p.check not in RELEASE_ONLY]
