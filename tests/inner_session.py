@@ -1,7 +1,11 @@
 """Run a small pytest session of its own in a child process, with the harness plugin."""
 
+import os
+import subprocess
 import sys
 from pathlib import Path
+
+from crdharness import paths
 
 
 def inner_pytest(tmp_path: Path, test_source: str, *extra: str) -> list[str]:
@@ -19,3 +23,24 @@ def inner_pytest(tmp_path: Path, test_source: str, *extra: str) -> list[str]:
         "test_inner.py",
         *extra,
     ]
+
+
+def inner_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    """The inner session's environment: its failure bundle and transcripts go under
+    ``tmp_path``, never into the checkout's artifacts/."""
+    return {**os.environ, paths.ARTIFACTS_ENV: str(tmp_path / "artifacts"), **extra}
+
+
+def run_inner_pytest(
+    tmp_path: Path, test_source: str, *extra: str, timeout: float = 300, **env: str
+) -> subprocess.CompletedProcess:
+    """Run ``test_source`` as an inner session in ``tmp_path``, to its end."""
+    return subprocess.run(
+        inner_pytest(tmp_path, test_source, *extra),
+        cwd=tmp_path,
+        env=inner_env(tmp_path, **env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )

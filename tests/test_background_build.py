@@ -4,8 +4,6 @@ outlives the run."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 from types import SimpleNamespace
 
 import psutil
@@ -13,7 +11,7 @@ import pytest
 
 from crdharness.binaries import assets, cache, versions
 from crdharness.pytest_plugin import builds
-from tests.inner_session import inner_pytest
+from tests.inner_session import run_inner_pytest
 
 
 def test_while_building_the_tests_that_need_it_are_collected_last_in_their_own_order():
@@ -84,15 +82,7 @@ def _builders(cache_dir) -> list[psutil.Process]:
 def test_a_build_no_test_waited_for_is_stopped_at_the_end_of_the_run(tmp_path, monkeypatch):
     _cache_with_only_the_session_version(tmp_path, monkeypatch)
     source = "def test_needs_the_neighbour(upgrade_pair):\n    assert len(upgrade_pair) == 2\n"
-    done = subprocess.run(
-        inner_pytest(tmp_path, source),
-        cwd=tmp_path,
-        env={**os.environ},
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    done = run_inner_pytest(tmp_path, source)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "in the background (log: " in done.stdout, done.stdout
     assert "background build stopped after" in done.stdout, done.stdout
@@ -104,13 +94,6 @@ def test_nothing_is_built_in_the_background_when_every_binary_is_cached(tmp_path
     if builds.missing(release):
         pytest.fail(f"this test needs every binary cached (`nox -s tests` builds them): {release}")
     source = "def test_needs_the_neighbour(upgrade_pair):\n    assert upgrade_pair\n"
-    done = subprocess.run(
-        inner_pytest(tmp_path, source),
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    done = run_inner_pytest(tmp_path, source)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "background" not in done.stdout

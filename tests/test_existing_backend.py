@@ -1,13 +1,11 @@
 """--cluster=existing: the suite runs against any cluster from KUBECONFIG, and says plainly
 what it cannot offer there (etcd inspection)."""
 
-import os
-import subprocess
 import textwrap
 
 import pytest
 
-from tests.inner_session import inner_pytest
+from tests.inner_session import run_inner_pytest
 
 pytestmark = pytest.mark.e2e
 
@@ -26,15 +24,7 @@ INNER = textwrap.dedent("""\
 
 
 def run_inner(tmp_path, kubeconfig):
-    return subprocess.run(
-        inner_pytest(tmp_path, INNER, "--cluster=existing"),
-        cwd=tmp_path,
-        env={**os.environ, "KUBECONFIG": str(kubeconfig)},
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    return run_inner_pytest(tmp_path, INNER, "--cluster=existing", KUBECONFIG=str(kubeconfig))
 
 
 def test_existing_cluster_from_kubeconfig(cluster, tmp_path):

@@ -66,17 +66,10 @@ def test_inner():
 
 def test_a_failure_names_its_behaviours_with_their_claims(tmp_path):
     from crdharness.reports.coverage import catalogue
-    from tests.inner_session import inner_pytest
+    from tests.inner_session import run_inner_pytest
 
     claim = next(b.summary for b in catalogue() if b.id == "SV-03")
-    done = subprocess.run(
-        inner_pytest(tmp_path, FAILING_TEST),
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = run_inner_pytest(tmp_path, FAILING_TEST, timeout=120)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "behaviours this test covers" in done.stdout, done.stdout
     assert f"SV-03: {claim}" in done.stdout, done.stdout

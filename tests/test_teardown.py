@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import shutil
 import signal
 import socket
@@ -21,7 +20,7 @@ import pytest
 
 from crdharness.polling import wait_for
 from crdharness.processes import is_alive
-from tests.inner_session import inner_pytest
+from tests.inner_session import inner_env, inner_pytest
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -59,7 +58,7 @@ def run_inner(tmp_path: Path, request, mode: str, *extra: str) -> tuple[subproce
     proc = subprocess.Popen(
         args,
         cwd=tmp_path,
-        env={**os.environ, "INFO": str(info), "MODE": mode, "TMPDIR": str(inner_tmpdir(tmp_path))},
+        env=inner_env(tmp_path, INFO=str(info), MODE=mode, TMPDIR=str(inner_tmpdir(tmp_path))),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -253,12 +252,9 @@ def test_reuse_cluster_keeps_it_for_the_next_run_until_down(tmp_path, request):
         second = subprocess.run(
             inner_pytest(tmp_path, INNER_TEST, "--reuse-cluster"),
             cwd=tmp_path,
-            env={
-                **os.environ,
-                "INFO": str(info_path),
-                "MODE": "pass",
-                "TMPDIR": str(inner_tmpdir(tmp_path)),
-            },
+            env=inner_env(
+                tmp_path, INFO=str(info_path), MODE="pass", TMPDIR=str(inner_tmpdir(tmp_path))
+            ),
             capture_output=True,
             text=True,
             timeout=600,

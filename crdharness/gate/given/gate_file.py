@@ -130,6 +130,13 @@ class _Reader:
             raise self.fail(node, key, f"must be a {kind.__name__}, not {value!r}")
         return value
 
+    def at_least(self, node, key: str, kind: type, least: int):
+        """A number of ``kind``, ``least`` or more."""
+        value = self.scalar(node, key, kind)
+        if value < least:
+            raise self.fail(node, key, f"must be {least} or more")
+        return value
+
     def strings(self, node, key: str) -> list[str]:
         if isinstance(node, yaml.ScalarNode):
             return [self.scalar(node, key, str)]
@@ -168,22 +175,15 @@ def load(source: Path | str) -> GateConfig:
         ]
     for name in ("generate", "seed", "upgrade_objects", "min_objects"):
         if name in top:
-            value = reader.scalar(top[name], name, int)
-            if value < 0:
-                raise reader.fail(top[name], name, "must be 0 or more")
-            setattr(config, name, value)
+            setattr(config, name, reader.at_least(top[name], name, int, 0))
     if "timeout" in top:
         config.timeout = reader.scalar(top["timeout"], "timeout", float)
         if config.timeout <= 0:
             raise reader.fail(top["timeout"], "timeout", "must be more than 0 (seconds)")
     if "shrink_seconds" in top:
-        config.shrink_seconds = reader.scalar(top["shrink_seconds"], "shrink_seconds", float)
-        if config.shrink_seconds < 0:
-            raise reader.fail(top["shrink_seconds"], "shrink_seconds", "must be 0 or more")
+        config.shrink_seconds = reader.at_least(top["shrink_seconds"], "shrink_seconds", float, 0)
     if "concurrency" in top:
-        config.concurrency = reader.scalar(top["concurrency"], "concurrency", int)
-        if config.concurrency < 1:
-            raise reader.fail(top["concurrency"], "concurrency", "must be 1 or more")
+        config.concurrency = reader.at_least(top["concurrency"], "concurrency", int, 1)
     if "from_cluster" in top:
         config.from_cluster = _from_cluster(reader, top["from_cluster"])
     if "expect" in top:
@@ -404,9 +404,8 @@ def _from_cluster(reader: _Reader, node) -> FromCluster:
     if "namespaces" in keys:
         found.namespaces = reader.strings(keys["namespaces"], "from_cluster.namespaces")
     if "max_objects" in keys:
-        found.max_objects = reader.scalar(keys["max_objects"], "from_cluster.max_objects", int)
-        if found.max_objects < 1:
-            raise reader.fail(keys["max_objects"], "from_cluster.max_objects", "must be 1 or more")
+        key = "from_cluster.max_objects"
+        found.max_objects = reader.at_least(keys["max_objects"], key, int, 1)
     if "show_values" in keys:
         found.show_values = reader.scalar(keys["show_values"], "from_cluster.show_values", bool)
     return found

@@ -71,7 +71,7 @@ def run(ctx: GateContext) -> None:
         if i:  # decided from the manifests alone: also for a release the server refuses
             deprecation.check_removal_policy(ctx, release)
         from_source = ctx.source is not None and i == 0
-        first = replay.first_install(ctx.source, release) if ctx.source and not i else None
+        first = replay.first_install(ctx.source, release) if ctx.source and from_source else None
         refused = _install(ctx, release, live, stored_before, first)
         if ctx.source is not None and i and refused:  # what follows the migration it needs
             migrated = replay.migrate_first(ctx, release, refused, stored_before)
