@@ -97,3 +97,69 @@ def test_nothing_is_built_in_the_background_when_every_binary_is_cached(tmp_path
     done = run_inner_pytest(tmp_path, source)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "background" not in done.stdout
+
+
+# The inner session's conftest: its background build is a stand-in that takes BUILD_SECONDS
+# (longer than the session's per-test timeout) and then links the real cache's entries in,
+# or fails with a line of its own.
+SLOW_BUILD_CONFTEST = """
+import sys
+from crdharness.pytest_plugin import builds
+
+SCRIPT = '''
+import os, sys, time
+from pathlib import Path
+print("compiling kube-controller-manager ...", flush=True)
+time.sleep({seconds})  # a slow machine
+if {fail}:
+    print("go: build failed: no space left on device", flush=True)
+    sys.exit(1)
+real, fresh = Path({real!r}), Path(os.environ["CRDHARNESS_CACHE"])
+for entry in real.iterdir():
+    if entry.name not in ("locks", "logs") and not (fresh / entry.name).exists():
+        (fresh / entry.name).symlink_to(entry)
+'''
+
+def slow_build(release):
+    return [sys.executable, "-c", SCRIPT]
+
+builds.build_command = slow_build
+"""
+NEEDS_THE_BUILD = """
+from crdharness.binaries import versions
+from crdharness.pytest_plugin import builds
+
+def test_needs_the_neighbour(upgrade_pair):
+    assert builds.missing(versions.DEFAULT) == []
+"""
+PER_TEST_TIMEOUT = 3
+BUILD_SECONDS = 3 * PER_TEST_TIMEOUT
+
+
+def _slow_build_session(tmp_path, monkeypatch, fail: bool, *extra: str):
+    real = cache.cache_root()
+    _cache_with_only_the_session_version(tmp_path, monkeypatch)
+    script = SLOW_BUILD_CONFTEST.replace("{seconds}", str(BUILD_SECONDS))
+    script = script.replace("{fail}", str(fail)).replace("{real!r}", repr(str(real)))
+    (tmp_path / "conftest.py").write_text(script)
+    return run_inner_pytest(tmp_path, NEEDS_THE_BUILD, f"--timeout={PER_TEST_TIMEOUT}", *extra)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("workers", [[], ["-n", "1"]], ids=["one-process", "xdist"])
+def test_a_build_slower_than_the_per_test_timeout_fails_no_test(tmp_path, monkeypatch, workers):
+    done = _slow_build_session(tmp_path, monkeypatch, False, *workers)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 passed" in done.stdout, done.stdout
+    assert "background build finished in" in done.stdout, done.stdout
+    assert _builders(tmp_path / "cache") == []
+
+
+@pytest.mark.slow
+def test_a_failed_build_fails_the_tests_that_need_it_with_its_own_lines(tmp_path, monkeypatch):
+    done = _slow_build_session(tmp_path, monkeypatch, True)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "no space left on device" in done.stdout, done.stdout
+    assert "the background build ended without kube-controller-manager" in done.stdout
+    assert done.stdout.count("background build failed (exit 1)") == 1, done.stdout
+    assert "Timeout" not in done.stdout, done.stdout

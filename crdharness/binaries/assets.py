@@ -20,6 +20,7 @@ from crdharness.binaries import cache, envtest_archive, gobuild
 from crdharness.binaries.versions import Release
 from crdharness.errors import HarnessError
 from crdharness.progress import Reporter, to_stderr
+from crdharness.untimed import untimed
 
 ASSETS_ENV_VAR = "KUBEBUILDER_ASSETS"
 MINIMUM_ETCD = (3, 5, 13)
@@ -116,7 +117,11 @@ def from_cache(release: Release) -> Assets | None:
 
 def _download_envtest(release: Release, report: Reporter) -> bool:
     name = _envtest_entry(release)
-    with cache.locked(name), cache.staging_dir(name) as scratch:
+    with (
+        cache.locked(name, report),
+        untimed(f"downloading {name}"),
+        cache.staging_dir(name) as scratch,
+    ):
         if _kubernetes_ok(cache.entry_dir(name), release):
             return True  # another run installed it while we waited for the lock
         unpacked = scratch / "entry"
@@ -138,7 +143,7 @@ def _download_envtest(release: Release, report: Reporter) -> bool:
 
 def _build_entry(name: str, ok, build, report: Reporter) -> None:
     """Build cache entry ``name`` unless a good one exists; ``ok(dir)`` checks an entry."""
-    with cache.locked(name):
+    with cache.locked(name, report), untimed(f"building {name}"):
         if ok(cache.entry_dir(name)):
             return  # built by a run that held the lock before us
         if cache.entry_dir(name).exists():

@@ -22,12 +22,15 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from crdharness.errors import HarnessError
+from crdharness.progress import Reporter, to_stderr
+from crdharness.untimed import untimed
 
 ENV_VAR = "CRDHARNESS_CACHE"
-# A cold build of kube-apiserver takes minutes; a second run waits for it rather than
-# building the same thing twice.
-LOCK_TIMEOUT_SECONDS = 60 * 60
+# A cold build of kube-apiserver takes minutes (many more on a loaded machine); a second run
+# waits for it rather than building the same thing twice, for as long as it takes: the lock
+# is the kernel's (fcntl), so it is released when its holder dies and a wait cannot outlive
+# a crashed run. It says every so often what it waits for.
+LOCK_NOTICE_SECONDS = 60
 
 
 def cache_root() -> Path:
@@ -42,19 +45,27 @@ def entry_dir(name: str) -> Path:
 
 
 @contextmanager
-def locked(name: str) -> Iterator[None]:
+def locked(name: str, report: Reporter = to_stderr) -> Iterator[None]:
     """Hold the lock of cache entry ``name``; two runs that start at once take turns."""
     locks = cache_root() / "locks"
     locks.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(str(locks / f"{name}.lock"), timeout=LOCK_TIMEOUT_SECONDS)
+    lock = FileLock(str(locks / f"{name}.lock"))
+    waited = 0
+    with untimed(f"the cache entry {name}"):
+        while True:
+            try:
+                lock.acquire(timeout=LOCK_NOTICE_SECONDS)
+                break
+            except Timeout:
+                waited += LOCK_NOTICE_SECONDS
+                report(
+                    f"{name}: another run is building it (lock {lock.lock_file}); waiting "
+                    f"({waited // 60} min so far)"
+                )
     try:
-        with lock:
-            yield
-    except Timeout as exc:
-        raise HarnessError(
-            f"waited {LOCK_TIMEOUT_SECONDS}s for the cache lock {lock.lock_file}: another run "
-            "holds it; stop that run or delete the lock file if no run is active"
-        ) from exc
+        yield
+    finally:
+        lock.release()
 
 
 @contextmanager

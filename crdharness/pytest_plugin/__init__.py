@@ -8,6 +8,7 @@ conftest) gives any project a real cluster and the fixtures that make it useful.
 - ``webhooks``: ``conversion_webhook`` and ``isolated_webhook``, the reference webhook.
 - ``selection``: ``--behaviour`` and the tests only the local backend can run.
 - ``builds``: the binaries only some tests need, built in the background (those tests last).
+- ``timeouts``: a test's timeout never counts a build it waits for.
 - ``reporting``: control-plane logs and catalogue claims on failures, the failure bundle,
   transcripts, JUnit properties.
 """
@@ -19,5 +20,6 @@ pytest_plugins = [
     "crdharness.pytest_plugin.webhooks",
     "crdharness.pytest_plugin.selection",
     "crdharness.pytest_plugin.builds",
+    "crdharness.pytest_plugin.timeouts",
     "crdharness.pytest_plugin.reporting",
 ]

@@ -18,6 +18,7 @@ from pathlib import Path
 from crdharness import paths
 from crdharness.errors import HarnessError
 from crdharness.progress import Reporter, phase
+from crdharness.untimed import untimed
 
 ROOT = paths.REPO
 WEBHOOK_CONTEXT = ROOT / "webhook_image"
@@ -161,6 +162,11 @@ def download_wheels(python: str, report: Reporter) -> Path:
 
 
 def build_webhook_image(report: Reporter, tag: str = WEBHOOK_IMAGE) -> str:
+    with untimed(f"building the image {tag}"):  # debootstrap and docker build: minutes
+        return _build_webhook_image(report, tag)
+
+
+def _build_webhook_image(report: Reporter, tag: str) -> str:
     require_engine()
     base = choose_base(report)
     download_wheels(python_version(base), report)
