@@ -14,6 +14,7 @@ from crdharness.cluster import Cluster
 from crdharness.errors import HarnessError
 from crdharness.guardian import Guardian
 from crdharness.progress import Reporter
+from crdharness.reachability import check_reachable
 from crdharness.workspace import Workspace
 
 
@@ -43,6 +44,13 @@ def _connect_existing(settings: Settings, report: Reporter) -> Running:
         ),
         credentials_dir=workspace.path / "client-credentials",
     )
+    try:
+        check_reachable(cluster.http, cluster.http.base_url, f"--cluster=existing ({path})")
+    except HarnessError:
+        stop_now = (cluster.close, workspace.remove, guardian.release)
+        for step in stop_now:
+            step()
+        raise
     report(f"using the existing cluster from {path}")
 
     def stop() -> None:

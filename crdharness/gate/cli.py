@@ -207,6 +207,12 @@ def _run(
         plugins = [source] if source is not None else []
         code = exit_status(int(pytest.main(argv, plugins=plugins)), artifacts / "report.json")
         status = max(status, code, key=SEVERITY.index)
+        not_run = _not_run_cause(artifacts / "report.json")
+        if not_run:
+            first, _, rest = not_run.partition("\n")
+            print(f"crdharness gate: could not run: {first}", flush=True)
+            if rest:
+                print(rest, flush=True)
         if args.annotations and (artifacts / "report.json").is_file():
             print_annotations(artifacts / "report.json", config.crds[-1])
     return status
@@ -225,6 +231,16 @@ def print_annotations(report_file: Path, candidate: list[Path]) -> None:
 
 def _verbose(pytest_args: list[str]) -> bool:
     return any(a in ("-v", "-vv", "--verbose") or a.startswith("--tb") for a in pytest_args)
+
+
+def _not_run_cause(report_file: Path) -> str | None:
+    """Why the gate could not start, when its report says it did not run."""
+    import json
+
+    try:
+        return json.loads(report_file.read_text()).get("not_run")
+    except (OSError, ValueError):
+        return None
 
 
 def exit_status(pytest_code: int, report_file: Path) -> int:

@@ -23,7 +23,6 @@ from crdharness.gate.given.config import GateConfig
 from crdharness.gate.given.manifests import Release
 from crdharness.gate.redaction import Redaction
 from crdharness.gate.reporting import operator, report
-from crdharness.gate.results import CheckResult
 from crdharness.gate.run import plan
 from crdharness.gate.webhook.kind_webhook import KindUserWebhook
 from crdharness.gate.webhook.user_webhook import UserWebhook
@@ -47,6 +46,7 @@ class GateSetup:
 
 SETUP = pytest.StashKey[GateSetup]()
 RUN: pytest.StashKey[GateRun] = pytest.StashKey()
+NOT_STARTED = pytest.StashKey[str]()  # why the gate could not start, when it could not
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -329,20 +329,30 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
 
 
 def _report_not_started(terminalreporter, config: pytest.Config) -> None:
-    """The cluster or the webhook could not start: a report all the same, every planned
-    check failed with the cause, so a CI job that keeps the artifacts shows why."""
+    """The cluster, the binaries or the webhook could not start: "not run" once (report.md,
+    report.json), never a FAIL per check; the CLI prints the cause in one line, exit 3."""
     setup = config.stash.get(SETUP, None)
-    errors = terminalreporter.stats.get("error", [])
-    if setup is None or not errors:
+    cause = config.stash.get(NOT_STARTED, None)
+    if setup is None or cause is None:
         return
-    crash = getattr(errors[0].longrepr, "reprcrash", None)
-    cause = crash.message if crash is not None else str(errors[0].longrepr).splitlines()[-1]
-    cause = " ".join(cause.split()).removeprefix("Failed: ").removeprefix("crdharness gate: ")
-    results = [
-        CheckResult(c.check, c.subject, False, f"the gate could not start: {cause}")
-        for c in setup.checks
-    ]
-    directory = report.write(
-        Path(config.getoption("--gate-artifacts")), report.Report(results, "(not started)")
-    )
-    terminalreporter.write_line(f"report: {directory}/report.md (every check: not started)")
+    planned = [f"{c.check} [{c.subject}]" for c in setup.checks]
+    directory = report.write_not_run(Path(config.getoption("--gate-artifacts")), cause, planned)
+    terminalreporter.write_line(f"report: {directory}/report.md (not run)")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """A check whose setup failed before the gate's run existed: the gate could not start.
+    The cause is kept and the session stops there: the other checks would fail the same."""
+    outcome = yield
+    made: pytest.TestReport = outcome.get_result()
+    config = item.config
+    if call.when != "setup" or not made.failed or config.stash.get(RUN, None) is not None:
+        return
+    if SETUP not in config.stash or NOT_STARTED in config.stash:
+        return
+    crash = getattr(made.longrepr, "reprcrash", None)
+    cause = crash.message if crash is not None else str(made.longrepr).strip().splitlines()[-1]
+    cause = cause.removeprefix("Failed: ").removeprefix("crdharness gate: ")
+    config.stash[NOT_STARTED] = cause.removeprefix("crdharness: ").strip()
+    item.session.shouldstop = "the gate could not start"

@@ -141,7 +141,23 @@ class Report:
         return PASS
 
 
-PASS, FAIL, NOT_PROVEN = "PASS", "FAIL", "NOT PROVEN"
+PASS, FAIL, NOT_PROVEN, NOT_RUN = "PASS", "FAIL", "NOT PROVEN", "NOT RUN"
+
+
+def write_not_run(directory: Path, cause: str, planned: list[str]) -> Path:
+    """The gate could not start (no cluster, no webhook, no binaries): said once, with the
+    checks that did not run, so a CI job that keeps the artifacts shows why. Not a finding:
+    the CLI exits 3."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "report.json").write_text(
+        json.dumps({"verdict": NOT_RUN, "not_run": cause, "planned": planned}, indent=2) + "\n"
+    )
+    checks = "".join(f"- {name}\n" for name in planned)
+    (directory / "report.md").write_text(
+        f"# Upgrade gate: {NOT_RUN}\n\nThe gate could not run: {cause}\n\n"
+        f"Nothing was decided; these checks did not run:\n\n{checks}"
+    )
+    return directory
 
 
 def write(directory: Path, run: Report) -> Path:

@@ -20,9 +20,10 @@ from crdharness import certs, ports
 from crdharness.errors import HarnessError
 from crdharness.gate.given.config import WebhookSpec, fill_placeholders
 from crdharness.gate.given.manifests import url_reach
+from crdharness.gate.webhook import startup
 from crdharness.gate.webhook.proxy import PROBE_HEADER, RecordingProxy, review_record
 from crdharness.guardian import Guardian
-from crdharness.polling import wait_for
+from crdharness.polling import WaitTimeout, wait_for
 from crdharness.processes import ManagedProcess, identity
 from crdharness.webhooks import images
 from crdharness.webhooks.protocol import ConversionWebhook, ReviewRecords, started
@@ -207,15 +208,24 @@ class UserWebhook(ReviewRecords):
 
     def wait_ready(self) -> None:
         """Until the webhook answers an (empty) ConversionReview at ``ready_path`` with its
-        uid; with no ``ready_path`` (it serves only admission), until it answers HTTPS."""
+        uid; with no ``ready_path`` (it serves only admission), until it answers HTTPS. One
+        that exits or never answers: the gate could not run, said with the likely cause, a
+        fix and the webhook's last lines (``startup``)."""
         proxy = self.proxy
         assert proxy is not None, "launch() first"
         path, desired_api_version = self.ready_path, self.ready_version
+        seen = startup.ProbeSeen()
 
         def answers() -> bool:
             if not self.running():
-                said = self.log_tail(5) or "it printed nothing"
-                raise HarnessError(f"the webhook exited before it was ready: {said}")
+                raise HarnessError(
+                    startup.explain(
+                        "the webhook exited before it was ready",
+                        self.log_tail(startup.LOG_LINES),
+                        seen,
+                        path,
+                    )
+                )
             if path is None:  # any answer from the webhook; 502 is the proxy's "unreachable"
                 response = requests.post(
                     proxy.url + "/",
@@ -224,20 +234,39 @@ class UserWebhook(ReviewRecords):
                     verify=str(self.ca.cert_path),
                     timeout=10,
                 )
-                return response.status_code != 502
-            uid = str(uuid.uuid4())
-            review = {
-                "apiVersion": "apiextensions.k8s.io/v1",
-                "kind": "ConversionReview",
-                "request": {"uid": uid, "desiredAPIVersion": desired_api_version, "objects": []},
-            }
-            response = requests.post(
-                proxy.url + path,
-                json=review,
-                headers={PROBE_HEADER: "1"},
-                verify=str(self.ca.cert_path),
-                timeout=10,
-            )
+            else:
+                uid = str(uuid.uuid4())
+                review = {
+                    "apiVersion": "apiextensions.k8s.io/v1",
+                    "kind": "ConversionReview",
+                    "request": {
+                        "uid": uid,
+                        "desiredAPIVersion": desired_api_version,
+                        "objects": [],
+                    },
+                }
+                response = requests.post(
+                    proxy.url + path,
+                    json=review,
+                    headers={PROBE_HEADER: "1"},
+                    verify=str(self.ca.cert_path),
+                    timeout=10,
+                )
+            if response.status_code == 502:  # the proxy could not reach it: why, in its body
+                seen.status, seen.error = None, response.text
+                if startup.hopeless(seen):
+                    raise HarnessError(
+                        startup.explain(
+                            "the webhook refused the gate's TLS connection",
+                            self.log_tail(startup.LOG_LINES),
+                            seen,
+                            path,
+                        )
+                    )
+                return False
+            seen.status, seen.error = response.status_code, None
+            if path is None:
+                return True
             return response.status_code == 200 and response.json()["response"]["uid"] == uid
 
         what = f"the webhook ({self.spec.form}) to answer " + (
@@ -245,7 +274,20 @@ class UserWebhook(ReviewRecords):
         )
         # Not listening yet, or not answering JSON yet: wait; an exit (HarnessError) ends it.
         retry = (requests.RequestException, ValueError, KeyError, TypeError)
-        wait_for(answers, self.spec.ready_timeout, what, interval=0.2, retry=retry)
+        try:
+            wait_for(answers, self.spec.ready_timeout, what, interval=0.2, retry=retry)
+        except WaitTimeout:
+            raise HarnessError(
+                startup.explain(
+                    f"the webhook did not answer a ConversionReview at {path} in "
+                    f"{self.spec.ready_timeout:g} s"
+                    if path
+                    else f"the webhook did not answer HTTPS in {self.spec.ready_timeout:g} s",
+                    self.log_tail(startup.LOG_LINES),
+                    seen,
+                    path,
+                )
+            ) from None
 
     def stop(self) -> None:
         if self.proxy is not None:

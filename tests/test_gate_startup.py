@@ -1,0 +1,177 @@
+"""A gate that could not start says so in one line and exits 3 ("could not run"), never 1
+(a finding): a missing kind binary or Go toolchain, a busy port, a cluster it cannot reach,
+a webhook that exits at start or refuses the gate's connections. report.md says "not run"
+once; no check is reported as failed."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from crdharness.gate.webhook import startup
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "gate"
+CRD = EXAMPLES / "crontab-webhook" / "crd.yaml"
+
+
+def run_gate(tmp_path: Path, gate_file: Path, *args: str, env: dict | None = None):
+    artifacts = tmp_path / "gate"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "crdharness",
+            "gate",
+            str(gate_file),
+            "--artifacts",
+            str(artifacts),
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        cwd=tmp_path,
+        check=False,
+    )
+    return done, artifacts
+
+
+def assert_could_not_run(done, artifacts: Path, *cause: str) -> str:
+    """Exit 3, one line naming the cause, "not run" once in the report; returns that line."""
+    output = done.stdout + done.stderr
+    assert done.returncode == 3, output[-3000:]
+    lines = [line for line in done.stdout.splitlines() if "could not run:" in line]
+    assert len(lines) == 1, output[-3000:]
+    for words in cause:
+        assert words in lines[0], lines[0]
+    assert "EE" not in done.stdout and "Traceback" not in output, output[-3000:]
+    report = json.loads((artifacts / "report.json").read_text())
+    assert report["verdict"] == "NOT RUN" and report["planned"], report
+    assert "FAIL" not in (artifacts / "report.md").read_text()
+    return lines[0]
+
+
+def webhook_gate(tmp_path: Path, command: str, ready_timeout: int = 60) -> Path:
+    gate_file = tmp_path / "gate.yaml"
+    gate_file.write_text(
+        f"crds: [{CRD}]\nwebhook:\n  command: {json.dumps(command)}\n"
+        f"  ready_timeout: {ready_timeout}\ngenerate: 2\n"
+    )
+    return gate_file
+
+
+def test_kind_without_its_binary(tmp_path):
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    (bare / "docker").symlink_to("/bin/true")  # a Docker client, but no kind
+    env = {"PATH": f"{bare}:{Path(sys.executable).parent}", "KIND": ""}
+    done, artifacts = run_gate(
+        tmp_path, EXAMPLES / "crontab-webhook" / "gate.yaml", "--cluster=kind", env=env
+    )
+    assert_could_not_run(done, artifacts, "--cluster=kind needs the kind binary")
+
+
+def test_an_existing_cluster_nobody_answers(tmp_path):
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]  # bound, never listening: connections are refused
+        kubeconfig = tmp_path / "kubeconfig"
+        kubeconfig.write_text(
+            textwrap.dedent(f"""\
+            apiVersion: v1
+            kind: Config
+            clusters: [{{name: c, cluster: {{server: "https://127.0.0.1:{port}",
+                         insecure-skip-tls-verify: true}}}}]
+            users: [{{name: u, user: {{token: t}}}}]
+            contexts: [{{name: x, context: {{cluster: c, user: u}}}}]
+            current-context: x
+            """)
+        )
+        done, artifacts = run_gate(
+            tmp_path,
+            EXAMPLES / "thin" / "gate.yaml",
+            "--cluster=existing",
+            env={"KUBECONFIG": str(kubeconfig)},
+        )
+    assert_could_not_run(done, artifacts, str(port))
+
+
+@pytest.mark.e2e
+def test_a_busy_api_server_port(tmp_path):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        done, artifacts = run_gate(
+            tmp_path, EXAMPLES / "thin" / "gate.yaml", "--", f"--apiserver-port={port}"
+        )
+    assert_could_not_run(done, artifacts, str(port))
+
+
+def test_no_go_toolchain_to_build_the_binaries(tmp_path):
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    env = {
+        "PATH": f"{bare}:{Path(sys.executable).parent}",
+        "CRDHARNESS_CACHE": str(tmp_path / "empty-cache"),
+        "CRDHARNESS_ENVTEST_INDEX": "http://127.0.0.1:9/index.yaml",  # no archive either
+    }
+    done, artifacts = run_gate(tmp_path, EXAMPLES / "thin" / "gate.yaml", env=env)
+    assert_could_not_run(done, artifacts, "Go toolchain is missing")
+
+
+@pytest.mark.e2e
+def test_a_webhook_that_exits_at_start_shows_its_last_lines_and_the_fix(tmp_path):
+    command = (
+        "{python} -c \"import sys; print('starting manager'); "
+        "print('flag provided but not defined: -metrics-bind-address'); sys.exit(2)\""
+    )
+    done, artifacts = run_gate(tmp_path, webhook_gate(tmp_path, command))
+    line = assert_could_not_run(done, artifacts, "exited before it was ready", "`command:`")
+    assert line.endswith("{port}, {ca}, {kubeconfig})"), line
+    assert "    flag provided but not defined: -metrics-bind-address" in done.stdout
+
+
+CLIENT_CERT_SERVER = """
+import http.server, ssl, sys
+cert, key, ca, port = sys.argv[1:]
+server = http.server.HTTPServer(("127.0.0.1", int(port)), http.server.BaseHTTPRequestHandler)
+context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+context.load_cert_chain(cert, key)
+context.load_verify_locations(ca)
+context.verify_mode = ssl.CERT_REQUIRED  # as a webhook server that demands client certificates
+server.socket = context.wrap_socket(server.socket, server_side=True)
+print("serving with client certificates required", flush=True)
+server.serve_forever()
+"""
+
+
+@pytest.mark.e2e
+def test_a_webhook_that_demands_client_certificates_is_named_at_once(tmp_path):
+    (tmp_path / "server.py").write_text(CLIENT_CERT_SERVER)
+    command = f"{{python}} {tmp_path / 'server.py'} {{tls_cert}} {{tls_key}} {{ca}} {{port}}"
+    # A ready timeout far beyond the test's: it must not be waited out.
+    done, artifacts = run_gate(tmp_path, webhook_gate(tmp_path, command, ready_timeout=3600))
+    assert_could_not_run(done, artifacts, "refused the gate's TLS", "client certificates")
+
+
+def test_hints_name_the_usual_causes():
+    seen = startup.ProbeSeen()
+    assert "`command:`" in startup.hint("Error: unknown flag: --cert-dir", seen, "/convert")
+    assert "port is taken" in startup.hint(
+        "listen tcp :9443: bind: address already in use", seen, "/convert"
+    )
+    assert "not at /convert" in startup.hint("", startup.ProbeSeen(status=404), "/convert")
+    refused = startup.ProbeSeen(error="gate proxy: ... [Errno 111] Connection refused")
+    assert "nothing listens" in startup.hint("", refused, "/convert")
+    demanded = startup.ProbeSeen(error="SSLError(... tlsv13 alert certificate required)")
+    assert startup.hopeless(demanded) and not startup.hopeless(refused)
+    assert "client certificates" in startup.hint("", demanded, "/convert")
+    assert "ready_timeout" in startup.hint("still loading caches", startup.ProbeSeen(), None)
