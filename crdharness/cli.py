@@ -22,12 +22,19 @@ from crdharness.binaries import assets, versions
 from crdharness.errors import HarnessError
 from crdharness.progress import to_stderr
 
-# The package in the order its layers build on each other (tests/test_layers.py holds it).
-LAYOUT = """layout (crdharness/, each layer uses only those before it):
-  binaries -> webhooks -> scenarios -> backends -> reports -> gate -> pytest_plugin
-  gate/: given -> evidence -> webhook -> run -> checks -> phases -> reporting
-         (what the user gives, the evidence, the user's webhook, the run's state, the
-         checks, the phases that drive them, what is reported)"""
+# What `crdharness --help` says, for users: what the tool is for and where to start.
+DESCRIPTION = """End-to-end tests and an upgrade gate for versioned Kubernetes CRDs, on a real
+kube-apiserver and etcd (built or fetched once, then cached in ~/.cache/crdharness)."""
+EXAMPLES = """examples:
+  crdharness gate gate.yaml                 will my CRD release upgrade the clusters
+                                            running my earlier releases?
+  crdharness gate gate.yaml --from-cluster ~/.kube/config
+                                            will it upgrade this cluster, object by object?
+  crdharness up                             a local cluster to try things on (then: down)
+  nox -s e2e                                the end-to-end suite of the documented behaviour
+
+The gate exits 0 (pass), 1 (a finding: block the release), 2 (not proven), 3 (could not
+run). `crdharness <command> --help` tells more; README.md has the rest."""
 
 
 def _versions(args) -> None:
@@ -105,11 +112,11 @@ def _sabotage(args) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="crdharness",
-        description=__doc__.splitlines()[0],
-        epilog=LAYOUT,
+        description=DESCRIPTION,
+        epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    commands = parser.add_subparsers(dest="command", required=True)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     commands.add_parser("versions", help="list supported Kubernetes versions").set_defaults(
         run=_versions
     )

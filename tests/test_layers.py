@@ -172,8 +172,30 @@ def test_the_check_sees_a_backward_import(tmp_path, monkeypatch):
     ]
 
 
-def test_the_command_line_shows_the_layers_this_test_holds():
-    from crdharness.cli import LAYOUT
+def test_the_readme_layout_names_the_layers_this_test_holds():
+    """The layer order is for developers: README's Layout says it, not the users' --help."""
+    readme = (PACKAGE.parent / "README.md").read_text()
+    layout = readme[readme.index("## Layout") :]
+    positions = [layout.index(f"`{layer}/`") for layer in LAYERS if layer != "gate"]
+    assert positions == sorted(positions), "README's Layout lists the layers out of order"
+    gate = layout[layout.index("`crdharness/gate/`") :]
+    gate_positions = [gate.index(f"`{layer}/`") for layer in GATE_LAYERS]
+    assert gate_positions == sorted(gate_positions)
 
-    assert " -> ".join(LAYERS) in LAYOUT
-    assert " -> ".join(GATE_LAYERS) in LAYOUT
+
+def test_the_users_help_speaks_of_their_work_not_the_package_layout():
+    import contextlib
+    import io
+
+    from crdharness.cli import main
+
+    texts = {}
+    for command in ("--help", "gate --help", "binaries --help"):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
+            main(command.split())
+        texts[command] = " ".join(out.getvalue().split())
+        for developer_words in ("layer", "``", "pytest_plugin", "given ->"):
+            assert developer_words not in texts[command], (command, developer_words)
+    assert "3 (could not run)" in texts["--help"]
+    assert "--from-cluster" in texts["gate --help"]
