@@ -195,7 +195,8 @@ def bench_gate(session: nox.Session) -> None:
 def bench_first_run(session: nox.Session) -> None:
     """First contact: `nox -s e2e` from empty binary and Go caches, time to the first passing
     test and to the end, then a later run; `-- --up-front` builds everything first (as before
-    the background build). Writes artifacts/bench/first_run*.json."""
+    the background build); `-- --load` keeps every core busy beside the run (a busy laptop or
+    CI runner). Writes artifacts/bench/first_run*.json."""
     _install(session)
     session.run("python", "-m", "benchmarks.first_run", *session.posargs)
 
