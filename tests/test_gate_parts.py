@@ -121,7 +121,7 @@ def test_an_empty_value_read_back_absent_is_normalised_not_lost():
         "spec.a": True,
         "spec.b": False,
         "spec.image": True,  # Go's omitempty drops "": no data lost
-        "spec.replicas": False,  # 0 dropped: the object means something else
+        "spec.replicas": False,  # a zero value: the schema decides (test_gate_zero_values)
         "spec.on": False,
         "spec.c": False,  # an item, if an empty one
     }
