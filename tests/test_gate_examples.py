@@ -499,6 +499,30 @@ def test_under_strict_the_empty_values_a_webhook_omits_are_findings(tmp_path):
     assert any("status.conditions" in e for e in found.values()), found
 
 
+def test_a_go_webhooks_zero_values_and_null_creation_timestamp_are_not_findings(tmp_path):
+    code, report, output = gate(tmp_path, "sprinkler-webhook/gate.yaml")
+    assert code == 0, output[-3000:]
+    noted = [n for c in report["checks"] for n in c["normalised"]]
+    assert "spec.paused: lost (was false) (zero value)" in noted, noted
+    assert "spec.minutes: lost (was 0) (zero value)" in noted, noted
+    conduct = checks(report)["webhook-conduct[webhook]"]
+    assert conduct["counts"]["metadata_restored"] == conduct["counts"]["reviews"] > 0
+    assert "metadata the server restores" in conduct["evidence"]
+
+
+def test_a_go_webhook_that_loses_a_true_fails_naming_the_field(tmp_path):
+    code, report, _ = gate(tmp_path, "sprinkler-webhook/gate-drops-true.yaml")
+    assert code == 1
+    found = {k: checks(report)[k]["evidence"] for k in failed(report)}
+    assert set(found) == {
+        "round-trip[sprinklers.gate.example.com v1->v1alpha1]",
+        "round-trip[sprinklers.gate.example.com v1alpha1->v1]",
+    }
+    assert all("spec.paused" in e for e in found.values()), found
+    details = [d for k in found for d in checks(report)[k]["details"]]
+    assert any("spec.paused: lost (was true)" in d for d in details), details
+
+
 def test_the_projects_own_expectation_holds_both_ways_through_the_webhook(tmp_path):
     code, report, output = gate(tmp_path, "crontab-webhook/gate-expect.yaml")
     assert code == 0, output[-3000:]

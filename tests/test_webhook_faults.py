@@ -199,3 +199,16 @@ def test_identity_kinds_convert_by_apiversion_only():
     backup["status"] = {"conditions": [{"type": "Ready"}]}
     converted = registry.convert(backup, "g.example.com/v1")
     assert converted == {**backup, "apiVersion": "g.example.com/v1"}
+
+
+def test_omit_zero_drops_go_zero_values_of_fields_not_list_items():
+    obj = {
+        "metadata": {"name": "a", "generation": 0},
+        "spec": {"on": False, "n": 0, "r": 0.0, "s": "", "keep": True, "list": [0, False]},
+        "status": {"inner": {"x": 0, "y": 1}},
+    }
+    answer = {"response": {"convertedObjects": [obj]}}
+    faults.Faults.parse(["omit-zero", "null-creation-timestamp"]).apply(answer, {})
+    assert obj["spec"] == {"keep": True, "list": [0, False]}
+    assert obj["status"] == {"inner": {"y": 1}}
+    assert obj["metadata"] == {"name": "a", "generation": 0, "creationTimestamp": None}

@@ -34,9 +34,22 @@ class Difference:
     def normalised(self) -> bool:
         """An empty string, object or list that came back absent, or the reverse: how
         servers and Go structs with ``omitempty`` normalise, no data lost. A zero number or
-        ``false`` dropped stays a finding: ``replicas: 0`` read back absent means another
-        object."""
+        ``false`` is ``zero_value``: whether it is data depends on the schema."""
         return all(empty(v) for v in (self.before, self.after))
+
+    @property
+    def zero_value(self) -> bool:
+        """A Go zero value (``false``, ``0``, ``0.0``, ``""``) that came back absent, or the
+        reverse: what ``omitempty`` does when a Go webhook re-encodes an object. Only where the
+        schema gives the field no ``default`` is that the same value (``ctx.excused``); a
+        value changed (``true`` -> absent, ``1`` -> ``0``) is never this, nor a list item."""
+        if self.path.endswith("]"):
+            return False
+        if self.change == "lost":
+            return zero(self.before)
+        if self.change == "added":
+            return zero(self.after)
+        return False
 
     def describe(self) -> str:
         if self.change == "lost":
@@ -52,6 +65,13 @@ def empty(value) -> bool:
     if isinstance(value, dict):
         return all(empty(v) for v in value.values())
     return value is None or (isinstance(value, (str, list)) and not value)
+
+
+def zero(value) -> bool:
+    """Go's zero value of a scalar: ``false``, ``0``, ``0.0`` or ``""`` (not ``null``)."""
+    if isinstance(value, bool):
+        return value is False
+    return (isinstance(value, (int, float)) and value == 0) or value == ""
 
 
 def _short(value, limit: int = 60) -> str:

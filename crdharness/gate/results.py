@@ -16,7 +16,7 @@ class CheckResult:
     details: list[str] = field(default_factory=list)
     objects: list[tuple[str, dict]] = field(default_factory=list)  # (title, object) to show
     allowed: list[str] = field(default_factory=list)  # differences an `allow` entry excused
-    normalised: list[str] = field(default_factory=list)  # {} or [] read back absent, or back
+    normalised: list[str] = field(default_factory=list)  # {}, [], 0 read back absent, or back
     counts: dict[str, float] = field(default_factory=dict)  # objects, reviews, ms, s
 
     @property

@@ -124,6 +124,28 @@ def _omit_empty(obj: dict) -> None:
             obj[part] = pruned(obj[part])
 
 
+def _omit_zero(obj: dict) -> None:
+    """What a Go webhook does with ``omitempty`` on plain ``bool``, number and ``string``
+    fields: ``false``, ``0`` and ``""`` vanish (list items stay: Go keeps those)."""
+
+    def pruned(value):
+        if isinstance(value, dict):
+            return {k: pruned(v) for k, v in value.items() if not _zero(v)}
+        if isinstance(value, list):
+            return [pruned(v) for v in value]
+        return value
+
+    for part in ("spec", "status"):
+        if isinstance(obj.get(part), dict):
+            obj[part] = pruned(obj[part])
+
+
+def _zero(value) -> bool:
+    if isinstance(value, bool):
+        return value is False
+    return (isinstance(value, (int, float)) and value == 0) or value == ""
+
+
 # name -> rewrite of (answer, request body)
 REWRITES: dict[str, Callable[[dict, dict], None]] = {
     "fail-with-message": _fail(FAILURE_MESSAGE),
@@ -145,6 +167,10 @@ REWRITES: dict[str, Callable[[dict, dict], None]] = {
     "mutate-other-metadata": _each(lambda o: _metadata(o).update(OTHER_METADATA)),
     "extra-field": _each(lambda o: o.__setitem__("extra", 1)),
     "omit-empty": _each(_omit_empty),
+    "omit-zero": _each(_omit_zero),
+    # metav1.ObjectMeta's zero Time encodes as null: what a Go webhook that builds a new
+    # object (and copies only name, namespace, uid, labels, annotations) returns.
+    "null-creation-timestamp": _each(_set("creationTimestamp", None)),
     "lose-fields": _each(lambda o: _pop_all(o, ("host", "port", "hostPort"))),
     "mutate-kind": _each(lambda o: o.__setitem__("kind", o.get("kind", "") + "2")),
     "invalid-label": _each(_add("labels", "to", "example.com/v1")),

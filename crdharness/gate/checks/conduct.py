@@ -1,7 +1,7 @@
 """Check *webhook-conduct*: judge each ConversionReview answer the recording proxy kept
 (within kube-apiserver's limit, the right uid and review version, every object back at the
-desired version, no metadata changed but labels and annotations) and report the webhook's
-latency, against the user's budget if the gate file sets one.
+desired version, no metadata kube-apiserver refuses: ``returned_metadata``) and report the
+webhook's latency, against the user's budget if the gate file sets one.
 
 A CRD's conversion webhook has no ``timeoutSeconds`` (admission webhooks do): kube-apiserver
 gives each conversion call a fixed 30 s (``defaultRequestTimeout`` in
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import statistics
 
-from crdharness.gate import diff
+from crdharness.gate.checks import returned_metadata
 from crdharness.gate.run.context import GateContext
 
 SERVER_LIMIT = 30.0  # seconds kube-apiserver waits for a conversion webhook's answer
@@ -31,9 +31,15 @@ def run(ctx: GateContext) -> None:
         )
         return
     exchanges = [e for e in ctx.webhook.proxy.exchanges if e.kind == "ConversionReview"]
-    problems = []
+    problems: list[str] = []
+    restoring = 0  # answers whose metadata the server puts back (Go's creationTimestamp: null)
+    example = ""
     for e in exchanges:
-        problems += conduct_problems(e)
+        restored: list[str] = []
+        problems += conduct_problems(e, restored)
+        if restored:
+            restoring += 1
+            example = example or restored[0]
     latencies = sorted(e.seconds for e in exchanges)
     result.counts = {"reviews": len(exchanges)}
     if latencies:
@@ -55,10 +61,21 @@ def run(ctx: GateContext) -> None:
         )
     else:
         result.evidence = f"{len(exchanges)} reviews answered correctly; {latency}"
+        if restoring:
+            result.evidence += f"; metadata the server restores: {restoring} answers"
     result.details.insert(0, f"latency per review (through the proxy): {latency}")
+    if restoring:
+        result.counts["metadata_restored"] = restoring
+        result.details.insert(
+            1,
+            f"metadata the server restores: {restoring} answers (e.g. {example}): "
+            "kube-apiserver copies back every metadata field but labels and annotations",
+        )
 
 
-def conduct_problems(e) -> list[str]:
+def conduct_problems(e, restored: list[str] | None = None) -> list[str]:
+    """What is wrong with exchange ``e``'s answer; the metadata changes kube-apiserver
+    undoes (not misconduct) are added to ``restored``."""
     request = (e.request or {}).get("request") or {}
     uid = request.get("uid")
     count = len(request.get("objects") or [])
@@ -93,13 +110,17 @@ def conduct_problems(e) -> list[str]:
         problems.append(f"{where}: {len(sent)} objects sent, {len(got)} returned")
         return problems
     for before, after in zip(sent, got, strict=True):
+        if not isinstance(after, dict):
+            problems.append(f"{where}: an object came back as {type(after).__name__}")
+            continue
         if after.get("apiVersion") != request.get("desiredAPIVersion"):
             problems.append(f"{where}: an object came back at {after.get('apiVersion')}")
-        for d in diff.differences(
-            before.get("metadata") or {}, after.get("metadata") or {}, "metadata"
-        ):
-            if not d.path.startswith(("metadata.labels", "metadata.annotations")):
-                problems.append(
-                    f"{where}: changed {d.describe()} (only labels and annotations may change)"
-                )
+        # Judged as kube-apiserver judges it (returned_metadata): what it refuses fails the
+        # request; what it restores from the object sent no client ever sees.
+        problems += [
+            f"{where}: kube-apiserver refuses the object it returned: {why}"
+            for why in returned_metadata.refusals(before, after)
+        ]
+        if restored is not None:
+            restored += returned_metadata.restored(before, after)
     return problems

@@ -26,7 +26,7 @@ class PairRecord:
 
     counts: Counter[str] = field(default_factory=Counter)
     allowed: list[str] = field(default_factory=list)  # excused by an `allow` entry
-    normalised: list[str] = field(default_factory=list)  # {} or [] read back absent
+    normalised: list[str] = field(default_factory=list)  # {}, [] or false read back absent
 
     def add(self, other: PairRecord) -> None:
         """What ``other`` (one object's round trip, made beside others) saw, added here."""
@@ -83,7 +83,7 @@ def _compare(ctx: GateContext, resource, namespace, name, a, b, body, created, s
     kept = {k: v for k, v in original.items() if k in wanted}
     kept["metadata"] = {k: v for k, v in original["metadata"].items() if k in sent["metadata"]}
     lost = [d for d in diff.differences(wanted, kept) if d.change != "added"]
-    lost = _judged(ctx, seen, lost, a, b)
+    lost = _judged(ctx, seen, lost, crd, a, b)
     if lost:
         read_back = [(f"sent at {a}", sent), (f"read back at {a}", _clean(original))]
         return _data_changed(
@@ -100,7 +100,8 @@ def _compare(ctx: GateContext, resource, namespace, name, a, b, body, created, s
     # A field with the same path and type at both versions means the same at both: a
     # webhook that swaps two fields both ways survives A->B->A, yet every client of B
     # reads wrong values.
-    moved = _judged(ctx, seen, _read_differently(ctx, crd, a, b, original, at_b.body), a, b)
+    moved = _read_differently(ctx, crd, a, b, original, at_b.body)
+    moved = _judged(ctx, seen, moved, crd, a, b)
     if moved:
         headline = f"written at {a}, read at {b}: {{paths}} (same path and type at both) lost "
         headline += f"or changed at {b}"
@@ -144,19 +145,20 @@ def _compare(ctx: GateContext, resource, namespace, name, a, b, body, created, s
     found = diff.differences(
         diff.comparable(original), diff.comparable(back.body, ignore_annotations=(TOUCH,))
     )
-    found = _judged(ctx, seen, found, a, b)
+    found = _judged(ctx, seen, found, crd, a, b)
     if found:
         return _data_changed(f"{a}->{b}->{a} changed {{paths}}", found, shown)
     return None
 
 
-def _judged(ctx: GateContext, seen: PairRecord, found: list, a: str, b: str) -> list:
+def _judged(ctx: GateContext, seen: PairRecord, found: list, crd: str, a: str, b: str) -> list:
     """The differences that are findings: not excused by an ``allow`` entry (noted in
-    ``seen.allowed``) and, unless ``strict``, not an empty value that came back absent
-    or the reverse (noted in ``seen.normalised``)."""
+    ``seen.allowed``) and, unless ``strict``, not an empty value, or a zero value of a
+    field with no default, that came back absent or the reverse (noted in
+    ``seen.normalised``)."""
     findings = []
     for d in found:
-        excuse = ctx.excused(d, a, b)
+        excuse = ctx.excused(d, a, b, crd)
         if excuse is None:
             findings.append(d)
             continue

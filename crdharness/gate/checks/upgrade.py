@@ -406,7 +406,7 @@ def _check_unchanged_by_writes(
                 diff.comparable(before, ignore_annotations=(TOUCHED,)),
                 diff.comparable(got.body, ignore_annotations=(TOUCHED,)),
             )
-            if ctx.excused(d, version, storage) is None
+            if ctx.excused(d, version, storage, obj.crd, release) is None
         ]
         if found and hazard:
             paths = ", ".join(sorted({d.path for d in found}))

@@ -100,3 +100,27 @@ def present(obj, path: str) -> bool:
         else:
             return False
     return True
+
+
+def zero_field(version: dict, path: str) -> str | None:
+    """What the schema makes of the field at ``path`` (through ``properties``, list
+    ``items`` and map ``additionalProperties``), for a zero value read back absent:
+    "plain" (a property by name with no ``default``: a Go struct field, whose zero value
+    ``omitempty`` drops and a Go reader takes for absent), "defaulted" (the API server
+    fills in the default where it is absent), "entry" (a list item or map value: Go keeps
+    those), or None (not declared here: nothing says how it is read)."""
+    node = (version.get("schema") or {}).get("openAPIV3Schema") or {}
+    kind = None
+    for part in re.findall(r"[^.\[\]]+|\[\d+\]", path):
+        if part.startswith("["):
+            child, kind = node.get("items"), "entry"
+        elif part in (node.get("properties") or {}):
+            child, kind = node["properties"][part], "plain"
+        else:
+            child, kind = node.get("additionalProperties"), "entry"
+        if not isinstance(child, dict):
+            return None
+        node = child
+    if kind == "plain" and "default" in node:
+        return "defaulted"
+    return kind

@@ -140,7 +140,7 @@ class GateConfig:
     upgrade_objects: int = 3  # generated objects per served version for the upgrade check
     migrations: dict[int, Migration] = field(default_factory=dict)  # release index -> shipped
     timeout: float = 1800.0  # seconds the whole run may take
-    strict: bool = False  # an empty value read back absent (or the reverse) is a finding
+    strict: bool = False  # an empty or zero value read back absent (or the reverse) is a finding
     min_objects: int = 10  # fewer compared per version pair: round trips are "not proven"
     shrink_seconds: float = 20.0  # time a version pair's search may spend shrinking a failure
     concurrency: int = 8  # objects whose requests are in flight at once (per CRD and version)

@@ -223,7 +223,8 @@ def write(directory: Path, run: Report) -> Path:
             if r.normalised:
                 md += [
                     "",
-                    "Normalised, not lost (an empty value read back absent, or the reverse; "
+                    "Normalised, not lost (an empty value, or a zero value of a field whose "
+                    "schema gives it no `default`, read back absent, or the reverse; "
                     "`strict: true` makes these findings):",
                     *[f"- {n}" for n in r.normalised[:20]],
                 ]

@@ -18,7 +18,7 @@ from crdharness.binaries.versions import Release as KubernetesRelease
 from crdharness.cluster import Cluster
 from crdharness.gate import diff, subjects
 from crdharness.gate.api import Answer, Resource, call, write_with_retry
-from crdharness.gate.evidence import objects
+from crdharness.gate.evidence import objects, schemas
 from crdharness.gate.evidence.changes import Change
 from crdharness.gate.given.config import GateConfig
 from crdharness.gate.given.manifests import Release, point_conversion
@@ -129,14 +129,35 @@ class GateContext:
             if s["apiVersion"].endswith(f"/{version}")
         ]
 
-    def excused(self, difference: diff.Difference, a: str, b: str) -> tuple[str, str] | None:
-        """Why a difference between versions ``a`` and ``b`` is not a finding:
-        ("allowed", note) for an ``allow`` entry, ("normalised", note) for an empty value
-        read back absent or the reverse (unless ``strict``); None when it is a finding."""
+    def excused(
+        self,
+        difference: diff.Difference,
+        a: str,
+        b: str,
+        crd: str,
+        release: Release | None = None,
+    ) -> tuple[str, str] | None:
+        """Why a difference between versions ``a`` and ``b`` of ``crd`` (as ``release``, by
+        default the candidate, declares them) is not a finding: ("allowed", note) for an
+        ``allow`` entry; unless ``strict``, ("normalised", note) for a zero value (``false``,
+        ``0``, ``""``) read back absent or the reverse, where each version's schema that
+        declares the field declares it a plain field with no ``default``, or an empty value
+        likewise (``""`` not where a ``default`` is declared); None when it is a finding."""
         rule = next((r for r in self.config.allow if r.covers(difference.path, a, b)), None)
         if rule is not None:
             return "allowed", f"{difference.path} ({rule.reason})"
-        if not self.config.strict and difference.normalised:
+        if self.config.strict:
+            return None
+        if difference.zero_value:
+            # A Go reader of a plain bool or int cannot tell absent from its zero value; the
+            # API server can, where a default would fill in something else on the next read.
+            at = release or self.candidate
+            kinds = {schemas.zero_field(at.version(crd, v) or {}, difference.path) for v in {a, b}}
+            if "defaulted" in kinds:
+                return None
+            if kinds - {None} == {"plain"}:
+                return "normalised", f"{difference.describe()} (zero value)"
+        if difference.normalised:
             return "normalised", difference.describe()
         return None
 

@@ -1,0 +1,161 @@
+"""A Go zero value (false, 0, "") a webhook's ``omitempty`` drops is normalised, not a
+finding, where the schema declares the field with no default; a changed value, a default,
+a list item or map value, or ``strict: true`` keeps it a finding."""
+
+from crdharness.gate import diff
+from crdharness.gate.evidence import schemas
+from crdharness.gate.given.config import GateConfig
+from crdharness.gate.given.manifests import Release
+from crdharness.gate.run.context import GateContext
+
+NAME = "widgets.example.com"
+
+
+def spec_schema(**properties) -> dict:
+    return {
+        "openAPIV3Schema": {
+            "type": "object",
+            "properties": {"spec": {"type": "object", "properties": properties}},
+        }
+    }
+
+
+PLAIN = {
+    "paused": {"type": "boolean"},
+    "replicas": {"type": "integer"},
+    "ratio": {"type": "number"},
+    "owner": {"type": "string"},
+    "ports": {
+        "type": "array",
+        "items": {
+            "type": "object",
+            "properties": {"open": {"type": "boolean"}, "n": {"type": "integer"}},
+        },
+    },
+    "flags": {"type": "object", "additionalProperties": {"type": "boolean"}},
+}
+
+
+def context(v1: dict, v2: dict | None = None, strict: bool = False) -> GateContext:
+    versions = [{"name": "v1", "served": True, "storage": True, "schema": v1}]
+    versions.append({"name": "v2", "served": True, "storage": False, "schema": v2 or v1})
+    crd = {"metadata": {"name": NAME}, "spec": {"versions": versions}}
+    config = GateConfig(source=None, crds=[], strict=strict)  # type: ignore[arg-type]
+    return GateContext(None, config, [Release(0, "r1", {NAME: crd})], {}, lambda line: None)  # type: ignore[arg-type]
+
+
+def judged(ctx: GateContext, before: dict, after: dict) -> dict[str, object]:
+    """Each difference's path -> the excuse (kind, note), or None for a finding."""
+    return {d.path: ctx.excused(d, "v1", "v2", NAME) for d in diff.differences(before, after)}
+
+
+def test_a_zero_value_read_back_absent_is_normalised_where_no_default_is_declared():
+    before = {"spec": {"paused": False, "replicas": 0, "ratio": 0.0, "owner": ""}}
+    found = judged(context(spec_schema(**PLAIN)), before, {"spec": {}})
+    assert found == {
+        "spec.paused": ("normalised", "spec.paused: lost (was false) (zero value)"),
+        "spec.replicas": ("normalised", "spec.replicas: lost (was 0) (zero value)"),
+        "spec.ratio": ("normalised", "spec.ratio: lost (was 0.0) (zero value)"),
+        "spec.owner": ("normalised", 'spec.owner: lost (was "") (zero value)'),
+    }
+
+
+def test_a_zero_value_that_appears_is_normalised_likewise():
+    found = judged(context(spec_schema(**PLAIN)), {"spec": {}}, {"spec": {"paused": False}})
+    assert found == {"spec.paused": ("normalised", "spec.paused: appeared (false) (zero value)")}
+
+
+def test_inside_a_list_item_the_field_is_still_a_plain_field():
+    before = {"spec": {"ports": [{"open": False, "n": 1}]}}
+    found = judged(context(spec_schema(**PLAIN)), before, {"spec": {"ports": [{"n": 1}]}})
+    assert found == {
+        "spec.ports[0].open": ("normalised", "spec.ports[0].open: lost (was false) (zero value)")
+    }
+
+
+def test_a_changed_value_stays_a_finding():
+    ctx = context(spec_schema(**PLAIN))
+    before = {"spec": {"paused": True, "replicas": 1, "ratio": 0.5, "owner": "me"}}
+    after = {"spec": {"replicas": 0, "ratio": 0}}
+    assert judged(ctx, before, after) == {
+        "spec.paused": None,  # true -> absent
+        "spec.replicas": None,  # 1 -> 0
+        "spec.ratio": None,
+        "spec.owner": None,
+    }
+    assert judged(ctx, {"spec": {"paused": True}}, {"spec": {"paused": False}}) == {
+        "spec.paused": None
+    }
+
+
+def test_where_the_schema_declares_a_default_absent_is_a_real_loss():
+    # The API server fills in the default where the field is absent: not the zero value.
+    defaulted = {**PLAIN, "paused": {"type": "boolean", "default": True}}
+    defaulted["owner"] = {"type": "string", "default": "team-a"}
+    before = {"spec": {"paused": False, "owner": ""}}
+    after: dict = {"spec": {}}
+    assert judged(context(spec_schema(**defaulted)), before, after) == {
+        "spec.paused": None,
+        "spec.owner": None,
+    }
+    # A default at either version of the pair is enough.
+    mixed = context(spec_schema(**PLAIN), spec_schema(**defaulted))
+    assert judged(mixed, before, after) == {"spec.paused": None, "spec.owner": None}
+
+
+def test_a_list_item_or_map_value_keeps_its_zero_value_in_go():
+    ctx = context(spec_schema(**PLAIN))
+    items = judged(ctx, {"spec": {"ports": [{"n": 1}, {"n": 0}]}}, {"spec": {"ports": [{"n": 1}]}})
+    assert items == {"spec.ports[1]": None}
+    flags = judged(ctx, {"spec": {"flags": {"a": False}}}, {"spec": {"flags": {}}})
+    assert flags == {"spec.flags.a": None}
+
+
+def test_a_field_no_schema_declares_is_not_judged_a_plain_field():
+    ctx = context(
+        {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
+    )
+    assert judged(ctx, {"spec": {"paused": False}}, {"spec": {}}) == {"spec.paused": None}
+    # An empty string stays normalised as an empty value, as before.
+    assert judged(ctx, {"spec": {"owner": ""}}, {"spec": {}}) == {
+        "spec.owner": ("normalised", 'spec.owner: lost (was "")')
+    }
+
+
+def test_strict_makes_zero_values_findings():
+    ctx = context(spec_schema(**PLAIN), strict=True)
+    assert judged(ctx, {"spec": {"paused": False, "replicas": 0}}, {"spec": {}}) == {
+        "spec.paused": None,
+        "spec.replicas": None,
+    }
+
+
+def test_an_allow_entry_still_comes_first():
+    from crdharness.gate.given.config import Allowance
+
+    ctx = context(spec_schema(**PLAIN))
+    ctx.config.allow.append(Allowance("spec.paused", None, "flipped on purpose"))
+    assert judged(ctx, {"spec": {"paused": True}}, {"spec": {}}) == {
+        "spec.paused": ("allowed", "spec.paused (flipped on purpose)")
+    }
+
+
+def test_zero_field_says_what_the_schema_makes_of_a_path():
+    entry = {"schema": spec_schema(**PLAIN, level={"type": "integer", "default": 3})}
+    assert schemas.zero_field(entry, "spec.paused") == "plain"
+    assert schemas.zero_field(entry, "spec.ports[2].open") == "plain"
+    assert schemas.zero_field(entry, "spec.level") == "defaulted"
+    assert schemas.zero_field(entry, "spec.ports[2]") == "entry"
+    assert schemas.zero_field(entry, "spec.flags.x") == "entry"
+    assert schemas.zero_field(entry, "spec.unknown") is None
+    assert schemas.zero_field({}, "spec.paused") is None
+
+
+def test_the_zero_value_of_a_difference():
+    assert diff.Difference("spec.a", "lost", False).zero_value
+    assert diff.Difference("spec.a", "lost", 0).zero_value
+    assert diff.Difference("spec.a", "added", None, "").zero_value
+    assert not diff.Difference("spec.a", "lost", True).zero_value
+    assert not diff.Difference("spec.a", "lost", None).zero_value  # null is not Go's zero
+    assert not diff.Difference("spec.a", "changed", True, False).zero_value
+    assert not diff.Difference("spec.a[0]", "lost", 0).zero_value  # a list item is data
