@@ -25,7 +25,7 @@ a loader whose resolver and constructors are go-yaml v2's gives each scalar kube
   empty and null documents are skipped.
 
 ``tests/test_manifests_yaml_kubectl.py`` holds this to kubectl's own reading of every manifest
-in ``examples/`` and ``tests/data/``.
+in ``examples/``, ``tests/data/`` and ``manifests/``.
 """
 
 from __future__ import annotations
