@@ -5,7 +5,8 @@ pytest plugin, loaded by the top-level conftest."""
 from pathlib import Path
 
 import pytest
-import yaml
+
+from crdharness import manifests_yaml
 
 MANIFESTS = Path(__file__).resolve().parent.parent / "manifests"
 
@@ -18,10 +19,11 @@ def pytest_collection_modifyitems(items):
 
 @pytest.fixture(scope="session")
 def manifests():
-    """Load a manifest from manifests/ by file name."""
+    """Load a manifest from manifests/ by file name (its one object, as kubectl reads it)."""
 
     def load(name: str) -> dict:
-        return yaml.safe_load((MANIFESTS / name).read_text())
+        (document,) = manifests_yaml.read(MANIFESTS / name)
+        return document
 
     load.path = lambda name: MANIFESTS / name
     return load

@@ -3,9 +3,8 @@
 import base64
 
 import pytest
-import yaml
 
-from crdharness import certs
+from crdharness import certs, manifests_yaml
 from e2e.conftest import MANIFESTS
 
 FILES = sorted(p.relative_to(MANIFESTS) for p in MANIFESTS.rglob("*.yaml"))
@@ -26,7 +25,7 @@ def filled(text: str, tmp_path) -> str:
 @pytest.mark.parametrize("relative", FILES, ids=[str(f) for f in FILES])
 def test_manifest_passes_server_side_validation(cluster, tmp_path, relative):
     text = filled((MANIFESTS / relative).read_text(), tmp_path)
-    document = yaml.safe_load(text)
+    (document,) = manifests_yaml.load_all(text)
     assert "metadata" in document and document["metadata"].get("name")
     if document["kind"] == "CustomResourceDefinition":
         spec = document["spec"]

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 import yaml
 from kubernetes.client.rest import ApiException
 
-from crdharness import certs, paths
+from crdharness import certs, manifests_yaml, paths
 from crdharness.binaries.versions import Release
 from crdharness.errors import HarnessError
 from crdharness.etcd import EtcdReader, StoredObject, custom_resource_key, parse_range
@@ -98,7 +98,7 @@ def webhook_manifests(ca: certs.CertificateAuthority, image: str) -> list[dict]:
     )
     text = text.replace("TLS_CRT_PLACEHOLDER", base64.b64encode(serving.cert.read_bytes()).decode())
     text = text.replace("TLS_KEY_PLACEHOLDER", base64.b64encode(serving.key.read_bytes()).decode())
-    documents = [d for d in yaml.safe_load_all(text) if d]
+    documents = [d for d in manifests_yaml.load_all(text) if d]
     for document in documents:
         if document["kind"] == "Deployment":
             document["spec"]["template"]["spec"]["containers"][0]["image"] = image

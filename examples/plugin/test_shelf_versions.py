@@ -9,10 +9,12 @@ of its own (``namespace``), and ``make_crd`` creates the CRD and deletes it afte
 from pathlib import Path
 
 import pytest
-import yaml
 from kubernetes.client import ApiException
 
-CRD = yaml.safe_load((Path(__file__).parent / "shelf-crd.yaml").read_text())
+from crdharness.manifests_yaml import read
+
+# The CRD as kubectl reads the file (PyYAML alone reads some YAML another way: `- =`, `y`).
+(CRD,) = read(Path(__file__).parent / "shelf-crd.yaml")
 
 
 @pytest.fixture

@@ -1,7 +1,8 @@
 """The user's manifests: CRD releases, admission webhook configurations, sample objects.
 
-Files or directories of YAML or JSON, multi-document; whatever else they hold (the
-Deployments and Services of ``kustomize build`` or ``helm template``) is ignored. Then the
+Files or directories of YAML or JSON, multi-document, read as kubectl reads them
+(``crdharness.manifests_yaml``); whatever else they hold (the Deployments and Services of
+``kustomize build`` or ``helm template``) is ignored. Then the
 one place that rewrites a manifest's ``clientConfig`` so the API server reaches the webhook
 the gate runs.
 """
@@ -13,8 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
+from crdharness import manifests_yaml
 from crdharness.errors import HarnessError
 
 CRD_API = "apiextensions.k8s.io/v1"
@@ -34,21 +34,14 @@ def files(paths: list[Path]) -> list[Path]:
 
 
 def documents(paths: list[Path]) -> list[tuple[Path, dict]]:
-    """Every mapping document in these files (directories: their YAML/JSON files, sorted)."""
-    found = []
-    for file in files(paths):
-        try:
-            docs = list(yaml.safe_load_all(file.read_text()))
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f"{file}:{mark.line + 1}" if mark else str(file)
-            raise HarnessError(f"{where}: not valid YAML: {exc}") from None
-        for doc in docs:
-            if isinstance(doc, dict) and doc.get("kind") == "List":
-                found += [(file, item) for item in doc.get("items") or []]
-            elif isinstance(doc, dict):
-                found.append((file, doc))
-    return found
+    """Every object in these files (directories: their YAML/JSON files, sorted), as kubectl
+    reads them: a list's items, and mappings only (a kustomization without kind is one)."""
+    return [
+        (file, obj)
+        for file in files(paths)
+        for obj in manifests_yaml.read(file)
+        if isinstance(obj, dict)
+    ]
 
 
 @dataclass

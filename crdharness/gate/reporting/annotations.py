@@ -18,6 +18,7 @@ import yaml
 from crdharness.gate import diff
 from crdharness.gate.evidence import changes
 from crdharness.gate.given import manifests
+from crdharness.manifests_yaml import KubeLoader
 
 
 @dataclass(frozen=True)
@@ -95,7 +96,7 @@ def _crd_nodes(paths: list[Path]) -> dict[str, tuple[Path, yaml.Node]]:
     found: dict[str, tuple[Path, yaml.Node]] = {}
     for file in manifests.files(paths):
         try:
-            documents = list(yaml.compose_all(file.read_text()))
+            documents = list(yaml.compose_all(file.read_text(), Loader=KubeLoader))
         except (OSError, yaml.YAMLError):
             continue
         for document in documents:
