@@ -734,3 +734,67 @@ def test_a_person_sees_only_what_a_finding_names_of_an_object():
     # Naming no field: every field, still without what the server writes.
     assert relevant(obj, [])["metadata"] == {"name": "w"}
     assert relevant(obj, [])["spec"]["size"] == "large"
+
+
+def test_an_allow_entry_may_be_written_as_report_md_prints_paths():
+    from crdharness.gate.given.config import Allowance
+
+    printed = Allowance(path="spec.route.matchers[].regex", between=None, reason="r")
+    assert printed.covers("spec.route.matchers[3].regex", "v1", "v2")
+    assert printed.covers_upgrade("spec.route.matchers[0].regex.inner", "v1")
+    assert not printed.covers("spec.route.matchers[3].regexp", "v1", "v2")
+    concrete = Allowance(path="spec.route.matchers[3]", between=None, reason="r")
+    assert concrete.covers("spec.route.matchers[3].regex", "v1", "v2")
+    assert not concrete.covers("spec.route.matchers[2].regex", "v1", "v2")
+
+
+def test_an_allow_path_is_declared_where_the_schema_has_it_at_any_depth():
+    from crdharness.gate.evidence.schemas import declares
+
+    leaf = {"type": "object", "properties": {"regex": {"type": "string"}}}
+    version = {
+        "schema": {
+            "openAPIV3Schema": {
+                "type": "object",
+                "properties": {
+                    "spec": {
+                        "type": "object",
+                        "properties": {
+                            "matchers": {"type": "array", "items": leaf},
+                            "labels": {"type": "object", "additionalProperties": leaf},
+                            "raw": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                        },
+                    }
+                },
+            }
+        }
+    }
+    for path in (
+        "spec.matchers[].regex",
+        "spec.matchers[2].regex",
+        "spec.labels.anyKey.regex",
+        "spec.raw.whatever.below",
+        "metadata.labels",
+    ):
+        assert declares(version, path), path
+    for path in ("spec.matcher", "spec.matchers[].regexp", "status"):
+        assert not declares(version, path), path
+
+
+def test_a_failure_block_says_how_many_paths_it_left_out_and_shows_the_deep_value():
+    from crdharness.gate.reporting import report
+    from crdharness.gate.results import CheckResult
+
+    deep = {"a": {"b": {"c": {"d": {"e": {"f": {"flag": True}}}}}}}
+    obj = {"apiVersion": "x/v1", "kind": "K", "metadata": {"name": "o"}, "spec": deep}
+    paths = [f"spec.p{i}" for i in range(6)]
+    result = CheckResult("round-trip", "k v1->v2", False, "lost " + ", ".join(paths))
+    result.objects = [("sent", obj)]
+    block = report.failure_block(result, set())
+    assert any(line.endswith("(+1 more)") for line in block), block
+    shown = report.excerpt(
+        [f"line {i}" for i in range(5)] + ["      flag: true"] + [f"tail {i}" for i in range(9)],
+        ["spec.a.b.c.d.e.f.flag"],
+    )
+    assert "      flag: true" in shown and shown[0].startswith("… (")
+    assert len([line for line in shown if not line.startswith("…")]) == report.OBJECT_LINES

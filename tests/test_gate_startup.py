@@ -14,6 +14,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import yaml
 
 from crdharness.gate.webhook import startup
 
@@ -175,3 +176,25 @@ def test_hints_name_the_usual_causes():
     assert startup.hopeless(demanded) and not startup.hopeless(refused)
     assert "client certificates" in startup.hint("", demanded, "/convert")
     assert "ready_timeout" in startup.hint("still loading caches", startup.ProbeSeen(), None)
+
+
+def test_an_allow_path_that_names_no_field_is_refused_before_anything_starts(tmp_path):
+    gate_file = tmp_path / "gate.yaml"
+    gate_file.write_text(f"crds: [{CRD}]\nallow:\n  - path: spec.cronSpecc\n    reason: a typo\n")
+    done, _ = run_gate(tmp_path, gate_file)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "allow[0].path: spec.cronSpecc is no field of any version" in done.stderr
+    assert len((done.stdout + done.stderr).strip().splitlines()) == 1, done.stdout + done.stderr
+
+
+def test_a_webhook_no_crd_would_call_is_refused_naming_the_crds(tmp_path):
+    # The CRD as controller-gen writes it: no conversion stanza (kustomize adds it later).
+    crd = yaml.safe_load(CRD.read_text())
+    del crd["spec"]["conversion"]
+    (tmp_path / "crd.yaml").write_text(yaml.safe_dump(crd))
+    gate_file = tmp_path / "gate.yaml"
+    gate_file.write_text(f"crds: [{tmp_path / 'crd.yaml'}]\nwebhook:\n  command: 'true'\n")
+    done, _ = run_gate(tmp_path, gate_file)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "no CRD would call it: crontabs.gate.example.com" in done.stderr
+    assert "webhook.convert" in done.stderr

@@ -23,7 +23,7 @@ from crdharness.gate.given.config import GateConfig
 from crdharness.gate.given.manifests import Release
 from crdharness.gate.redaction import Redaction
 from crdharness.gate.reporting import operator, report
-from crdharness.gate.run import plan
+from crdharness.gate.run import plan, preflight
 from crdharness.gate.webhook.kind_webhook import KindUserWebhook
 from crdharness.gate.webhook.user_webhook import UserWebhook
 from crdharness.progress import to_stderr
@@ -85,6 +85,7 @@ def pytest_configure(config: pytest.Config) -> None:
         )
         for expectation in parsed.expect:  # a bad expect file fails here, in one line
             expectations.load(expectation)
+        preflight.check(parsed, releases, setup.admission)
     except HarnessError as exc:
         raise pytest.UsageError(f"crdharness gate: {exc}") from None
     config.stash[SETUP] = setup

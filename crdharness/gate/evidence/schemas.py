@@ -124,3 +124,29 @@ def zero_field(version: dict, path: str) -> str | None:
     if kind == "plain" and "default" in node:
         return "defaulted"
     return kind
+
+
+def declares(version: dict, path: str) -> bool:
+    """Whether ``version``'s schema has a field at ``path``, written concretely or as
+    report.md prints paths (``spec.routes[].regex``, a map's key as any name): what an
+    ``allow:`` entry may name. Below ``x-kubernetes-preserve-unknown-fields`` anything is."""
+    if path == "metadata" or path.startswith(("metadata.", "apiVersion", "kind")):
+        return True  # the server's own fields (labels, annotations), in every schema
+    node = (version.get("schema") or {}).get("openAPIV3Schema") or {}
+    for part in re.findall(r"[^.\[\]]+|\[\d*\]", path):
+        if node.get("x-kubernetes-preserve-unknown-fields") and part not in (
+            node.get("properties") or {}
+        ):
+            return True
+        if part.startswith("["):
+            child = node.get("items")
+        elif part in (node.get("properties") or {}):
+            child = node["properties"][part]
+        else:
+            child = node.get("additionalProperties")
+        if child is True:
+            return True  # a map of anything
+        if not isinstance(child, dict):
+            return False
+        node = child
+    return True

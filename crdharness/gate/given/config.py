@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from crdharness.errors import HarnessError
-from crdharness.gate.diff import at_or_under
+from crdharness.gate.diff import at_or_under, schema_path
 
 PLACEHOLDERS = ("tls_cert", "tls_key", "cert_dir", "port", "kubeconfig", "ca", "python")
 
@@ -32,14 +32,19 @@ class Allowance:
     def covers(self, path: str, a: str, b: str) -> bool:
         if self.between is not None and {a, b} != set(self.between):
             return False
-        return at_or_under(path, self.path)
+        return self.names(path)
+
+    def names(self, path: str) -> bool:
+        """Whether ``path`` (``spec.routes[3].regex``) is this entry's path or under it,
+        the entry written concretely or as report.md prints paths (``spec.routes[].regex``)."""
+        return at_or_under(path, self.path) or at_or_under(schema_path(path), self.path)
 
     def covers_upgrade(self, path: str, version: str) -> bool:
         """Whether it excuses an upgrade's finding at ``path`` of an object written at
         ``version``."""
         if self.between is not None and version not in self.between:
             return False
-        return at_or_under(path, self.path)
+        return self.names(path)
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ def ordered(results: list[CheckResult]) -> list[CheckResult]:
 
 TERMINAL_EVIDENCE = 160  # characters of evidence per table row in the terminal
 OBJECT_LINES = 8  # lines of one object shown per failure in the terminal
+PATHS_SHOWN = 5  # paths named per failure in the terminal (report.md names them all)
 
 
 def table(results: list[CheckResult], kubernetes: str, cut: int | None = None) -> list[str]:
@@ -65,14 +66,35 @@ def failure_block(result: CheckResult, shown: set[tuple[str, frozenset[str]]]) -
         return [f"FAIL {result.check} [{result.subject}]: the same paths as above"]
     shown.add(kind)
     if paths:
-        lines.append(f"  paths: {', '.join(paths[:5])}")
+        more = f" (+{len(paths) - PATHS_SHOWN} more)" if len(paths) > PATHS_SHOWN else ""
+        lines.append(f"  paths: {', '.join(paths[:PATHS_SHOWN])}{more}")
     for title, obj in result.objects[:1]:
         yaml_lines = yaml.safe_dump(relevant(obj, paths), sort_keys=False).splitlines()
         lines.append(f"  {title}:")
-        lines += [f"    {line}" for line in yaml_lines[:OBJECT_LINES]]
-        if len(yaml_lines) > OBJECT_LINES:
-            lines.append(f"    … ({len(yaml_lines) - OBJECT_LINES} more lines in the report)")
+        lines += [f"    {line}" for line in excerpt(yaml_lines, paths)]
     return lines
+
+
+def excerpt(yaml_lines: list[str], paths: list[str]) -> list[str]:
+    """At most ``OBJECT_LINES`` lines of an object's YAML, around the first named path's
+    field (a deep value would fall past the first lines), saying what is left out."""
+    if len(yaml_lines) <= OBJECT_LINES:
+        return yaml_lines
+    leaf = re.split(r"[.\[]", paths[0].replace("[]", ""))[-1] if paths else ""
+    at = next(
+        (
+            i
+            for i, line in enumerate(yaml_lines)
+            if leaf and line.strip(" -").startswith(f"{leaf}:")
+        ),
+        0,
+    )
+    start = max(0, min(at - OBJECT_LINES // 2, len(yaml_lines) - OBJECT_LINES))
+    shown = yaml_lines[start : start + OBJECT_LINES]
+    before = [f"… ({start} lines above in the report)"] if start else []
+    left = len(yaml_lines) - start - len(shown)
+    after = [f"… ({left} more lines in the report)"] if left else []
+    return [*before, *shown, *after]
 
 
 def relevant(obj: dict, paths: list[str]) -> dict:

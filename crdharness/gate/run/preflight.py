@@ -1,0 +1,57 @@
+"""What a gate file asks that its history cannot give, refused in one line before anything
+starts: a run that would silently ignore part of the file is worse than no run.
+
+- ``allow:`` paths that name no field of any version of any release (a typo, or a path
+  written another way) would excuse nothing, silently.
+- ``webhook:`` given while no CRD would call it (several versions, no ``spec.conversion``
+  stanza, not in ``webhook.convert``) and no ``admission:``: the webhook would never be
+  started, and ``schemas-vs-strategy`` would blame the project for it.
+"""
+
+from __future__ import annotations
+
+from crdharness.errors import HarnessError
+from crdharness.gate.evidence import schemas
+from crdharness.gate.given.config import GateConfig
+from crdharness.gate.given.manifests import Release, uses_webhook
+
+
+def check(config: GateConfig, releases: list[Release], admission: list[dict]) -> None:
+    """Raise a HarnessError naming the first thing of the file the history cannot honour."""
+    for i, allowance in enumerate(config.allow):
+        if not _declared_anywhere(allowance.path, releases):
+            raise HarnessError(
+                f"allow[{i}].path: {allowance.path} is no field of any version of "
+                f"{', '.join(_crd_names(releases))}; write it as report.md prints paths "
+                "(e.g. spec.routes[].regex), from the object's root"
+            )
+    if config.webhook is None or admission:
+        return
+    if any(uses_webhook(release, config.webhook) for release in releases):
+        return
+    unconverted = sorted(
+        name
+        for release in releases
+        for name, crd in release.crds.items()
+        if len(crd["spec"].get("versions") or []) > 1 and "conversion" not in crd["spec"]
+    )
+    if unconverted:
+        names = ", ".join(dict.fromkeys(unconverted))
+        raise HarnessError(
+            f"webhook: is given, but no CRD would call it: {names} (several versions, no "
+            "spec.conversion, as controller-gen writes it before kustomize patches it in): "
+            "list them under webhook.convert"
+        )
+
+
+def _declared_anywhere(path: str, releases: list[Release]) -> bool:
+    return any(
+        schemas.declares(version, path)
+        for release in releases
+        for name in release.crds
+        for version in release.versions(name)
+    )
+
+
+def _crd_names(releases: list[Release]) -> list[str]:
+    return list(dict.fromkeys(name for release in releases for name in release.crds))
