@@ -1,14 +1,23 @@
 """The parts of ``--from-cluster`` that need no cluster: which objects are read, which version
-each was written at, what may be shown of them, and the connection that cannot write."""
+each was written at, what may be shown of them, the connection that cannot write, and a
+source that cannot be read said in one line (servers on loopback stand for it)."""
 
 from __future__ import annotations
 
+import http.server
+import ssl
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
 import pytest
+import trustme
 import yaml
 from kubernetes import client
 
 from crdharness.errors import HarnessError
-from crdharness.gate.given import cluster_source
+from crdharness.gate.given import cluster_source, source_http, source_selection
 from crdharness.gate.redaction import HIDDEN, Redaction, secret_values
 from crdharness.gate.results import CheckResult
 
@@ -36,17 +45,36 @@ def test_an_object_was_written_at_its_newest_writers_version_where_served():
         ("example.com/v1beta1", "2026-01-02T00:00:00Z"),
         ("example.com/v1alpha1", "2026-03-01T00:00:00Z"),
     )
-    assert cluster_source.written_at(item, ["v1alpha1", "v1beta1"]) == "v1alpha1"
-    assert cluster_source.written_at(item, ["v1beta1"]) == "v1beta1"  # v1alpha1 no longer served
+    assert source_selection.written_at(item, ["v1alpha1", "v1beta1"]) == "v1alpha1"
+    assert source_selection.written_at(item, ["v1beta1"]) == "v1beta1"  # v1alpha1 no longer served
 
 
 def test_every_shape_is_chosen_before_more_of_the_same():
     same = [_item(f"same-{i}", {"mode": "direct"}, ("example.com/v1beta1", "t")) for i in range(5)]
     other_fields = _item("fields", {"mode": "relay", "token": "x"}, ("example.com/v1beta1", "t"))
     other_writer = _item("writer", {"mode": "direct"}, ("example.com/v1alpha1", "t"))
-    chosen = cluster_source.choose([*same, other_fields, other_writer], 3)
+    chosen = source_selection.choose([*same, other_fields, other_writer], 3)
     assert [i["metadata"]["name"] for i in chosen] == ["same-0", "fields", "writer"]
-    assert cluster_source.choose(same, 10) == same
+    assert source_selection.choose(same, 10) == same
+
+
+def test_every_object_is_chosen_when_no_cap_is_set():
+    many = [_item(f"o-{i}", {"mode": "direct"}, ("example.com/v1beta1", "t")) for i in range(3000)]
+    assert source_selection.choose(many, None) == many
+
+
+@pytest.mark.parametrize("empty", [{}, [], ""])
+def test_a_field_present_but_empty_is_a_shape_of_its_own(empty):
+    """``route: {}`` may be exactly what the release refuses: under a cap it is chosen
+    before more objects without the field."""
+    absent = [
+        _item(f"absent-{i}", {"mode": "direct"}, ("example.com/v1beta1", "t")) for i in range(3)
+    ]
+    held = _item("held", {"mode": "direct", "route": {"via": "a"}}, ("example.com/v1beta1", "t"))
+    empty_one = _item("empty", {"mode": "direct", "route": empty}, ("example.com/v1beta1", "t"))
+    chosen = source_selection.choose([*absent, held, empty_one], 3)
+    assert [i["metadata"]["name"] for i in chosen] == ["absent-0", "held", "empty"]
+    assert source_selection.shape(empty_one) != source_selection.shape(absent[0])
 
 
 def test_server_written_metadata_and_the_last_applied_copy_are_not_captured():
@@ -57,7 +85,7 @@ def test_server_written_metadata_and_the_last_applied_copy_are_not_captured():
 def test_the_source_connection_refuses_every_write_before_sending_it():
     configuration = client.Configuration()
     configuration.host = "https://127.0.0.1:1"  # nothing listens: a request sent would fail
-    http = cluster_source.ReadOnlyHttp(configuration)
+    http = source_http.ReadOnlyHttp(configuration)
     for method in ("POST", "PUT", "PATCH", "DELETE"):
         with pytest.raises(HarnessError, match="never writes"):
             http.request(method, "/api/v1/namespaces")
@@ -174,3 +202,182 @@ def test_a_field_is_secret_like_by_the_last_word_of_its_name(name, secret):
 def test_a_secret_value_is_taken_out_as_a_word_not_from_inside_other_words():
     redaction = Redaction(secrets={"none"})
     assert redaction.text('nonexistent: none, "none"') == f'nonexistent: {HIDDEN}, "{HIDDEN}"'
+
+
+# A source that cannot be read: one line (a HarnessError, exit 3), never a traceback.
+
+
+def _kubeconfig(path: Path, server: str, *, ca: Path | None = None, context: str = "prod") -> Path:
+    cluster: dict = {"server": server}
+    if ca is not None:
+        cluster["certificate-authority"] = str(ca)
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": cluster}],
+                "users": [{"name": "u", "user": {"token": "expired-token"}}],
+                "contexts": [
+                    {"name": name, "context": {"cluster": "c", "user": "u"}}
+                    for name in (context, "staging")
+                ],
+                "current-context": context,
+            }
+        )
+    )
+    return path
+
+
+class _Answering(http.server.BaseHTTPRequestHandler):
+    """Answers /version with the server's ``version_status``; anything else with
+    ``list_status`` (0: drops the connection, as a server going away midway)."""
+
+    version_status = 200
+    list_status = 200
+
+    def do_GET(self):
+        status = self.server.version_status if self.path == "/version" else self.server.list_status
+        if status == 0:
+            self.connection.close()
+            return
+        body = b'{"gitVersion": "v1.37.0"}' if status == 200 else b'{"kind": "Status"}'
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def serve():
+    """A loopback HTTP(S) server answering as asked; stopped after the test."""
+    servers = []
+
+    def start(version_status=200, list_status=200, tls: ssl.SSLContext | None = None) -> str:
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Answering)
+        server.version_status, server.list_status = version_status, list_status
+        if tls is not None:
+            server.socket = tls.wrap_socket(server.socket, server_side=True)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        return f"{'https' if tls else 'http'}://127.0.0.1:{server.server_address[1]}"
+
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+def _reach(kubeconfig: Path, tmp_path: Path, context: str | None = None) -> str:
+    http = source_http.connect(kubeconfig, context, tmp_path / "credentials")
+    try:
+        return source_http.reach(http)
+    finally:
+        http.close()
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]  # closed on leaving: nothing listens there
+
+
+def test_nothing_listening_is_one_line(tmp_path):
+    server = f"https://127.0.0.1:{_closed_port()}"
+    with pytest.raises(HarnessError) as raised:
+        _reach(_kubeconfig(tmp_path / "kc", server), tmp_path)
+    message = str(raised.value)
+    assert message.startswith(f"--from-cluster: nothing answers at {server}"), message
+    assert "Connection refused" in message and "\n" not in message
+
+
+def test_a_ca_that_does_not_match_the_servers_certificate_is_one_line(tmp_path, serve):
+    served_by, trusted = trustme.CA(), trustme.CA()
+    tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    served_by.issue_cert("127.0.0.1").configure_cert(tls)
+    server = serve(tls=tls)
+    trusted.cert_pem.write_to_path(str(tmp_path / "other-ca.crt"))
+    kubeconfig = _kubeconfig(tmp_path / "kc", server, ca=tmp_path / "other-ca.crt")
+    with pytest.raises(HarnessError) as raised:
+        _reach(kubeconfig, tmp_path)
+    message = str(raised.value)
+    assert message.startswith(f"--from-cluster: TLS to {server} failed"), message
+    assert "certificate-authority does not match" in message and "\n" not in message
+    # The right CA: the same server answers.
+    served_by.cert_pem.write_to_path(str(tmp_path / "ca.crt"))
+    assert _reach(_kubeconfig(tmp_path / "kc", server, ca=tmp_path / "ca.crt"), tmp_path) == (
+        "v1.37.0"
+    )
+
+
+@pytest.mark.parametrize(
+    ("status", "said"),
+    [
+        (401, "refused the credentials (401): they may have expired"),
+        (403, "forbids these credentials (403): the gate needs get on its CRDs"),
+    ],
+)
+def test_refused_credentials_are_one_line_with_the_fix(tmp_path, serve, status, said):
+    server = serve(version_status=status)
+    with pytest.raises(HarnessError) as raised:
+        _reach(_kubeconfig(tmp_path / "kc", server), tmp_path)
+    message = str(raised.value)
+    assert message.startswith(f"--from-cluster: {server} {said}"), message
+    if status == 403:
+        assert "--print-rbac" in message
+
+
+@pytest.mark.parametrize(
+    ("list_status", "said"),
+    [
+        (0, "--from-cluster: GET /apis/apiextensions.k8s.io/v1/customresourcedefinitions/"),
+        (403, "(403): the gate needs get on its CRDs and get and list on their objects"),
+        (500, ": 500 "),
+    ],
+)
+def test_a_read_that_fails_after_version_answered_is_one_line(tmp_path, serve, list_status, said):
+    """The server answered /version, then a GET fails: dropped midway, forbidden, broken."""
+    server = serve(list_status=list_status)
+    http = source_http.connect(_kubeconfig(tmp_path / "kc", server), None, tmp_path / "cred")
+    try:
+        assert source_http.reach(http) == "v1.37.0"
+        with pytest.raises(HarnessError) as raised:
+            cluster_source.capture(http, "prod", ["tunnels.example.com"], [])
+    finally:
+        http.close()
+    assert said in str(raised.value) and "\n" not in str(raised.value), str(raised.value)
+
+
+def test_a_context_the_kubeconfig_does_not_hold_lists_those_it_does(tmp_path):
+    kubeconfig = _kubeconfig(tmp_path / "kc", "https://127.0.0.1:1")
+    with pytest.raises(HarnessError, match=r"has no context 'prd'; its contexts: prod, staging"):
+        source_http.connect(kubeconfig, "prd", tmp_path / "credentials")
+
+
+def test_the_gate_says_a_wrong_context_in_one_line_and_exits_3(tmp_path):
+    example = Path(__file__).resolve().parent.parent / "examples" / "gate" / "from-cluster"
+    kubeconfig = _kubeconfig(tmp_path / "kc", "https://127.0.0.1:1")
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "crdharness", "gate", str(example / "gate.yaml")),
+            *("--from-cluster", str(kubeconfig), "--context", "prd"),
+            *("--artifacts", str(tmp_path / "gate")),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 3, done.stdout + done.stderr
+    said = (done.stdout + done.stderr).splitlines()
+    assert len(said) == 1, said
+    assert said[0].endswith(
+        f"error: --from-cluster: {kubeconfig} has no context 'prd'; its contexts: prod, "
+        "staging (choose one with --context)"
+    ), said
+    assert "Traceback" not in done.stderr
