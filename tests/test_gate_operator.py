@@ -142,7 +142,8 @@ def test_ratcheting_is_said_only_where_the_same_content_update_passed():
         for label in findings
     }
     assert (
-        "ratchets" in by_object[ratcheted] and "leave spec.mode as they are" in by_object[ratcheted]
+        "ratchets" in by_object[ratcheted]
+        and "leave spec.mode unchanged still pass" in by_object[ratcheted]
     )
     assert (
         "can only be read or deleted until fixed (set spec.mode to what the release accepts)"

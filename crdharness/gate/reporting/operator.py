@@ -246,7 +246,7 @@ def _advice(paths: list[str], refused: set[str] | None) -> str:
         )
     if RECREATE in refused:
         return (
-            f" — updates that leave {fields} as they are still pass (the API server "
+            f" — updates that leave {fields} unchanged still pass (the API server "
             "ratchets validation of unchanged values), but a write that changes them and "
             f"every re-create (a restore, a GitOps re-apply) are refused: fix {fields}"
         )
