@@ -3,7 +3,8 @@
 - ``versions``                 the supported Kubernetes versions
 - ``binaries [--k8s-version]`` make sure the binaries exist (build them if needed); print where
 - ``up [--k8s-version]``       start a local cluster and leave it running
-- ``down [WORKSPACE ...]``     stop clusters left running by ``up`` or ``--keep-cluster``
+- ``down [WORKSPACE ... | --all]``  list clusters left running by ``up`` or ``--keep-cluster``;
+  stop those named, or every one
 - ``gate GATE.yaml``           the upgrade gate on your own CRD history and webhook
 - ``image``                    build the webhook image (and, without a registry, its base)
 - ``sabotage [NAME ...]``      break the system under test on purpose; the suite must fail
@@ -74,7 +75,20 @@ def _up(args) -> None:
 
 
 def _down(args) -> None:
-    targets = [Path(p) for p in args.workspaces] or workspace.kept_workspaces()
+    """Stop the kept clusters named, or every one with ``--all``; without either, list them
+    and stop none (another run, or another user's, may be using one)."""
+    kept = workspace.kept_workspaces()
+    if not args.workspaces and not args.all:
+        if not kept:
+            print("no kept clusters")
+            return
+        print(f"kept clusters ({len(kept)}), none stopped:")
+        for path in kept:
+            kubeconfig = path / "kubeconfig"  # a local control plane's
+            print(f"  {path}" + (f"  KUBECONFIG={kubeconfig}" if kubeconfig.is_file() else ""))
+        print("stop one with `crdharness down PATH`, every one with `crdharness down --all`")
+        return
+    targets = [Path(p) for p in args.workspaces] or kept
     if not targets:
         print("no kept clusters")
     for path in targets:
@@ -151,8 +165,11 @@ def main(argv: list[str] | None = None) -> int:
 
     add_arguments(gate)
     gate.set_defaults(run=_gate)
-    down = commands.add_parser("down", help="stop kept clusters")
-    down.add_argument("workspaces", nargs="*")
+    down = commands.add_parser(
+        "down", help="list kept clusters; stop those named, or all with --all"
+    )
+    down.add_argument("workspaces", nargs="*", help="the kept clusters' workspaces to stop")
+    down.add_argument("--all", action="store_true", help="stop every kept cluster")
     down.set_defaults(run=_down)
     # Everything after `--` is for pytest (`gate`); argparse loses it under subcommands.
     argv = list(sys.argv[1:] if argv is None else argv)

@@ -8,7 +8,7 @@ import yaml
 from kubernetes import client
 
 from crdharness.errors import HarnessError
-from crdharness.gate.given import cluster_source
+from crdharness.gate.given import cluster_source, source_http, source_selection
 from crdharness.gate.redaction import HIDDEN, Redaction, secret_values
 from crdharness.gate.results import CheckResult
 
@@ -36,17 +36,36 @@ def test_an_object_was_written_at_its_newest_writers_version_where_served():
         ("example.com/v1beta1", "2026-01-02T00:00:00Z"),
         ("example.com/v1alpha1", "2026-03-01T00:00:00Z"),
     )
-    assert cluster_source.written_at(item, ["v1alpha1", "v1beta1"]) == "v1alpha1"
-    assert cluster_source.written_at(item, ["v1beta1"]) == "v1beta1"  # v1alpha1 no longer served
+    assert source_selection.written_at(item, ["v1alpha1", "v1beta1"]) == "v1alpha1"
+    assert source_selection.written_at(item, ["v1beta1"]) == "v1beta1"  # v1alpha1 no longer served
 
 
 def test_every_shape_is_chosen_before_more_of_the_same():
     same = [_item(f"same-{i}", {"mode": "direct"}, ("example.com/v1beta1", "t")) for i in range(5)]
     other_fields = _item("fields", {"mode": "relay", "token": "x"}, ("example.com/v1beta1", "t"))
     other_writer = _item("writer", {"mode": "direct"}, ("example.com/v1alpha1", "t"))
-    chosen = cluster_source.choose([*same, other_fields, other_writer], 3)
+    chosen = source_selection.choose([*same, other_fields, other_writer], 3)
     assert [i["metadata"]["name"] for i in chosen] == ["same-0", "fields", "writer"]
-    assert cluster_source.choose(same, 10) == same
+    assert source_selection.choose(same, 10) == same
+
+
+def test_every_object_is_chosen_when_no_cap_is_set():
+    many = [_item(f"o-{i}", {"mode": "direct"}, ("example.com/v1beta1", "t")) for i in range(3000)]
+    assert source_selection.choose(many, None) == many
+
+
+@pytest.mark.parametrize("empty", [{}, [], ""])
+def test_a_field_present_but_empty_is_a_shape_of_its_own(empty):
+    """``route: {}`` may be exactly what the release refuses: under a cap it is chosen
+    before more objects without the field."""
+    absent = [
+        _item(f"absent-{i}", {"mode": "direct"}, ("example.com/v1beta1", "t")) for i in range(3)
+    ]
+    held = _item("held", {"mode": "direct", "route": {"via": "a"}}, ("example.com/v1beta1", "t"))
+    empty_one = _item("empty", {"mode": "direct", "route": empty}, ("example.com/v1beta1", "t"))
+    chosen = source_selection.choose([*absent, held, empty_one], 3)
+    assert [i["metadata"]["name"] for i in chosen] == ["absent-0", "held", "empty"]
+    assert source_selection.shape(empty_one) != source_selection.shape(absent[0])
 
 
 def test_server_written_metadata_and_the_last_applied_copy_are_not_captured():
@@ -57,7 +76,7 @@ def test_server_written_metadata_and_the_last_applied_copy_are_not_captured():
 def test_the_source_connection_refuses_every_write_before_sending_it():
     configuration = client.Configuration()
     configuration.host = "https://127.0.0.1:1"  # nothing listens: a request sent would fail
-    http = cluster_source.ReadOnlyHttp(configuration)
+    http = source_http.ReadOnlyHttp(configuration)
     for method in ("POST", "PUT", "PATCH", "DELETE"):
         with pytest.raises(HarnessError, match="never writes"):
             http.request(method, "/api/v1/namespaces")

@@ -20,7 +20,7 @@ import pytest
 
 from crdharness import paths
 from crdharness.errors import HarnessError
-from crdharness.gate.given import cluster_source, gate_file
+from crdharness.gate.given import cluster_source, gate_file, source_http
 from crdharness.gate.given.config import FromCluster, GateConfig
 
 HERE = Path(__file__).resolve().parent
@@ -61,7 +61,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="read objects in this namespace only (repeatable; default: all namespaces)",
     )
     source.add_argument(
-        "--max-objects", type=int, default=None, help="objects read per CRD (default 1000)"
+        "--max-objects",
+        type=int,
+        default=None,
+        help="at most this many objects replayed per CRD (default: every object; the "
+        "answer's first line says how many a cap left out)",
     )
     source.add_argument(
         "--show-values",
@@ -91,25 +95,37 @@ def run(args: argparse.Namespace) -> int:
     # Everything of the source's that the run holds (credentials, the objects' replay, the
     # webhook's records) lives under here, and goes with it.
     with tempfile.TemporaryDirectory(prefix="crdharness-source-") as scratch:
-        http = cluster_source.connect(
-            wanted.kubeconfig, wanted.context, Path(scratch) / "credentials"
-        )
-        context = cluster_source.context_name(wanted.kubeconfig, wanted.context)
-        captured = cluster_source.capture(
-            http, context, sorted(_candidate_crds(config)), wanted.namespaces, wanted.max_objects
-        )
-        print(f"crdharness gate: read {captured.describe()} (GET and LIST only)", flush=True)
-        source = cluster_source.Source(captured, http, wanted.show_values)
-        same = _source_minor(captured.kubernetes)
-        if same and not args.k8s_version and not config.kubernetes and not _env_version():
-            # Replayed on the source's own minor where the harness has it: validation
-            # ratcheting and defaulting differ between minors.
-            args.k8s_version = same
-            print(f"crdharness gate: replaying on Kubernetes {same}, the source's", flush=True)
+        http = source_http.connect(wanted.kubeconfig, wanted.context, Path(scratch) / "credentials")
         try:
+            source = _read_source(http, wanted, config)
+            same = _source_minor(source.capture.kubernetes)
+            if same and not args.k8s_version and not config.kubernetes and not _env_version():
+                # Replayed on the source's own minor where the harness has it: validation
+                # ratcheting and defaulting differ between minors.
+                args.k8s_version = same
+                print(f"crdharness gate: replaying on Kubernetes {same}, the source's", flush=True)
             return _run(args, config, source, Path(scratch))
         finally:
             http.close()
+
+
+def _read_source(
+    http: source_http.ReadOnlyHttp, wanted: FromCluster, config: GateConfig
+) -> cluster_source.Source:
+    """What the gate reads of the source cluster, or a HarnessError (exit 3) in one line."""
+    kubernetes = source_http.reach(http)  # one GET of /version: can it be read at all?
+    context = source_http.context_name(wanted.kubeconfig, wanted.context)
+    crds = sorted(_candidate_crds(config))
+    captured = cluster_source.capture(
+        http, context, crds, wanted.namespaces, wanted.max_objects, kubernetes
+    )
+    if not captured.crds:
+        raise HarnessError(
+            f"--from-cluster: the cluster (context {context}, {captured.server}) has none of "
+            f"{', '.join(crds)} installed: nothing of it to upgrade (is this the right context?)"
+        )
+    print(f"crdharness gate: read {captured.describe()} (GET and LIST only)", flush=True)
+    return cluster_source.Source(captured, http, wanted.show_values)
 
 
 def _source_minor(git_version: str) -> str | None:

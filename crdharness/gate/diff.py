@@ -143,12 +143,27 @@ def leaves(obj, path: str = "") -> dict[str, object]:
 
 
 # A field path a message names: "spec.owner: Required value", "status.conditions[0].type".
-NAMED_PATH = re.compile(r"\b((?:spec|status)(?:\.[A-Za-z0-9_-]+|\[\d*\])*)(?![A-Za-z0-9_])")
+# Not the word "status" of prose or of a URL ("status update through /status"): a bare
+# ``spec``/``status`` is a path only where a colon follows it.
+NAMED_PATH = re.compile(
+    r"(?<![/\w.-])((?:spec|status)(?:(?:\.[A-Za-z0-9_-]+|\[\d*\])+(?![A-Za-z0-9_])|(?=:)))"
+)
+# Any other field (a top-level ``data``, ``metadata.labels``) where it is said as the API
+# server and the gate say it: the path, a colon, then what is wrong with it.
+SAID_PATH = re.compile(
+    r"(?<![/\w.-])([A-Za-z_][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+|\[\d*\])*): (?=Invalid value|"
+    r"Unsupported value|Required value|Duplicate value|Forbidden|Too long|Too many|"
+    r"Not found|Internal error|lost \(was|appeared \("
+    r'|(?:<value>|"[^"]*"|-?\d[\d.eE+-]*|true|false|null|[\[{][^:]*?[\]}]) -> )'
+)
 
 
 def named_paths(text: str) -> list[str]:
-    """The field paths ``text`` names (the API server's messages, the gate's evidence)."""
-    return NAMED_PATH.findall(text)
+    """The field paths ``text`` names (the API server's messages, the gate's evidence), in
+    the order named."""
+    found = {m.start(1): m.group(1) for m in NAMED_PATH.finditer(text)}
+    found |= {m.start(1): m.group(1) for m in SAID_PATH.finditer(text)}
+    return [found[at] for at in sorted(found)]
 
 
 def schema_path(path: str) -> str:

@@ -228,6 +228,17 @@ def _apply_admission(setup: GateSetup, cluster, webhook) -> None:
             )
 
 
+def _not_replayed(source: cluster_source.Source | None) -> dict[str, dict[str, int]]:
+    """What ``--max-objects`` left out of the replay, per CRD (report.json)."""
+    if source is None:
+        return {}
+    cap = source.capture.max_objects or 0
+    return {
+        crd: {"replayed": replayed, "held": held, "max_objects": cap}
+        for crd, (replayed, held) in source.capture.truncated.items()
+    }
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
     run = config.stash.get(RUN, None)
     if run is None:
@@ -265,11 +276,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
             for line in operator.answer(
                 setup.source.capture,
                 ctx.candidate,
-                f"{len(setup.config.crds)} ({ctx.candidate.label})",
                 results,
                 ctx.object_findings,
                 setup.source.untouched(),
                 ctx.cluster.kubernetes or "",
+                ctx.writes_refused,
             )
         ]
     gate_report = report.Report(
@@ -285,6 +296,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
         hazards=hazards,
         accepted=ctx.config.accept_not_proven,
         answer=answer,
+        not_replayed=_not_replayed(setup.source),
     )
     directory = report.write(Path(config.getoption("--gate-artifacts")), gate_report)
     terminalreporter.section("crdharness upgrade gate")

@@ -50,6 +50,7 @@ class Written:
     findings: list[str] = field(default_factory=list)  # this transition's, about it
     excused: list[str] = field(default_factory=list)  # findings an `allow` entry excused
     hazarded: set[tuple[str, str]] = field(default_factory=set)  # writes refused both times
+    refused: set[str] = field(default_factory=set)  # this transition's writes refused (any)
     captured: bool = False  # one of a source cluster's objects (``--from-cluster``)
 
     @property
@@ -75,7 +76,7 @@ def etcd_snapshot(ctx: GateContext, written: list[Written]) -> dict:
 def check(ctx: GateContext, release: Release, written, before, stored_before) -> None:
     result = ctx.result("upgrade", subjects.transition(release.index))
     for obj in written:
-        obj.findings, obj.excused, obj.hazarded = [], [], set()
+        obj.findings, obj.excused, obj.hazarded, obj.refused = [], [], set(), set()
     upgraded = [obj for obj in written if obj.crd in release.crds]
     parts = concurrency.each(
         lambda obj: _read_again(ctx, result.part(), release, obj), upgraded, ctx.config.concurrency
@@ -129,6 +130,7 @@ def check(ctx: GateContext, release: Release, written, before, stored_before) ->
     for obj in written:  # what the operator of a source cluster must fix, by object
         if obj.captured and obj.findings:
             ctx.object_findings[obj.label] = list(obj.findings)
+            ctx.writes_refused[obj.label] = set(obj.refused)
 
 
 def _read_again(
@@ -347,6 +349,7 @@ def _write_all_again(
         for version, refused in _written_again(ctx, release, obj):
             writes += 4 + objects.has_status(release.entry(obj.crd, version))
             _check_unchanged_by_writes(ctx, part, hazards, release, obj, version, release.index)
+            obj.refused |= {r.write for r in refused}  # the operator's advice: what passed
             known = [r for r in refused if r.key in obj.baseline]  # refused before: hazards
             new = [r for r in refused if r not in known]
             known_count += len(known)

@@ -2,30 +2,26 @@
 that cluster has them installed (spec and ``status.storedVersions``) and its custom objects,
 read with GET and LIST only.
 
-Nothing here can write: the connection refuses every method but GET before a request leaves
-(``ReadOnlyHttp``), and no etcd is asked. The objects are kept in memory for the run (the
-local control plane that replays them lives in the run's temporary workspace); what the gate
-reports of them is their names, the paths and the server's messages (``redaction``).
+Nothing here can write: the connection (``source_http``) refuses every method but GET before
+a request leaves, and no etcd is asked; which objects are read is ``source_selection``'s. The
+objects are kept in memory for the run (the local control plane that replays them lives in
+the run's temporary workspace); what the gate reports of them is their names, the paths and
+the server's messages (``redaction``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
-from urllib.parse import quote
 
 import yaml
-from kubernetes import client, config
 
-from crdharness.cluster import ApiHttp
 from crdharness.errors import HarnessError
-from crdharness.gate import diff, redaction
+from crdharness.gate import redaction
 from crdharness.gate.given.manifests import Release
+from crdharness.gate.given.source_http import ReadOnlyHttp, get_json, pages
+from crdharness.gate.given.source_selection import choose, written_at
 
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
-PAGE = 500  # objects per LIST page
-MAX_OBJECTS = 1000  # per CRD, by default
 # Server-written metadata, and what a restore would not carry: the objects are made anew.
 DROPPED_METADATA = (
     "uid",
@@ -40,15 +36,6 @@ DROPPED_METADATA = (
     "deletionGracePeriodSeconds",
 )
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"  # the object again
-
-
-class ReadOnlyHttp(ApiHttp):
-    """The source cluster's connection: GET only, refused here before anything is sent."""
-
-    def request(self, method, url, *args, **kwargs):
-        if method.upper() != "GET":
-            raise HarnessError(f"the gate never writes to the source cluster (refused: {method})")
-        return super().request(method, url, *args, **kwargs)
 
 
 @dataclass
@@ -83,6 +70,7 @@ class Capture:
     missing: list[str] = field(default_factory=list)  # gate CRDs the cluster does not have
     namespaces: list[str] = field(default_factory=list)  # empty: all
     kubernetes: str = ""  # what the source's /version says, e.g. "v1.36.4"
+    max_objects: int | None = None  # the cap per CRD the user set (None: every object)
 
     @property
     def object_count(self) -> int:
@@ -97,6 +85,11 @@ class Capture:
             if total > len(self.objects.get(name, []))
         }
 
+    @property
+    def left_out(self) -> int:
+        """Objects the cluster holds that ``max_objects`` left out of the replay."""
+        return sum(held - replayed for replayed, held in self.truncated.values())
+
     def describe(self) -> str:
         """One line: this cluster, what it holds of the gate's CRDs."""
         stored = "; ".join(f"{n}: {', '.join(v)}" for n, v in self.stored_versions.items())
@@ -108,71 +101,21 @@ class Capture:
         )
 
 
-def connect(kubeconfig: Path, context: str | None, credentials_dir: Path) -> ReadOnlyHttp:
-    """A read-only connection to the cluster ``kubeconfig`` (and ``context``) names."""
-    if not kubeconfig.is_file():
-        raise HarnessError(f"--from-cluster: {kubeconfig} does not exist (a kubeconfig file)")
-    configuration = client.Configuration()
-    credentials_dir.mkdir(parents=True, exist_ok=True)
-    try:
-        config.load_kube_config(
-            config_file=str(kubeconfig),
-            context=context,
-            client_configuration=configuration,
-            temp_file_path=str(credentials_dir),
-        )
-    except (config.ConfigException, OSError, ValueError) as exc:
-        raise HarnessError(f"--from-cluster: cannot use {kubeconfig}: {exc}") from None
-    return ReadOnlyHttp(configuration)
-
-
-def context_name(kubeconfig: Path, context: str | None) -> str:
-    if context:
-        return context
-    loaded = yaml.safe_load(kubeconfig.read_text()) or {}
-    return str(loaded.get("current-context") or "(none)")
-
-
-def _get(http: ReadOnlyHttp, path: str) -> dict | None:
-    """A GET's JSON; None for 404; a HarnessError that says what to grant otherwise."""
-    answer = http.get(path, timeout=60)
-    if answer.status_code == 404:
-        return None
-    if answer.status_code in (401, 403):
-        raise HarnessError(
-            f"the source cluster refused GET {path} ({answer.status_code}): the gate needs "
-            "get and list on the CRDs and their objects (--print-rbac prints the ClusterRole)"
-        )
-    if answer.status_code != 200:
-        raise HarnessError(f"GET {path} on the source cluster: {answer.status_code} {answer.text}")
-    return answer.json()
-
-
-def _pages(http: ReadOnlyHttp, path: str) -> Iterator[dict]:
-    """Every item of a LIST, page by page."""
-    token = ""
-    while True:
-        page = _get(http, f"{path}?limit={PAGE}" + (f"&continue={quote(token)}" if token else ""))
-        if page is None:
-            return
-        yield from page.get("items") or []
-        token = (page.get("metadata") or {}).get("continue") or ""
-        if not token:
-            return
-
-
 def capture(
     http: ReadOnlyHttp,
     context: str,
     crd_names: list[str],
     namespaces: list[str],
-    max_objects: int = MAX_OBJECTS,
+    max_objects: int | None = None,
+    kubernetes: str = "",
 ) -> Capture:
-    """Read the CRDs ``crd_names`` and their objects (in ``namespaces``, or all)."""
+    """Read the CRDs ``crd_names`` and their objects (in ``namespaces``, or all; every one
+    unless ``max_objects`` caps them per CRD). ``kubernetes``: the source's version, as
+    ``source_http.reach`` read it."""
     found = Capture(context, http.base_url, namespaces=list(namespaces))
-    found.kubernetes = str((_get(http, "/version") or {}).get("gitVersion", ""))
+    found.kubernetes, found.max_objects = kubernetes, max_objects
     for name in crd_names:
-        crd = _get(http, f"{CRDS}/{name}")
+        crd = get_json(http, f"{CRDS}/{name}")
         if crd is None:
             found.missing.append(name)
             continue
@@ -223,41 +166,7 @@ def _listed(http: ReadOnlyHttp, crd: dict, namespaces: list[str]) -> list[dict]:
     version = _listed_version(crd)
     namespaced = crd["spec"].get("scope", "Namespaced") == "Namespaced"
     places = namespaces if namespaces and namespaced else [None]
-    return [item for place in places for item in _pages(http, _collection(crd, version, place))]
-
-
-def written_at(item: dict, served: list[str]) -> str:
-    """The version an object was last written at: its newest managedFields entry's, where
-    that version is served; else the version it was listed at."""
-    group_version = item["apiVersion"]
-    entries = [e for e in (item["metadata"].get("managedFields") or []) if e.get("apiVersion")]
-    entries.sort(key=lambda e: e.get("time") or "")
-    for entry in reversed(entries):
-        version = entry["apiVersion"].rpartition("/")[2]
-        if version in served:
-            return version
-    return group_version.rpartition("/")[2]
-
-
-def shape(item: dict) -> tuple:
-    """What an object is, for choosing: the versions its writers used and the fields set."""
-    writers = {e.get("apiVersion", "") for e in item["metadata"].get("managedFields") or []}
-    content = {k: v for k, v in item.items() if k != "metadata"}
-    return tuple(sorted(writers)), frozenset(diff.schema_path(p) for p in diff.leaves(content))
-
-
-def choose(items: list[dict], most: int) -> list[dict]:
-    """At most ``most`` of ``items``: first one of each shape (the versions written at and
-    the set of fields present), then the others in the order listed."""
-    if len(items) <= most:
-        return items
-    first: dict[tuple, dict] = {}
-    for item in items:
-        first.setdefault(shape(item), item)
-    chosen = list(first.values())[:most]
-    taken = {id(item) for item in chosen}
-    chosen += [item for item in items if id(item) not in taken][: most - len(chosen)]
-    return chosen
+    return [item for place in places for item in pages(http, _collection(crd, version, place))]
 
 
 def _captured(http: ReadOnlyHttp, crd_name: str, crd: dict, item: dict) -> CapturedObject:
@@ -267,7 +176,7 @@ def _captured(http: ReadOnlyHttp, crd_name: str, crd: dict, item: dict) -> Captu
     namespace = metadata.get("namespace")
     if item["apiVersion"].rpartition("/")[2] != version:
         path = f"{_collection(crd, version, namespace)}/{metadata['name']}"
-        item = _get(http, path) or item  # gone meanwhile: as listed
+        item = get_json(http, path) or item  # gone meanwhile: as listed
         version = item["apiVersion"].rpartition("/")[2]
     return CapturedObject(
         crd_name,
@@ -299,14 +208,14 @@ def changed_since(http: ReadOnlyHttp, found: Capture) -> list[str]:
     another client wrote meanwhile — the gate itself cannot."""
     changed = []
     for name, version in found.crd_resource_versions.items():
-        crd = _get(http, f"{CRDS}/{name}")
+        crd = get_json(http, f"{CRDS}/{name}")
         now = (crd or {}).get("metadata", {}).get("resourceVersion")
         if now != version:
             changed.append(f"CRD {name}: resourceVersion {version} -> {now}")
     for name, objects in found.objects.items():
         crd = found.crds[name]
         for obj in objects:
-            got = _get(http, f"{_collection(crd, obj.version, obj.namespace)}/{obj.name}")
+            got = get_json(http, f"{_collection(crd, obj.version, obj.namespace)}/{obj.name}")
             now = (got or {}).get("metadata", {}).get("resourceVersion")
             if now != obj.resource_version:
                 was = obj.resource_version

@@ -126,7 +126,7 @@ class FromCluster:
     kubeconfig: Path
     context: str | None = None
     namespaces: list[str] = field(default_factory=list)  # empty: all
-    max_objects: int = 1000  # per CRD
+    max_objects: int | None = None  # per CRD; None: every object the cluster holds
     show_values: bool = False  # the report shows the objects' values (never Secret-like ones)
 
 

@@ -1,32 +1,63 @@
 """The operator's answer to a ``--from-cluster`` run, in its first lines: can this cluster
 take the release, and if not, what to do first (the migration the cluster needs, the objects
-to fix, by name)."""
+to fix, by name, one line each).
+
+It speaks of the cluster's own objects only: those the gate makes up (to judge the release
+itself) are never named here. Releases are numbered as the table numbers them: release 1 is
+the cluster's CRDs as installed, release 2 the candidate.
+"""
 
 from __future__ import annotations
 
 import re
 
-from crdharness.gate.checks.upgrade_writes import STALE_MANAGED_FIELDS
+from crdharness.gate import diff
+from crdharness.gate.checks.upgrade_writes import (
+    RECREATE,
+    RECREATE_STATUS,
+    STALE_MANAGED_FIELDS,
+)
 from crdharness.gate.given.cluster_source import Capture
 from crdharness.gate.given.manifests import Release
 from crdharness.gate.results import CheckResult
 
 MOST_OBJECTS_LISTED = 20
 RATCHETED = " — the writes above pass only because"
+STALE_ADVICE = " (the object's metadata.managedFields"
 RECREATED_NAME = re.compile(r'"gate-recreated-[a-z0-9]+"')
-LINE = 300  # characters of one finding shown per object
+# Objects the gate makes up: its history's (r2-v1-3, t1-v1beta1-4 in gate-history), round
+# trips' (rt-v1-v2-5), deprecation and expectation probes, re-created copies.
+MADE_UP = re.compile(
+    r"gate-history/|gate-recreated-|\b(?:[rt]\d+-v\d+\w*|rt-v\d+\w*-v\d+\w*|deprecation|expect)"
+    r"-\d+\b"
+)
+LINE = 300  # characters of one server message shown per object
+WRITES = 200  # characters naming the writes refused, before the message
 HEADLINE_ORDER = ("migration", "install", "upgrade")  # what decides the first line
+UPDATE = "update with what was read"
+# How the fix list names each write (upgrade_writes' names are for the report).
+SHORT = {
+    UPDATE: "update",
+    "update with a changed annotation": "annotation update",
+    "server-side apply of the same content": "server-side apply",
+    "status update through /status": "status update",
+    RECREATE: "re-create",
+    RECREATE_STATUS: "status written to a new copy",
+}
 
 
 def answer(
     capture: Capture,
     candidate: Release,
-    label: str,
     results: list[CheckResult],
     object_findings: dict[str, list[str]],
     untouched: str,
     replayed_on: str = "",
+    writes_refused: dict[str, set[str]] | None = None,
 ) -> list[str]:
+    """The answer's lines. ``writes_refused``: per object, every write the candidate
+    refused it (hazards too): the evidence for what still passes."""
+    label = f"{candidate.index + 1} ({candidate.label})"
     failed = sorted(
         (r for r in results if r.passed is False),
         key=lambda r: HEADLINE_ORDER.index(r.check) if r.check in HEADLINE_ORDER else 9,
@@ -34,30 +65,35 @@ def answer(
     undecided = [r for r in results if r.passed is None]
     cluster = "This cluster" if not capture.namespaces else "These namespaces of this cluster"
     cluster += f" ({capture.describe()})"
+    lines = _left_out(capture)
     if failed:
-        why = _short(failed[0].evidence)
+        why = _own(_short(failed[0].evidence))
         if failed[0].check not in ("migration", "install") and object_findings:
             named = list(object_findings)
             why = (
                 f"{_count(len(named), 'of its objects is', 'of its objects are')} refused or "
                 f"changed under it ({', '.join(named[:3])}{', ...' if len(named) > 3 else ''})"
             )
-        lines = [f"{cluster} cannot take release {label}: {why}"]
+        if capture.left_out:
+            why += f", and {capture.left_out} objects were not replayed"
+        lines.append(f"{cluster} cannot take release {label}: {why}")
     elif undecided:
-        lines = [f"{cluster} was not proven to take release {label}: {undecided[0].evidence}"]
+        lines.append(
+            f"{cluster} was not proven to take release {label}: {_own(undecided[0].evidence)}"
+        )
     else:
-        lines = [f"{cluster} can take release {label}: every check passed on its objects"]
+        lines.append(f"{cluster} can take release {label}: every check passed on its objects")
     first = [
         *_migrations(capture, candidate),
-        *_objects(object_findings),
+        *_objects(object_findings, writes_refused or {}),
         *(
             f"- {r.check} [{r.subject}]: {_short(r.evidence)}"
             for r in failed
-            if r.check not in HEADLINE_ORDER
+            if r.check not in HEADLINE_ORDER and not MADE_UP.search(r.evidence)
         ),
     ]
     if not _migrations(capture, candidate):
-        first[:0] = [f"- {_short(r.evidence)}" for r in failed if r.check == "install"]
+        first[:0] = [f"- {_own(_short(r.evidence))}" for r in failed if r.check == "install"]
     if first:
         lines += ["What to do first:", *first]
     if capture.missing:
@@ -73,8 +109,37 @@ def answer(
             "(the harness has no other): what differs between them, such as validation "
             "ratcheting of unchanged values (from 1.30), is not reproduced"
         )
+    lines.append(
+        f"In the report, release {candidate.index} is this cluster's CRDs as installed and "
+        f"release {label} the candidate"
+    )
     lines.append(untouched)
     return lines
+
+
+def _left_out(capture: Capture) -> list[str]:
+    """First of all, what ``--max-objects`` kept out of the replay: the answer is about the
+    others only."""
+    if not capture.truncated:
+        return []
+    each = "; ".join(
+        f"{held - replayed} of {held} objects of {crd}"
+        for crd, (replayed, held) in sorted(capture.truncated.items())
+    )
+    return [
+        f"{each} were not replayed (--max-objects {capture.max_objects}); raise it to include them"
+    ]
+
+
+def _own(text: str) -> str:
+    """``text``, unless it names an object the gate made up: the operator cannot act on
+    those, and report.md names them."""
+    if not MADE_UP.search(text):
+        return text
+    return (
+        "the release fails on objects the gate makes up, not only on this cluster's "
+        "(report.md; the gate without --from-cluster judges the release itself)"
+    )
 
 
 def _minor(version: str) -> str:
@@ -85,8 +150,8 @@ def _count(n: int, one: str, many: str) -> str:
     return f"{n} {one if n == 1 else many}"
 
 
-def _short(text: str) -> str:
-    return text if len(text) <= LINE else text[: LINE - 3] + "..."
+def _short(text: str, most: int = LINE) -> str:
+    return text if len(text) <= most else text[: most - 3] + "..."
 
 
 def _migrations(capture: Capture, candidate: Release) -> list[str]:
@@ -114,35 +179,19 @@ def _migrations(capture: Capture, candidate: Release) -> list[str]:
     return steps
 
 
-def _objects(object_findings: dict[str, list[str]]) -> list[str]:
+def _objects(object_findings: dict[str, list[str]], writes_refused: dict[str, set[str]]) -> list:
     if not object_findings:
         return []
     steps = [
         f"- fix or delete {'this object' if len(object_findings) == 1 else 'these objects'} "
         f"first ({len(object_findings)}, refused or changed under the release):"
     ]
-    stale, ratcheted = [], False
+    stale = []
     for label, findings in list(object_findings.items())[:MOST_OBJECTS_LISTED]:
-        said = []
-        for finding in findings:
-            text = finding.removeprefix(f"{label}: ")
-            if STALE_MANAGED_FIELDS in text:
-                stale.append(label)
-                text = text.split(" (the object's metadata.managedFields")[0]
-            if RATCHETED in text:
-                ratcheted = True
-                text = text.split(RATCHETED)[0]
-            # The server names the gate's copy; the operator knows the object by its name.
-            text = RECREATED_NAME.sub(f'"{label.rpartition("/")[2]}"', text)
-            if text not in said:
-                said.append(text)
-        steps.append(f"  - {label}: " + "; ".join(_short(t) for t in said))
-    if ratcheted:
-        steps.append(
-            "  (a re-create — a restore, a GitOps re-apply — is refused; updates that leave "
-            "those fields as they are still pass, as the API server ratchets validation of "
-            "unchanged values, but any write that changes them is refused)"
-        )
+        line, paths, stale_here = _object_line(label, findings)
+        if stale_here:
+            stale.append(label)
+        steps.append(f"  - {label}: {line}{_advice(paths, writes_refused.get(label))}")
     if len(object_findings) > MOST_OBJECTS_LISTED:
         steps.append(f"  - and {len(object_findings) - MOST_OBJECTS_LISTED} more (report.md)")
     if stale:
@@ -153,3 +202,52 @@ def _objects(object_findings: dict[str, list[str]]) -> list[str]:
             "the project to keep that version in spec.versions with served: false"
         )
     return steps
+
+
+def _object_line(label: str, findings: list[str]) -> tuple[str, list[str], bool]:
+    """One object's findings in one line: each message of the server once, after the
+    writes it refused; then what else changed. Also the paths named, and whether its
+    managedFields name a removed version."""
+    refused: dict[str, list[tuple[str, str]]] = {}  # message -> (write, version)
+    others: list[str] = []
+    stale = False
+    for finding in findings:
+        text = finding.removeprefix(f"{label}: ").split(RATCHETED)[0].split(STALE_ADVICE)[0]
+        # The server names the gate's copy; the operator knows the object by its name.
+        text = RECREATED_NAME.sub(f'"{label.rpartition("/")[2]}"', text)
+        stale = stale or STALE_MANAGED_FIELDS in text
+        write = next((w for w in SHORT if text.startswith(f"{w} at ")), None)
+        if write is None:
+            if text not in others:
+                others.append(text)
+            continue
+        version, _, message = text.removeprefix(f"{write} at ").partition(": ")
+        refused.setdefault(message, []).append((SHORT[write], version))
+    said = []
+    for message, writes in refused.items():
+        names = ", ".join(dict.fromkeys(w for w, _ in writes))
+        versions = ", ".join(dict.fromkeys(v for _, v in writes))
+        said.append(f"{_short(f'{names} at {versions}', WRITES)} refused: {_short(message)}")
+    said += [_short(t) for t in others]
+    paths = list(dict.fromkeys(p for t in [*refused, *others] for p in diff.named_paths(t)))
+    return "; ".join(said), paths, stale
+
+
+def _advice(paths: list[str], refused: set[str] | None) -> str:
+    """What the evidence says still works: ratcheting only where the same-content update
+    passed under the candidate; none at all where it was refused too."""
+    if refused is None:
+        return ""  # no record of the writes: no claim
+    fields = ", ".join(paths[:5]) or "the fields the message names"
+    if UPDATE in refused:
+        return (
+            f" — every write of it is refused: it can only be read or deleted until fixed "
+            f"(set {fields} to what the release accepts)"
+        )
+    if RECREATE in refused:
+        return (
+            f" — updates that leave {fields} unchanged still pass (the API server "
+            "ratchets validation of unchanged values), but a write that changes them and "
+            f"every re-create (a restore, a GitOps re-apply) are refused: fix {fields}"
+        )
+    return ""

@@ -146,6 +146,8 @@ class Report:
     hazards: list[str] = field(default_factory=list)  # writes a release itself refuses
     accepted: list[Acceptance] = field(default_factory=list)  # `accept_not_proven`
     answer: list[str] = field(default_factory=list)  # --from-cluster: the operator's answer
+    # --from-cluster with --max-objects: crd -> {"replayed", "held", "max_objects"}
+    not_replayed: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def acceptance(self, result: CheckResult) -> Acceptance | None:
         if result.passed is not None:
@@ -201,6 +203,7 @@ def write(directory: Path, run: Report) -> Path:
             {
                 "verdict": verdict,
                 "answer": run.answer,
+                "objects_not_replayed": run.not_replayed,
                 "kubernetes": run.kubernetes,
                 "checks": [r.as_json() for r in results],
                 "changes": [c.as_json() for c in run.changes],

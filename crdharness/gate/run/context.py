@@ -73,6 +73,8 @@ class GateContext:
     redaction: Redaction | None = None
     not_replayed: list[str] = field(default_factory=list)  # captured objects not re-created
     object_findings: dict[str, list[str]] = field(default_factory=dict)  # captured -> findings
+    # captured -> every write the candidate refused it (upgrade_writes' names), hazards too
+    writes_refused: dict[str, set[str]] = field(default_factory=dict)
     _names: itertools.count = field(default_factory=itertools.count)
     # The counts objects written at once (``concurrency``) add to.
     _counting: threading.Lock = field(default_factory=threading.Lock, repr=False)
