@@ -28,9 +28,12 @@ from crdharness.gate.run.context import ROUND_TRIP_NS, GateContext
 
 
 def run(ctx: GateContext, release: Release) -> None:
-    """``release``'s forms into ``ctx.previous_forms``, when the candidate's own checks are
-    planned. The gate's own failure here leaves nothing counted as debt (said in the report):
-    the candidate's failures stay findings, as without a history."""
+    """``release``'s forms into ``ctx.previous_forms``, when it is the one before the
+    candidate (not a cluster's capture) and the candidate's own checks are planned. The gate's
+    own failure here leaves nothing counted as debt (said in the report): the candidate's
+    failures stay findings, as without a history."""
+    if release.index != len(ctx.releases) - 2 or ctx.source is not None:
+        return
     if not any(p.check in debt.CHECKS for p in ctx.planned):
         return
     started = time.perf_counter()

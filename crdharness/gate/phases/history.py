@@ -99,8 +99,7 @@ def run(ctx: GateContext) -> None:
                 fresh += write_targeted(ctx, release, ctx.changes.get(i + 1, []))
             upgrade.write_baseline(ctx, release, fresh)
         written += fresh
-        if i == len(ctx.releases) - 2 and ctx.source is None:  # installed now: for its debt
-            previous_release.run(ctx, release)
+        previous_release.run(ctx, release)  # the candidate's predecessor, while installed
         migration.check(ctx, release, live, stored_before)
         ctx.stored_after[i] = {name: migration.stored_versions(ctx.cluster, name) for name in live}
     ctx.history_completed = True  # to its end: refused CRDs are in refused_crds
