@@ -93,6 +93,7 @@ concurrency: 2
     }
     assert config.migrations[3].command == ("./bin/migrate", "--kubeconfig={kubeconfig}")
     assert config.timeout == 600.0 and config.strict is True
+    assert config.debt == "list" and config.fail_debt  # strict: the previous release's too
     assert config.webhook.latency_budget_ms == 25.0
     assert config.expect[0].subject == "crd.yaml = crd.yaml"
     assert config.shrink_seconds == 5.0 and config.min_objects == 3
@@ -153,6 +154,7 @@ concurrency: 2
         ("crds: [crd.yaml]\ntimeout: 0\n", "timeout: must be more than 0"),
         ("crds: [crd.yaml]\nconcurrency: 0\n", "concurrency: must be 1 or more"),
         ("crds: [crd.yaml]\nstrict: sure\n", "strict: must be a bool"),
+        ("crds: [crd.yaml]\ndebt: ignore\n", ":2: debt: one of list, fail"),
         ("crds: [crd.yaml]\nexpect: [{at: crd.yaml}]\n", "expect[0].reads_at: missing"),
         ("crds: [crd.yaml]\nexpect: [{at: crd.yaml, reads_at: no.yaml}]\n", "no.yaml does not"),
         ("crds: [crd.yaml]\nfrom_cluster: {context: x}\n", "from_cluster.kubeconfig: missing"),
@@ -249,3 +251,9 @@ def test_from_cluster_names_the_source_and_what_to_read(tmp_path):
     assert config.from_cluster.context == "prod"
     assert config.from_cluster.namespaces == ["team-a", "team-b"]
     assert config.from_cluster.max_objects == 50 and not config.from_cluster.show_values
+
+
+def test_debt_fail_makes_the_previous_releases_debt_fail(tmp_path):
+    assert not load(write(tmp_path, "crds: [crd.yaml]\n")).fail_debt
+    assert load(write(tmp_path, "crds: [crd.yaml]\ndebt: list\n")).fail_debt is False
+    assert load(write(tmp_path, "crds: [crd.yaml]\ndebt: fail\n")).fail_debt is True

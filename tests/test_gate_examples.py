@@ -613,3 +613,56 @@ def test_the_reference_webhook_from_its_image_passes(tmp_path):
     assert checks(report)["webhook-conduct[webhook]"]["counts"]["reviews"] > 0
     left = images.docker("ps", "-aq", "--filter", "label=crdharness=webhook").stdout.split()
     assert left == [], "the gate's webhook container outlived the run"
+
+
+LAMP = "lamps.debt.example.com"
+
+
+def debt_of(report: dict) -> set[tuple[str, str, str]]:
+    """(check, subject, paths) of each debt the report lists."""
+    return {(d["check"], d["subject"], ",".join(d["paths"])) for d in report["debt"]}
+
+
+def test_a_descriptions_only_patch_release_passes_and_lists_release_1s_debt(tmp_path):
+    code, report, output = gate(tmp_path, "debt/gate-patch.yaml")
+    assert code == 0, output[-3000:]
+    assert report["verdict"] == "PASS" and failed(report) == set()
+    debt = debt_of(report)
+    assert ("schemas-vs-strategy", LAMP, "spec.wattage") in debt
+    assert ("round-trip", f"{LAMP} v1alpha1->v1", "spec.wattage") in debt
+    assert all(d["release"] == 1 and not d["fails"] for d in report["debt"])
+    strategy = checks(report)[f"schemas-vs-strategy[{LAMP}]"]
+    assert strategy["status"] == "pass"
+    assert strategy["evidence"].startswith("release 1's debt, not a finding")
+    assert f"debt of release 1 (not findings): {len(report['debt'])}, see report.md" in output
+    md = (tmp_path / "gate" / "report.md").read_text()
+    assert "## Debt of earlier releases (not findings)" in md
+
+
+def test_debt_fail_fails_the_patch_release_as_before(tmp_path):
+    code, report, _ = gate(tmp_path, "debt/gate-patch-debt-fail.yaml")
+    assert code == 1
+    assert f"schemas-vs-strategy[{LAMP}]" in failed(report)
+    assert report["debt"] and all(d["fails"] for d in report["debt"])
+
+
+def test_a_second_divergence_fails_on_its_own_path_and_the_first_stays_debt(tmp_path):
+    code, report, output = gate(tmp_path, "debt/gate-second.yaml")
+    assert code == 1, output[-3000:]
+    assert failed(report) == {
+        f"schemas-vs-strategy[{LAMP}]",
+        f"round-trip[{LAMP} v1alpha1->v1]",
+    }
+    for key in failed(report):
+        found = checks(report)[key]
+        assert "spec.shade" in found["evidence"], found
+        assert "spec.wattage" not in found["evidence"] + "\n".join(found["details"]), found
+    debt = debt_of(report)
+    assert ("schemas-vs-strategy", LAMP, "spec.wattage") in debt
+    assert not [d for d in report["debt"] if "spec.shade" in d["paths"]]
+
+
+def test_a_crd_gated_against_itself_passes(tmp_path):
+    code, report, output = gate(tmp_path, "debt/gate-self.yaml")
+    assert code == 0, output[-3000:]
+    assert report["verdict"] == "PASS" and report["debt"]

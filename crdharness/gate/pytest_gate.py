@@ -294,6 +294,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
         changes=found,
         pair_changes=ctx.pair_changes,
         hazards=hazards,
+        debt=ctx.debt,
+        debt_note=ctx.previous_not_evaluated,
         accepted=ctx.config.accept_not_proven,
         answer=answer,
         not_replayed=_not_replayed(setup.source),
@@ -333,6 +335,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
     if ctx.hazards:
         terminalreporter.write_line(
             f"hazards of earlier releases (not findings): {len(ctx.hazards)}, see report.md"
+        )
+    if ctx.debt:
+        owed = "failing, `debt: fail`" if any(d.fails for d in ctx.debt) else "not findings"
+        terminalreporter.write_line(
+            f"debt of release {ctx.debt[0].release} ({owed}): {len(ctx.debt)}, see report.md"
         )
     for note in notes:
         terminalreporter.write_line(f"note: {note}")

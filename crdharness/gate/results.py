@@ -2,9 +2,62 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from crdharness.gate import subjects
+
+
+@dataclass(frozen=True)
+class Form:
+    """What one failure of a check is, to know it again in another release: the (schema-spelt)
+    paths it names, none when the check's subject is all it says (convertibility), and the
+    version pair where the subject is a whole CRD (schemas-vs-strategy)."""
+
+    paths: frozenset[str] = frozenset()
+    pair: str = ""
+
+
+@dataclass
+class Found:
+    """One failure of a check with its form: what ``checks.debt`` compares with the previous
+    release's, and what is left of the check's result without the ones that are debt."""
+
+    form: Form
+    evidence: str
+    details: list[str] = field(default_factory=list)
+    objects: list[tuple[str, dict]] = field(default_factory=list)
+
+
+@dataclass
+class Debt:
+    """A failure of the candidate's own checks that the release before it has in the same
+    form (``checks.debt``): that release's debt, listed apart, not the candidate's finding
+    (unless ``debt: fail``)."""
+
+    release: int  # 1-based: the release that already had it
+    check: str
+    subject: str
+    form: Form
+    evidence: str
+    fails: bool = False  # `debt: fail` (or `strict`): it still fails the check
+
+    def as_json(self) -> dict:
+        return {
+            "release": self.release,
+            "check": self.check,
+            "subject": self.subject,
+            "pair": self.form.pair,
+            "paths": sorted(self.form.paths),
+            "evidence": self.evidence,
+            "fails": self.fails,
+        }
+
+    def describe(self) -> str:
+        where = " ".join(x for x in (self.form.pair, ", ".join(sorted(self.form.paths))) if x)
+        return (
+            f"{self.check} [{self.subject}]" + (f" {where}" if where else "") + f": {self.evidence}"
+        )
 
 
 @dataclass
@@ -18,23 +71,30 @@ class CheckResult:
     allowed: list[str] = field(default_factory=list)  # differences an `allow` entry excused
     normalised: list[str] = field(default_factory=list)  # {}, [], 0 read back absent, or back
     counts: dict[str, float] = field(default_factory=dict)  # objects, reviews, ms, s
+    found: list[Found] = field(default_factory=list)  # its failures with their forms
+    unexplained: bool = False  # a failure no ``found`` entry stands for: never debt
 
     @property
     def key(self) -> str:
         return subjects.key(self.check, self.subject)
 
-    def fail(self, evidence: str, *details: str) -> CheckResult:
+    def fail(self, evidence: str, *details: str, found: Sequence[Found] = ()) -> CheckResult:
+        """A failure; ``found``: the failures it is, with their forms (without it, the
+        failure is not one ``checks.debt`` can know again)."""
         if self.passed is not False:  # keep the first failure as the headline
             self.evidence = evidence
         self.passed = False
         self.details += list(details)
+        self.found += list(found)
+        self.unexplained |= not found
         return self
 
     def add(self, other: CheckResult) -> None:
         """What ``other`` found (one object's part of this check, judged beside others'),
         added as if found here: the first failure stays the headline."""
         if other.passed is False:
-            self.fail(other.evidence, *other.details)
+            self.fail(other.evidence, *other.details, found=other.found)
+            self.unexplained |= other.unexplained
         self.objects += other.objects
         self.allowed += [note for note in other.allowed if note not in self.allowed]
         self.normalised += [note for note in other.normalised if note not in self.normalised]

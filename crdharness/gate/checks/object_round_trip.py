@@ -1,4 +1,5 @@
-"""One object's round trip between versions A and B of the candidate: create at A (its
+"""One object's round trip between versions A and B of the candidate (or, for its debt, of
+the release before it, while the history has that one installed): create at A (its
 status through /status), read at B, write it back at B (and its status), read at A. It
 returns the failure it found, or None; a version pair's search (``round_trips``) decides
 what to make of it. Nothing here writes a check's result: counts and the differences that
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field
 from crdharness.gate import diff
 from crdharness.gate.api import Answer, Resource, call
 from crdharness.gate.evidence import objects, schemas
+from crdharness.gate.given.manifests import Release
 from crdharness.gate.results import DataChanged, NotConvertible, RoundTripFailure
 from crdharness.gate.run.context import ROUND_TRIP_NS, GateContext
 
@@ -36,8 +38,18 @@ class PairRecord:
 
 
 def run(
-    ctx: GateContext, manifest, entry, a, b, body, seen: PairRecord, sample: bool = False
+    ctx: GateContext,
+    manifest,
+    entry,
+    a,
+    b,
+    body,
+    seen: PairRecord,
+    sample: bool = False,
+    release: Release | None = None,
 ) -> RoundTripFailure | None:
+    """``release``: whose versions these are (default: the candidate's)."""
+    release = release or ctx.candidate
     resource = Resource.of(manifest)
     namespace = ROUND_TRIP_NS if resource.namespaced else None
     name = ctx.name(f"rt-{a}-{b}".lower())
@@ -59,20 +71,22 @@ def run(
         return None
     seen.counts["created"] += 1
     try:
-        return _compare(ctx, resource, namespace, name, a, b, body, created, seen)
+        return _compare(ctx, release, resource, namespace, name, a, b, body, created, seen)
     finally:
         # At the storage version where it is served: the answer needs no conversion.
         crd = _crd_of(ctx, resource)
-        storage = ctx.candidate.storage(crd)
-        at = storage if storage in ctx.candidate.served(crd) else a
+        storage = release.storage(crd)
+        at = storage if storage in release.served(crd) else a
         call(ctx.cluster, "DELETE", resource.path(at, namespace, name))
 
 
-def _compare(ctx: GateContext, resource, namespace, name, a, b, body, created, seen: PairRecord):
+def _compare(
+    ctx: GateContext, release: Release, resource, namespace, name, a, b, body, created, seen
+):
     """``created`` is the server's answer to the write at A: the object as stored and read
     back at A (the server decodes what it wrote to etcd and converts it to A), so no GET."""
     crd = _crd_of(ctx, resource)
-    sent = objects.manifest(ctx.candidate.crds[crd], a, name, namespace, body)
+    sent = objects.manifest(release.crds[crd], a, name, namespace, body)
     original = created
     shown = [(f"written at {a}", _clean(original))]
     # What was written must read back at the same version: a version other than the
@@ -83,7 +97,7 @@ def _compare(ctx: GateContext, resource, namespace, name, a, b, body, created, s
     kept = {k: v for k, v in original.items() if k in wanted}
     kept["metadata"] = {k: v for k, v in original["metadata"].items() if k in sent["metadata"]}
     lost = [d for d in diff.differences(wanted, kept) if d.change != "added"]
-    lost = _judged(ctx, seen, lost, crd, a, b)
+    lost = _judged(ctx, release, seen, lost, crd, a, b)
     if lost:
         read_back = [(f"sent at {a}", sent), (f"read back at {a}", _clean(original))]
         return _data_changed(
@@ -100,8 +114,8 @@ def _compare(ctx: GateContext, resource, namespace, name, a, b, body, created, s
     # A field with the same path and type at both versions means the same at both: a
     # webhook that swaps two fields both ways survives A->B->A, yet every client of B
     # reads wrong values.
-    moved = _read_differently(ctx, crd, a, b, original, at_b.body)
-    moved = _judged(ctx, seen, moved, crd, a, b)
+    moved = _read_differently(release, crd, a, b, original, at_b.body)
+    moved = _judged(ctx, release, seen, moved, crd, a, b)
     if moved:
         headline = f"written at {a}, read at {b}: {{paths}} (same path and type at both) lost "
         headline += f"or changed at {b}"
@@ -121,7 +135,7 @@ def _compare(ctx: GateContext, resource, namespace, name, a, b, body, created, s
         return _not_convertible(
             f"an object read at {b} cannot be written back at {b}", f"PUT at {b}", updated, shown
         )
-    if objects.has_status(ctx.candidate.entry(crd, b)):  # through its own endpoint
+    if objects.has_status(release.entry(crd, b)):  # through its own endpoint
         status = call(ctx.cluster, "PUT", path + "/status", updated.body)
         if status.status == 409:
             return _written_meanwhile(seen)
@@ -145,20 +159,22 @@ def _compare(ctx: GateContext, resource, namespace, name, a, b, body, created, s
     found = diff.differences(
         diff.comparable(original), diff.comparable(back.body, ignore_annotations=(TOUCH,))
     )
-    found = _judged(ctx, seen, found, crd, a, b)
+    found = _judged(ctx, release, seen, found, crd, a, b)
     if found:
         return _data_changed(f"{a}->{b}->{a} changed {{paths}}", found, shown)
     return None
 
 
-def _judged(ctx: GateContext, seen: PairRecord, found: list, crd: str, a: str, b: str) -> list:
+def _judged(
+    ctx: GateContext, release: Release, seen: PairRecord, found: list, crd: str, a: str, b: str
+) -> list:
     """The differences that are findings: not excused by an ``allow`` entry (noted in
     ``seen.allowed``) and, unless ``strict``, not an empty value, or a zero value of a
     field with no default, that came back absent or the reverse (noted in
     ``seen.normalised``)."""
     findings = []
     for d in found:
-        excuse = ctx.excused(d, a, b, crd)
+        excuse = ctx.excused(d, a, b, crd, release)
         if excuse is None:
             findings.append(d)
             continue
@@ -169,8 +185,8 @@ def _judged(ctx: GateContext, seen: PairRecord, found: list, crd: str, a: str, b
     return findings
 
 
-def _read_differently(ctx: GateContext, crd: str, a: str, b: str, at_a: dict, at_b: dict) -> list:
-    shared = schemas.shared_fields(ctx.candidate, crd, a, b)
+def _read_differently(release: Release, crd: str, a: str, b: str, at_a: dict, at_b: dict) -> list:
+    shared = schemas.shared_fields(release, crd, a, b)
     there = diff.leaves(at_b)
     found = []
     for path, value in diff.leaves(at_a).items():

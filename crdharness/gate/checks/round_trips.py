@@ -15,7 +15,7 @@ from crdharness.gate.checks import object_round_trip
 from crdharness.gate.checks.object_round_trip import PairRecord
 from crdharness.gate.evidence import changes, objects, targeted
 from crdharness.gate.evidence.changes import Change
-from crdharness.gate.results import RoundTripFailure
+from crdharness.gate.results import Form, Found, RoundTripFailure
 from crdharness.gate.run.context import GateContext
 
 MAX_FINDINGS = 3  # distinct failures searched for per version pair
@@ -155,7 +155,7 @@ def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
             )
     for result in (round_trip, convertible):
         if created == 0 and result.passed:
-            result.passed = False
+            result.passed, result.unexplained = False, True
             result.evidence = (
                 f"no object could be created at {a} (refused: {refused}): add "
                 "samples that the API server accepts"
@@ -233,7 +233,7 @@ def _search(
     seen: list[RoundTripFailure] = []
     smaller_at: list[float] = []  # when each smaller failure than those before was found
     budget = ctx.config.shrink_seconds
-    drawn = _drawn(ctx, crd, entry)
+    strategy = drawn(ctx, crd, entry)
 
     @fixed_seed(ctx.config.seed)
     @settings(
@@ -244,7 +244,7 @@ def _search(
         suppress_health_check=list(HealthCheck),
         print_blob=False,
     )
-    @given(drawn)
+    @given(strategy)
     def run(body):
         now = time.monotonic()
         if seen and (now > shrink_until[0] or now - smaller_at[-1] > SHRINK_STALL_SECONDS):
@@ -271,7 +271,7 @@ def _search(
     return None
 
 
-def _drawn(ctx: GateContext, crd: str, entry: dict):
+def drawn(ctx: GateContext, crd: str, entry: dict):
     """What a pair's objects are drawn from: the schema, and with samples, half of them
     the user's samples mutated."""
     drawn = objects.bodies(entry)
@@ -289,7 +289,7 @@ def _drawn_fail(
     """``generate`` drawn objects round-tripped, ``concurrency`` at once (each with its own
     record, added to ``seen`` in order): whether one failed in a way ``new`` accepts."""
     manifest = ctx.candidate.crds[crd]
-    bodies = objects.drawn_from(_drawn(ctx, crd, entry), ctx.config.generate, ctx.config.seed)
+    bodies = objects.drawn_from(drawn(ctx, crd, entry), ctx.config.generate, ctx.config.seed)
 
     def round_trip(body: dict) -> tuple[RoundTripFailure | None, PairRecord]:
         record = PairRecord()
@@ -305,9 +305,16 @@ def _record(
     ctx: GateContext, failure: RoundTripFailure, round_trip, convertible, label: str
 ) -> None:
     result = round_trip if failure.check == "round-trip" else convertible
-    result.fail(failure.evidence, *failure.details)
-    for title, obj in failure.shown:
-        result.objects.append((f"{label}: {title}", obj))
+    shown = [(f"{label}: {title}", obj) for title, obj in failure.shown]
+    found = Found(form(failure), failure.evidence, list(failure.details), shown)
+    result.fail(failure.evidence, *failure.details, found=[found])
+    result.objects += shown
+
+
+def form(failure: RoundTripFailure) -> Form:
+    """A round trip's failure as ``checks.debt`` knows it again: the schema paths it
+    changed; a convertibility failure names none (its version pair is its subject)."""
+    return Form(failure.paths if failure.check == "round-trip" else frozenset())
 
 
 def _kinds(failure: RoundTripFailure) -> set[str]:

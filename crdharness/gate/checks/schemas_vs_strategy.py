@@ -10,41 +10,67 @@ import itertools
 
 from crdharness.gate import diff
 from crdharness.gate.evidence import schemas
+from crdharness.gate.given.manifests import Release
+from crdharness.gate.results import Form, Found
 from crdharness.gate.run.context import GateContext
+
+
+def strategy(ctx: GateContext, release: Release, name: str) -> str:
+    """``name``'s conversion strategy under ``release``, as the gate runs it."""
+    if ctx.webhook is not None and ctx.config.webhook and name in ctx.config.webhook.convert:
+        return "Webhook"
+    return release.strategy(name)
+
+
+def differences(ctx: GateContext, release: Release, name: str) -> list[tuple[str, str, str]]:
+    """(version pair, subtree path, what differs) for each subtree ``release``'s served
+    versions of ``name`` differ in under strategy None; none under another strategy."""
+    served = [v["name"] for v in release.versions(name) if v.get("served")]
+    if strategy(ctx, release, name) != "None":
+        return []
+    return [
+        (f"{a}->{b}", path, text)
+        for a, b in itertools.permutations(served, 2)
+        for path, text in schemas.grouped_differences(release, name, a, b)
+    ]
 
 
 def check(ctx: GateContext, name: str) -> None:
     result = ctx.result("schemas-vs-strategy", name)
-    strategy = ctx.candidate.strategy(name)
-    if ctx.webhook is not None and ctx.config.webhook and name in ctx.config.webhook.convert:
-        strategy = "Webhook"
+    used = strategy(ctx, ctx.candidate, name)
     served = [v for v in ctx.candidate.versions(name) if v.get("served")]
-    if strategy != "None" or len(served) < 2:
-        result.evidence = f"strategy {strategy}" + (
-            "" if strategy != "None" else " with one served version"
+    if used != "None" or len(served) < 2:
+        result.evidence = f"strategy {used}" + (
+            "" if used != "None" else " with one served version"
         )
         return
-    grouped = []
-    for a, b in itertools.permutations([v["name"] for v in served], 2):
-        grouped += schemas.grouped_differences(ctx.candidate, name, a, b)
+    grouped = differences(ctx, ctx.candidate, name)
     # The subtrees real objects lost in this run's round trips first: the data at stake.
     lost = ctx.lost_paths.get(name, set())
 
     def at_stake(path: str) -> bool:
         return any(diff.at_or_under(p, path) for p in lost)
 
-    grouped.sort(key=lambda item: not at_stake(item[0]))
+    grouped.sort(key=lambda item: not at_stake(item[1]))
     problems = [
-        ("data lost in the round trips: " if at_stake(path) else "") + text
-        for path, text in grouped
+        (pair, path, ("data lost in the round trips: " if at_stake(path) else "") + text)
+        for pair, path, text in grouped
     ]
     if problems:
-        stake = sorted({path for path, _ in grouped if at_stake(path)})
+        stake = sorted({path for _, path, _ in grouped if at_stake(path)})
+        found = [
+            Found(Form(frozenset({path}), pair), f"{HEADLINE}: {text}", [text])
+            for pair, path, text in problems
+        ]
         result.fail(
-            f"strategy None but the served versions' schemas differ ({len(problems)} "
-            "subtrees): with None only apiVersion changes, so these fields are lost or "
-            "invalid" + (f"; real objects lost {', '.join(stake)}" if stake else ""),
-            *problems,
+            f"{HEADLINE} ({len(problems)} subtrees): with None only apiVersion changes, so "
+            "these fields are lost or invalid"
+            + (f"; real objects lost {', '.join(stake)}" if stake else ""),
+            *(text for _, _, text in problems),
+            found=found,
         )
     else:
         result.evidence = "strategy None and the served versions share one schema"
+
+
+HEADLINE = "strategy None but the served versions' schemas differ"

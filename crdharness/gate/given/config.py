@@ -60,6 +60,9 @@ class Acceptance:
 
 
 MIGRATION_KINDS = ("storage-version-migration", "rewrite", "command")
+# `debt:` what a failure the release before the candidate already has does (``checks.debt``):
+# listed apart, not a finding; or a finding as any other.
+DEBT_CHOICES = ("list", "fail")
 
 
 @dataclass(frozen=True)
@@ -146,6 +149,7 @@ class GateConfig:
     migrations: dict[int, Migration] = field(default_factory=dict)  # release index -> shipped
     timeout: float = 1800.0  # seconds the whole run may take
     strict: bool = False  # an empty or zero value read back absent (or the reverse) is a finding
+    debt: str = "list"  # one of DEBT_CHOICES; `strict` makes it "fail"
     min_objects: int = 10  # fewer compared per version pair: round trips are "not proven"
     shrink_seconds: float = 20.0  # time a version pair's search may spend shrinking a failure
     concurrency: int = 8  # objects whose requests are in flight at once (per CRD and version)
@@ -156,6 +160,11 @@ class GateConfig:
     @property
     def root(self) -> Path:
         return self.source.parent
+
+    @property
+    def fail_debt(self) -> bool:
+        """Whether the previous release's debt fails the candidate's checks as before."""
+        return self.debt == "fail" or self.strict
 
 
 def fill_placeholders(text: str, values: dict[str, str]) -> str:

@@ -13,6 +13,7 @@ from pathlib import Path
 import yaml
 
 from crdharness.gate.given.config import (
+    DEBT_CHOICES,
     MIGRATION_KINDS,
     PLACEHOLDERS,
     Acceptance,
@@ -40,6 +41,7 @@ TOP_KEYS = {
     "upgrade_objects",
     "timeout",
     "strict",
+    "debt",
     "min_objects",
     "shrink_seconds",
     "concurrency",
@@ -201,6 +203,10 @@ def load(source: Path | str) -> GateConfig:
             )
     if "strict" in top:
         config.strict = reader.scalar(top["strict"], "strict", bool)
+    if "debt" in top:
+        config.debt = reader.scalar(top["debt"], "debt", str)
+        if config.debt not in DEBT_CHOICES:
+            raise reader.fail(top["debt"], "debt", f"one of {', '.join(DEBT_CHOICES)}")
     if "allow" in top:
         config.allow = [
             _allowance(reader, n, f"allow[{i}]")

@@ -1,7 +1,8 @@
 """Phase *candidate*: the candidate release on its own. For every ordered pair of each CRD's
 served versions, *round-trip* and *convertibility* (``round_trips``); then
 *schemas-vs-strategy* (after the round trips: it ranks what they lost) and the user's
-*expected-conversion* pairs.
+*expected-conversion* pairs. Last, what the release before it already fails the same way
+is set apart as that release's debt (``checks.debt``).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import itertools
 
 from crdharness.gate import subjects
 from crdharness.gate.api import apply_crd, delete_crd, ensure_namespace, read_crd
-from crdharness.gate.checks import expectations, round_trips, schemas_vs_strategy
+from crdharness.gate.checks import debt, expectations, round_trips, schemas_vs_strategy
 from crdharness.gate.run.context import ROUND_TRIP_NS, GateContext
 from crdharness.scenarios import crds
 
@@ -51,3 +52,24 @@ def run(ctx: GateContext) -> None:
     ctx.working_on(*(subjects.key("expected-conversion", e.subject) for e in ctx.config.expect))
     expectations.check(ctx)
     ctx.working_on()
+    _settle_debt(ctx)
+
+
+def _settle_debt(ctx: GateContext) -> None:
+    """What the release before the candidate already fails the same way is its debt, not
+    the candidate's finding (``checks.debt``)."""
+    if len(ctx.releases) < 2:
+        return  # no earlier release: nothing is debt
+    previous = len(ctx.releases) - 1  # its 1-based number
+    if not ctx.previous_forms and not ctx.previous_not_evaluated:
+        ctx.previous_not_evaluated = (
+            f"release {previous} was not run through the candidate's own checks (the history "
+            "did not reach it, or was not run): nothing is counted as its debt"
+        )
+    ctx.debt = debt.settle(
+        ctx.results.values(),
+        ctx.previous_forms,
+        previous,
+        ctx.config.fail_debt,
+        ctx.config.min_objects,
+    )

@@ -27,7 +27,7 @@ from crdharness.gate.api import (
     ensure_namespace,
     read_crd,
 )
-from crdharness.gate.checks import deprecation, migration, upgrade
+from crdharness.gate.checks import deprecation, migration, previous_release, upgrade
 from crdharness.gate.checks.upgrade import Written
 from crdharness.gate.evidence import changes, objects, targeted
 from crdharness.gate.evidence.changes import NOT_PROVEN, Change
@@ -99,6 +99,7 @@ def run(ctx: GateContext) -> None:
                 fresh += write_targeted(ctx, release, ctx.changes.get(i + 1, []))
             upgrade.write_baseline(ctx, release, fresh)
         written += fresh
+        previous_release.run(ctx, release)  # the candidate's predecessor, while installed
         migration.check(ctx, release, live, stored_before)
         ctx.stored_after[i] = {name: migration.stored_versions(ctx.cluster, name) for name in live}
     ctx.history_completed = True  # to its end: refused CRDs are in refused_crds

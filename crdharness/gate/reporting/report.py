@@ -12,7 +12,7 @@ import yaml
 
 from crdharness.gate.evidence.changes import Change
 from crdharness.gate.given.config import Acceptance
-from crdharness.gate.results import CheckResult
+from crdharness.gate.results import CheckResult, Debt
 from crdharness.gate.subjects import CHECKS
 
 
@@ -144,6 +144,8 @@ class Report:
     changes: list[Change] = field(default_factory=list)  # every transition's, in order
     pair_changes: list[Change] = field(default_factory=list)  # the candidate's version pairs
     hazards: list[str] = field(default_factory=list)  # writes a release itself refuses
+    debt: list[Debt] = field(default_factory=list)  # the previous release's, not findings
+    debt_note: str = ""  # why the previous release's debt could not be known
     accepted: list[Acceptance] = field(default_factory=list)  # `accept_not_proven`
     answer: list[str] = field(default_factory=list)  # --from-cluster: the operator's answer
     # --from-cluster with --max-objects: crd -> {"replayed", "held", "max_objects"}
@@ -209,6 +211,8 @@ def write(directory: Path, run: Report) -> Path:
                 "changes": [c.as_json() for c in run.changes],
                 "version_pair_differences": [c.as_json() for c in run.pair_changes],
                 "hazards": run.hazards,
+                "debt": [d.as_json() for d in run.debt],
+                "debt_not_evaluated": run.debt_note,
                 "accepted_not_proven": [
                     {"check": r.check, "subject": r.subject, "reason": a.reason}
                     for r, a in accepted
@@ -272,6 +276,7 @@ def write(directory: Path, run: Report) -> Path:
             "",
             *[f"- {h}" for h in run.hazards],
         ]
+    md += _debt(run.debt, run.debt_note)
     if run.stored_after:
         md += ["", "## status.storedVersions a cluster holds after each release", ""]
         md += ["| release | CRD | storedVersions |", "| --- | --- | --- |"]
@@ -288,6 +293,31 @@ def write(directory: Path, run: Report) -> Path:
         md += ["", "## Notes", "", *[f"- {n}" for n in run.notes]]
     (directory / "report.md").write_text("\n".join(md) + "\n")
     return directory
+
+
+def _debt(debts: list[Debt], note: str) -> list[str]:
+    """The previous release's failures the candidate has in the same form: listed, never
+    silently green; findings only with `debt: fail` (or `strict: true`)."""
+    if not debts and not note:
+        return []
+    md = ["", "## Debt of earlier releases (not findings)", ""]
+    if debts:
+        failing = any(d.fails for d in debts)
+        md += [
+            f"Failures of the candidate's own checks that release {debts[0].release} already "
+            "has in the same form (same check, CRD and version pair; every path at or under "
+            "one it fails): "
+            + (
+                "they fail the candidate, as `debt: fail` (or `strict: true`) asks."
+                if failing
+                else "not blamed on the candidate; `debt: fail` makes them findings."
+            ),
+            "",
+            *[f"- release {d.release}: {d.describe()}" for d in debts],
+        ]
+    if note:
+        md += ["", note] if debts else [note]
+    return md
 
 
 def _changes_table(found: list[Change]) -> list[str]:

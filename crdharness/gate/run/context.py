@@ -23,7 +23,7 @@ from crdharness.gate.evidence.changes import Change
 from crdharness.gate.given.config import GateConfig
 from crdharness.gate.given.manifests import Release, point_conversion
 from crdharness.gate.redaction import Redaction
-from crdharness.gate.results import CheckResult, NotConvertible
+from crdharness.gate.results import CheckResult, Debt, Form, NotConvertible
 from crdharness.gate.run.plan import PlannedCheck
 
 if TYPE_CHECKING:
@@ -66,6 +66,12 @@ class GateContext:
     changes: dict[int, list[Change]] = field(default_factory=dict)  # release -> from previous
     pair_changes: list[Change] = field(default_factory=list)  # candidate's version pairs
     hazards: dict[str, str] = field(default_factory=dict)  # writes a release itself refuses
+    # The release before the candidate, run through the candidate's own checks while the
+    # history has it installed (``checks.previous_release``): check:subject -> its failures'
+    # forms, for each check and subject it decided; what of the candidate's is its ``debt``.
+    previous_forms: dict[str, list[Form]] = field(default_factory=dict)
+    previous_not_evaluated: str = ""  # why nothing of it could be known (with a history)
+    debt: list[Debt] = field(default_factory=list)
     deadline: float = 0.0  # time.monotonic() when the run's `timeout:` passes
     # ``--from-cluster``: what the source cluster holds (release 1 is its CRDs), and what
     # the run may show of it.

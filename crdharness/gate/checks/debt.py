@@ -1,0 +1,124 @@
+"""A release is blamed only for what it makes worse. A failure of the candidate's own checks
+(``CHECKS``: they judge the candidate alone, ``run.plan.RELEASE_ONLY``) that the release before
+it already has in the same form is that release's **debt**: listed apart, and not the
+candidate's finding, unless the gate file says ``debt: fail`` (or ``strict: true``). A gate that
+blocks every pull request for an old defect gets switched off.
+
+The same form: the same check and subject (the CRD and its version pair), the same version
+pair where the subject is a whole CRD, and every path the candidate's failure names at or under
+a path one of the earlier release's failures of that check and subject names (one lost subtree
+is the same loss whatever part of it an object held). A failure that names no path (an
+object one version cannot store, read or write: convertibility) is the same when the earlier
+release has one that names none either. Any other path is a finding as before; the part of
+that failure that is debt is still listed apart. A check and subject the earlier release was
+not run through (a version pair it does not serve, no history, the history deselected) has no
+debt: its failures stay findings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from crdharness.gate import diff
+from crdharness.gate.results import CheckResult, Debt, Form, Found
+
+CHECKS = ("round-trip", "convertibility", "schemas-vs-strategy", "expected-conversion")
+# What a cleared round trip still needs reached, as its own "not proven" rule counts it.
+REACHED = {"round-trip": "compared", "convertibility": "created"}
+
+
+def split(form: Form, earlier: Sequence[Form]) -> tuple[Form | None, Form | None]:
+    """``form`` as (the part the ``earlier`` forms already have, the part they do not);
+    either is None when empty."""
+    same = [e for e in earlier if e.pair == form.pair]
+    if not form.paths:
+        return (form, None) if any(not e.paths for e in same) else (None, form)
+    old = frozenset(
+        p for p in form.paths if any(diff.at_or_under(p, q) for e in same for q in e.paths)
+    )
+    new = form.paths - old
+    return (
+        Form(old, form.pair) if old else None,
+        Form(new, form.pair) if new else None,
+    )
+
+
+def settle(
+    results: Iterable[CheckResult],
+    previous: dict[str, list[Form]],
+    release: int,
+    fail_debt: bool = False,
+    min_objects: int = 0,
+) -> list[Debt]:
+    """The debt of ``release`` (1-based) among the failing ``results``, whose failures
+    ``previous`` (check:subject -> the forms of that release's failures, for each it was run
+    through) already has; each result left with its other failures only (``fail_debt``:
+    left as it is). A result that failed for a reason no form stands for keeps failing."""
+    listed: list[Debt] = []
+    for result in results:
+        if result.check not in CHECKS or result.passed is not False or not result.found:
+            continue
+        earlier = previous.get(result.key)
+        if earlier is None:  # that release was not run through it: nothing is known of it
+            continue
+        debts: list[Debt] = []
+        owed: list[Found] = []  # failures that are debt as a whole
+        remaining: list[Found] = []
+        for found in result.found:
+            old, new = split(found.form, earlier)
+            if old is not None:
+                debts.append(
+                    Debt(release, result.check, result.subject, old, found.evidence, fail_debt)
+                )
+            if new is None:
+                owed.append(found)
+            elif old is not None:  # the new paths first: they are what this release broke
+                remaining.append(_only_new(found, new, old, release))
+            else:
+                remaining.append(found)
+        listed += debts
+        if debts and not fail_debt and not result.unexplained:
+            _rebuild(result, remaining, owed, debts, release, min_objects)
+    return listed
+
+
+def _paths(form: Form) -> str:
+    paths = ", ".join(sorted(form.paths))
+    return " ".join(x for x in (form.pair, paths) if x) or "the same failure"
+
+
+def _only_new(found: Found, new: Form, old: Form, release: int) -> Found:
+    evidence = (
+        f"{', '.join(sorted(new.paths))} (new in this release; {', '.join(sorted(old.paths))} "
+        f"is release {release}'s debt): {found.evidence}"
+    )
+    return Found(new, evidence, found.details, found.objects)
+
+
+def _rebuild(
+    result: CheckResult,
+    remaining: list[Found],
+    owed: list[Found],
+    debts: list[Debt],
+    release: int,
+    min_objects: int,
+) -> None:
+    """``result`` as its ``remaining`` failures alone make it, saying what it owes."""
+    note = f"release {release}'s debt, not a finding: " + "; ".join(_paths(d.form) for d in debts)
+    result.passed, result.evidence, result.details, result.found = True, "", [], []
+    result.objects = []
+    for found in remaining:
+        result.fail(found.evidence, *found.details, found=[found])
+        result.objects += found.objects
+    result.objects += [(f"release {release}'s debt: {t}", o) for f in owed for t, o in f.objects]
+    if result.passed is False:  # its own failures name only their paths; the debt is listed
+        return
+    result.details.append(f"{note} (listed under 'Debt of earlier releases')")
+    result.evidence = f"{note}: release {release} fails the same way (listed apart)"
+    reached = result.counts.get(REACHED.get(result.check, ""), min_objects)
+    if reached < min_objects:  # as the round trips' own rule: thin evidence is no pass
+        result.passed = None
+        result.evidence = (
+            f"not proven: only {reached:g} objects reached this check (at least {min_objects} "
+            f"needed, `min_objects`); {note}"
+        )

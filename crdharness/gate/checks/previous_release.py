@@ -1,0 +1,129 @@
+"""The release before the candidate through the candidate's own checks, while the history has
+it installed (its CRDs, on this cluster, behind the same webhook): what ``checks.debt`` needs
+to tell that release's debt from what the candidate breaks.
+
+For each CRD the candidate also has and each ordered pair of the versions it serves: its
+*schemas-vs-strategy* differences (from its manifest), and the *round-trip* and
+*convertibility* failures of one round trip (``object_round_trip``, as the candidate's) of
+each of the user's samples, of an object holding each path the two versions differ in, and of
+the ``generate`` objects the candidate's pair draws first (the same seed: the same objects
+where the schemas agree). No search and no shrinking: only the forms of the failures are
+kept. What it writes it deletes; what the server refuses is not counted in the run's refusals.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections import Counter
+
+from crdharness.gate import concurrency, subjects
+from crdharness.gate.api import ensure_namespace
+from crdharness.gate.checks import debt, object_round_trip, round_trips, schemas_vs_strategy
+from crdharness.gate.checks.object_round_trip import PairRecord
+from crdharness.gate.evidence import changes, objects, targeted
+from crdharness.gate.given.manifests import Release
+from crdharness.gate.results import Form, RoundTripFailure
+from crdharness.gate.run.context import ROUND_TRIP_NS, GateContext
+
+
+def run(ctx: GateContext, release: Release) -> None:
+    """``release``'s forms into ``ctx.previous_forms``, when it is the one before the
+    candidate (not a cluster's capture) and the candidate's own checks are planned. The gate's
+    own failure here leaves nothing counted as debt (said in the report): the candidate's
+    failures stay findings, as without a history."""
+    if release.index != len(ctx.releases) - 2 or ctx.source is not None:
+        return
+    if not any(p.check in debt.CHECKS for p in ctx.planned):
+        return
+    started = time.perf_counter()
+    try:
+        _run(ctx, release)
+    except Exception as exc:
+        ctx.previous_forms = {}
+        ctx.previous_not_evaluated = (
+            f"release {release.index + 1}'s own checks could not run "
+            f"({type(exc).__name__}: {exc}): nothing is counted as its debt"
+        )
+    ctx.timings[f"release {release.index + 1}'s own checks"] = round(
+        time.perf_counter() - started, 2
+    )
+
+
+def _run(ctx: GateContext, release: Release) -> None:
+    ctx.report(f"gate: release {release.index + 1}: its own round trips (for its debt)")
+    ensure_namespace(ctx.cluster, ROUND_TRIP_NS)
+    # Its refusals are no evidence about the candidate: the run's counts stay as they were.
+    refused, examples = Counter(ctx.refused), dict(ctx.refused_examples)
+    try:
+        for name in ctx.live(release):
+            if name not in ctx.candidate.crds:
+                continue
+            ctx.previous_forms[subjects.key("schemas-vs-strategy", name)] = [
+                Form(frozenset({path}), pair)
+                for pair, path, _ in schemas_vs_strategy.differences(ctx, release, name)
+            ]
+            pairs = list(itertools.permutations(release.served(name), 2))
+            forms: dict[tuple[str, str], set[tuple[str, Form]]] = {}
+            failed: dict[tuple[str, str], list[dict]] = {}  # pair -> the bodies that failed
+            for a, b in pairs:
+                ctx.check_deadline(f"release {release.index + 1}'s round trips of {name}")
+                forms[a, b], failed[a, b] = _pair(
+                    ctx, release, name, a, b, _bodies(ctx, release, name, a, b)
+                )
+            # As the candidate's pairs start from what other pairs found: those bodies too.
+            for a, b in pairs:
+                found = [
+                    body for pair, bodies in failed.items() if pair != (a, b) for body in bodies
+                ]
+                forms[a, b] |= _pair(ctx, release, name, a, b, [(body, False) for body in found])[0]
+                subject = subjects.pair(name, a, b)
+                for check in ("round-trip", "convertibility"):
+                    ctx.previous_forms[subjects.key(check, subject)] = [
+                        f for c, f in forms[a, b] if c == check
+                    ]
+    finally:
+        ctx.refused, ctx.refused_examples = refused, examples
+
+
+def _bodies(
+    ctx: GateContext, release: Release, name: str, a: str, b: str
+) -> list[tuple[dict, bool]]:
+    """(body, whether it is the user's sample) to round-trip between ``a`` and ``b``: the
+    samples, an object holding each path the versions differ in, the drawn objects."""
+    entry = release.entry(name, a)
+    samples = ctx.sample_bodies(name, a)
+    bodies = [(body, True) for body in samples]
+    for change in changes.between_versions(release, name, a, b):
+        try:
+            bodies += [(body, False) for body in targeted.bodies(change, entry, samples)[:1]]
+        except targeted.NoObject:
+            continue  # the candidate's object for it is no debt then
+    if ctx.config.generate:
+        drawn = round_trips.drawn(ctx, name, entry)
+        bodies += [
+            (body, False)
+            for body in objects.drawn_from(drawn, ctx.config.generate, ctx.config.seed)
+        ]
+    return bodies
+
+
+def _pair(
+    ctx: GateContext, release: Release, name: str, a: str, b: str, bodies: list[tuple[dict, bool]]
+) -> tuple[set[tuple[str, Form]], list[dict]]:
+    """(check, form) of each failure of ``bodies``' round trips between ``release``'s
+    versions ``a`` and ``b``, and a body that failed so for each."""
+    manifest, entry = release.crds[name], release.entry(name, a)
+
+    def round_trip(item: tuple[dict, bool]) -> RoundTripFailure | None:
+        body, sample = item
+        return object_round_trip.run(
+            ctx, manifest, entry, a, b, body, PairRecord(), sample, release=release
+        )
+
+    failures = concurrency.each(round_trip, bodies, ctx.config.concurrency)
+    first: dict[tuple[str, Form], dict] = {}  # one body per form, as the candidate keeps one
+    for failure, (body, _) in zip(failures, bodies, strict=True):
+        if failure is not None:
+            first.setdefault((failure.check, round_trips.form(failure)), body)
+    return set(first), list(first.values())

@@ -1,0 +1,170 @@
+"""The previous release's debt set apart from the candidate's findings (``gate.checks.debt``),
+without a cluster: results and forms as the round trips and schemas-vs-strategy record them."""
+
+from __future__ import annotations
+
+import json
+
+from crdharness.gate.checks import debt
+from crdharness.gate.reporting import report
+from crdharness.gate.results import CheckResult, Form, Found
+
+PAIR = "widgets.gate.example.com v1->v2"
+
+
+def lost(result: CheckResult, *paths: str) -> CheckResult:
+    """A round trip that lost ``paths`` (one object), as ``round_trips`` records it."""
+    evidence = f"v1->v2->v1 changed {', '.join(paths)}"
+    found = Found(Form(frozenset(paths)), evidence, [f"{p}: lost" for p in paths], [("o", {})])
+    result.objects.append(("o", {}))
+    return result.fail(evidence, *found.details, found=[found])
+
+
+def round_trip(compared: int = 30) -> CheckResult:
+    result = CheckResult("round-trip", PAIR)
+    result.counts = {"compared": compared, "created": compared}
+    return result
+
+
+def previous(*paths: str, check: str = "round-trip", subject: str = PAIR) -> dict:
+    return {f"{check}:{subject}": [Form(frozenset({p})) for p in paths]}
+
+
+def test_a_loss_the_previous_release_has_is_its_debt_and_passes():
+    result = lost(round_trip(), "spec.colour")
+    debts = debt.settle([result], previous("spec.colour"), 1, min_objects=10)
+    assert [(d.release, d.check, d.subject, sorted(d.form.paths)) for d in debts] == [
+        (1, "round-trip", PAIR, ["spec.colour"])
+    ]
+    assert result.passed is True
+    assert "release 1's debt, not a finding: spec.colour" in result.evidence
+    assert not result.found and result.objects == [("release 1's debt: o", {})]
+
+
+def test_a_new_path_is_a_finding_naming_it_and_the_old_one_stays_debt():
+    result = lost(lost(round_trip(), "spec.colour"), "spec.size")
+    debts = debt.settle([result], previous("spec.colour"), 1)
+    assert [sorted(d.form.paths) for d in debts] == [["spec.colour"]]
+    assert result.passed is False
+    assert "spec.size" in result.evidence and "spec.colour" not in result.evidence
+    assert not any("spec.colour" in line for line in result.details)
+
+
+def test_one_object_losing_an_old_and_a_new_path_fails_on_the_new_path_first():
+    result = lost(round_trip(), "spec.colour", "spec.size")
+    debts = debt.settle([result], previous("spec.colour"), 1)
+    assert result.passed is False
+    assert result.evidence.startswith("spec.size (new in this release; spec.colour is release 1")
+    assert [sorted(d.form.paths) for d in debts] == [["spec.colour"]]
+
+
+def test_a_path_under_a_subtree_the_previous_release_loses_is_the_same_loss():
+    result = lost(round_trip(), "spec.colour.shade")
+    assert debt.settle([result], previous("spec.colour"), 1) and result.passed is True
+    # ... but not the other way round: a bigger loss than the previous release's.
+    wider = lost(round_trip(), "spec.colour")
+    assert not debt.settle([wider], previous("spec.colour.shade"), 1)
+    assert wider.passed is False
+
+
+def test_a_pair_or_check_the_previous_release_was_not_run_through_has_no_debt():
+    result = lost(round_trip(), "spec.colour")
+    assert not debt.settle([result], previous("spec.colour", subject="other v1->v2"), 1)
+    assert not debt.settle([result], previous("spec.colour", check="convertibility"), 1)
+    assert not debt.settle([result], {}, 1)  # no history: nothing is debt
+    assert result.passed is False and result.evidence == "v1->v2->v1 changed spec.colour"
+
+
+def test_a_previous_release_that_passed_the_pair_owes_nothing():
+    result = lost(round_trip(), "spec.colour")
+    assert not debt.settle([result], {f"round-trip:{PAIR}": []}, 1)
+    assert result.passed is False
+
+
+def test_debt_fail_lists_the_debt_and_keeps_the_failure():
+    result = lost(round_trip(), "spec.colour")
+    debts = debt.settle([result], previous("spec.colour"), 1, fail_debt=True)
+    assert [d.fails for d in debts] == [True]
+    assert result.passed is False and result.evidence == "v1->v2->v1 changed spec.colour"
+
+
+def test_a_failure_no_form_stands_for_keeps_the_result_failing():
+    result = lost(round_trip(), "spec.colour").fail("the gate could not finish this check: X")
+    debts = debt.settle([result], previous("spec.colour"), 1)
+    assert len(debts) == 1 and result.passed is False
+
+
+def test_convertibility_is_the_same_form_when_the_previous_release_fails_the_pair_too():
+    def failing() -> CheckResult:
+        result = CheckResult("convertibility", PAIR)
+        result.counts = {"created": 30}
+        return result.fail("cannot be read at v2", found=[Found(Form(), "cannot be read at v2")])
+
+    result = failing()
+    assert debt.settle([result], {f"convertibility:{PAIR}": [Form()]}, 1) and result.passed
+    result = failing()
+    assert not debt.settle([result], {f"convertibility:{PAIR}": []}, 1)
+    assert result.passed is False
+
+
+def test_schemas_vs_strategy_compares_the_version_pair_and_the_subtree():
+    subject = "widgets.gate.example.com"
+
+    def failing() -> CheckResult:
+        result = CheckResult("schemas-vs-strategy", subject)
+        found = [
+            Found(Form(frozenset({"spec.colour"}), "v1->v2"), "differ: spec.colour", ["a"]),
+            Found(Form(frozenset({"spec.color"}), "v2->v1"), "differ: spec.color", ["b"]),
+        ]
+        return result.fail("strategy None but ... (2 subtrees)", "a", "b", found=found)
+
+    earlier = {
+        f"schemas-vs-strategy:{subject}": [
+            Form(frozenset({"spec.colour"}), "v1->v2"),
+            Form(frozenset({"spec.color"}), "v2->v1"),
+        ]
+    }
+    result = failing()
+    assert len(debt.settle([result], earlier, 1)) == 2 and result.passed is True
+    # The same path between another pair of versions is new.
+    earlier[f"schemas-vs-strategy:{subject}"][1] = Form(frozenset({"spec.color"}), "v3->v1")
+    result = failing()
+    assert len(debt.settle([result], earlier, 1)) == 1
+    assert result.passed is False and result.evidence == "differ: spec.color"
+
+
+def test_a_pair_cleared_of_debt_with_too_few_objects_is_not_proven():
+    result = lost(round_trip(compared=3), "spec.colour")
+    debt.settle([result], previous("spec.colour"), 1, min_objects=10)
+    assert result.passed is None and result.evidence.startswith("not proven: only 3 objects")
+
+
+def test_checks_of_an_upgrade_are_never_debt():
+    result = CheckResult("upgrade", "release 1->2")
+    result.fail("lost", found=[Found(Form(frozenset({"spec.colour"})), "lost")])
+    assert not debt.settle(
+        [result], {"upgrade:release 1->2": [Form(frozenset({"spec.colour"}))]}, 1
+    )
+
+
+def test_the_report_lists_debt_apart_and_it_does_not_fail_the_verdict(tmp_path):
+    result = lost(round_trip(), "spec.colour")
+    debts = debt.settle([result], previous("spec.colour"), 1)
+    run = report.Report([result], "1.37", debt=debts)
+    assert run.verdict == report.PASS
+    report.write(tmp_path, run)
+    written = json.loads((tmp_path / "report.json").read_text())
+    assert written["debt"] == [
+        {
+            "release": 1,
+            "check": "round-trip",
+            "subject": PAIR,
+            "pair": "",
+            "paths": ["spec.colour"],
+            "evidence": "v1->v2->v1 changed spec.colour",
+            "fails": False,
+        }
+    ]
+    md = (tmp_path / "report.md").read_text()
+    assert "## Debt of earlier releases (not findings)" in md
+    assert f"- release 1: round-trip [{PAIR}] spec.colour" in md
