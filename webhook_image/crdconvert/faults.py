@@ -119,6 +119,12 @@ def _omit_empty(obj: dict) -> None:
             return [pruned(v) for v in value]
         return value
 
+    _in_spec_and_status(obj, pruned)
+
+
+def _in_spec_and_status(obj: dict, pruned) -> None:
+    """``pruned`` applied to the object's ``spec`` and ``status`` (a Go webhook re-encodes
+    those; metadata the server restores)."""
     for part in ("spec", "status"):
         if isinstance(obj.get(part), dict):
             obj[part] = pruned(obj[part])
@@ -135,9 +141,7 @@ def _omit_zero(obj: dict) -> None:
             return [pruned(v) for v in value]
         return value
 
-    for part in ("spec", "status"):
-        if isinstance(obj.get(part), dict):
-            obj[part] = pruned(obj[part])
+    _in_spec_and_status(obj, pruned)
 
 
 def _zero(value) -> bool:
