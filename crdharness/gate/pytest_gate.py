@@ -295,7 +295,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
         pair_changes=ctx.pair_changes,
         hazards=hazards,
         debt=ctx.debt,
-        debt_note=ctx.previous_not_evaluated,
+        debt_note="; ".join(filter(None, [ctx.previous_not_evaluated, *ctx.debt_unknowable])),
         accepted=ctx.config.accept_not_proven,
         answer=answer,
         not_replayed=_not_replayed(setup.source),

@@ -95,6 +95,8 @@ class CheckResult:
         if other.passed is False:
             self.fail(other.evidence, *other.details, found=other.found)
             self.unexplained |= other.unexplained
+        else:  # notes that are no finding (what an earlier release or the webhook did)
+            self.details += [line for line in other.details if line not in self.details]
         self.objects += other.objects
         self.allowed += [note for note in other.allowed if note not in self.allowed]
         self.normalised += [note for note in other.normalised if note not in self.normalised]

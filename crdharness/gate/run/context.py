@@ -71,6 +71,8 @@ class GateContext:
     # forms, for each check and subject it decided; what of the candidate's is its ``debt``.
     previous_forms: dict[str, list[Form]] = field(default_factory=dict)
     previous_not_evaluated: str = ""  # why nothing of it could be known (with a history)
+    # CRDs whose round trips cannot tell the previous release's debt (the candidate's webhook)
+    debt_unknowable: list[str] = field(default_factory=list)
     debt: list[Debt] = field(default_factory=list)
     deadline: float = 0.0  # time.monotonic() when the run's `timeout:` passes
     # ``--from-cluster``: what the source cluster holds (release 1 is its CRDs), and what
