@@ -163,18 +163,21 @@ def _resource_versions(cluster: Cluster) -> dict[str, str]:
     return found
 
 
-def _gate(kubeconfig_path: Path, artifacts: Path) -> tuple[int, dict, str]:
+def _gate(
+    kubeconfig_path: Path, artifacts: Path, gate_file: Path = EXAMPLE / "gate.yaml", *extra: str
+) -> tuple[int, dict, str]:
     done = subprocess.run(
         [
             sys.executable,
             "-m",
             "crdharness",
             "gate",
-            str(EXAMPLE / "gate.yaml"),
+            str(gate_file),
             "--from-cluster",
             str(kubeconfig_path),
             "--artifacts",
             str(artifacts),
+            *extra,
         ],
         capture_output=True,
         text=True,
@@ -265,3 +268,64 @@ def test_a_migrated_cluster_with_valid_objects_can_take_the_release(source, tmp_
     assert not {c["check"] for c in report["checks"]} & {"round-trip", "schemas-vs-strategy"}
     assert TOKEN not in _everything_written(tmp_path / "gate", output)
     assert _writes_by(audit_log, READER)[1] == []
+
+
+PASSWORD = "pw-7c1e93ab55f0"  # Secret-like by its field's name, deep in spec
+ANNOTATED = "at-0d2c6b9e41aa"  # Secret-like by its annotation's name
+SHOWN = "tcp://shown-endpoint.example:7000"  # an ordinary value: shown when asked
+
+
+def _with_auth(manifest: dict) -> dict:
+    """The example's release with ``spec.auth.basic.password``: a credential nested deep."""
+    for entry in manifest["spec"]["versions"]:
+        spec = entry["schema"]["openAPIV3Schema"]["properties"]["spec"]
+        spec["properties"]["auth"] = {
+            "type": "object",
+            "properties": {
+                "basic": {
+                    "type": "object",
+                    "properties": {"user": {"type": "string"}, "password": {"type": "string"}},
+                }
+            },
+        }
+    return manifest
+
+
+def test_shown_values_never_include_a_secret_like_one(source, tmp_path):
+    plane, cluster, _ = source
+    for name in ("release-1.yaml", "release-2.yaml"):
+        text = yaml.safe_dump(_with_auth(yaml.safe_load((EXAMPLE / name).read_text())))
+        (tmp_path / name).write_text(text)
+    gate_file = tmp_path / "gate.yaml"
+    gate_file.write_text("crds: [release-1.yaml, release-2.yaml]\ngenerate: 5\n")
+    _apply_crd(cluster, yaml.safe_load((tmp_path / "release-1.yaml").read_text()))
+    _namespace(cluster, "team-a")
+    body = {
+        "apiVersion": f"{GROUP}/v1beta1",
+        "kind": "Tunnel",
+        "metadata": {
+            "name": "old-office",
+            "namespace": "team-a",
+            "annotations": {"example.com/api-token": ANNOTATED, "example.com/owner": "ops"},
+        },
+        "spec": {
+            "mode": "legacy",  # the candidate drops it: this object is shown, refused
+            "endpoint": SHOWN,
+            "token": TOKEN,
+            "auth": {"basic": {"user": "gate", "password": PASSWORD}},
+        },
+    }
+    _ok(cluster.http.post(f"/apis/{GROUP}/v1beta1/namespaces/team-a/{PLURAL}", json=body))
+    reader = _reader(plane, cluster, tmp_path)
+
+    artifacts = tmp_path / "gate"
+    code, report, output = _gate(reader, artifacts, gate_file, "--show-values")
+
+    assert code == 1, output[-3000:]
+    everything = _everything_written(artifacts, output)
+    assert (artifacts / "junit.xml").is_file() and (artifacts / "report.md").is_file()
+    shown = list((artifacts / "objects").glob("*.yaml"))
+    assert shown, "the refused object is not under objects/"
+    assert SHOWN in everything, "--show-values showed no value of the cluster's objects"
+    for secret in (PASSWORD, ANNOTATED, TOKEN):
+        assert secret not in everything, f"{secret} was shown"

@@ -383,6 +383,10 @@ def _write_all_again(
                     f"written under release {release.index + 1}: {new[0].line}",
                     *(f"{obj.label}: {r.line}" for r in new),
                 )
+                if part.passed is False and version in obj.seen:  # the object it refused
+                    part.objects.append(
+                        (f"{obj.label} as read at {version}, refused", obj.seen[version])
+                    )
         return part, hazards, writes, known_count
 
     writes = hazards_count = 0
