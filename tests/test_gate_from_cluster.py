@@ -322,6 +322,7 @@ def test_shown_values_never_include_a_secret_like_one(source, tmp_path):
     code, report, output = _gate(reader, artifacts, gate_file, "--show-values")
 
     assert code == 1, output[-3000:]
+    assert any("team-a/old-office" in line for line in report["answer"]), report["answer"]
     everything = _everything_written(artifacts, output)
     assert (artifacts / "junit.xml").is_file() and (artifacts / "report.md").is_file()
     shown = list((artifacts / "objects").glob("*.yaml"))
