@@ -42,3 +42,37 @@ def phase(report: Reporter, what: str, heartbeat: float = 15.0) -> Iterator[None
         finished.set()
         ticker.join()
     report(f"{what}: done in {_elapsed(time.monotonic() - start)}")
+
+
+class Tally:
+    """Many items of work, counted as they end (from any thread): at most every ``every``
+    seconds a line says how many of ``total`` are done and how fast, so a run over a few
+    seconds is never silent; ``finish`` says the whole when it took that long."""
+
+    def __init__(self, report: Reporter, what: str, total: int, every: float = 5.0):
+        self.report, self.what, self.total, self.every = report, what, total, every
+        self.done = 0
+        self.started = self.said = time.monotonic()
+        self._lock = threading.Lock()
+
+    def add(self, count: int = 1) -> None:
+        with self._lock:
+            self.done += count
+            now = time.monotonic()
+            if now - self.said < self.every:
+                return
+            self.said = now
+            line = self._line(now)
+        self.report(line)
+
+    def finish(self) -> None:
+        now = time.monotonic()
+        if now - self.started >= self.every:
+            self.report(self._line(now))
+
+    def _line(self, now: float) -> str:
+        seconds = max(now - self.started, 1e-6)
+        return (
+            f"{self.what}: {self.done} of {self.total} ({self.done / seconds:.0f}/s, "
+            f"{_elapsed(seconds)})"
+        )

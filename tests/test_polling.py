@@ -44,3 +44,23 @@ def test_a_timeout_names_what_was_awaited_and_the_last_retried_error():
         "timed out after 0.05s waiting for the webhook to listen; "
         "last error: ConnectionError: connection refused"
     )
+
+
+def test_a_tally_says_how_far_and_how_fast_at_most_every_few_seconds(monkeypatch):
+    from crdharness import progress
+
+    now = [100.0]
+    monkeypatch.setattr(progress.time, "monotonic", lambda: now[0])
+    said: list[str] = []
+    tally = progress.Tally(said.append, "replayed", 10, every=5.0)
+    for _ in range(4):
+        now[0] += 1.0
+        tally.add()
+    assert said == []  # 4 s: nothing yet
+    now[0] += 1.0
+    tally.add()
+    assert said == ["replayed: 5 of 10 (1/s, 5s)"]
+    tally.add()
+    assert len(said) == 1  # not again within the next 5 s
+    tally.finish()
+    assert said[-1] == "replayed: 6 of 10 (1/s, 5s)"

@@ -30,6 +30,7 @@ from crdharness.gate.evidence.changes import Change
 from crdharness.gate.given.manifests import Release
 from crdharness.gate.results import CheckResult
 from crdharness.gate.run.context import GateContext
+from crdharness.progress import Tally
 
 RECREATES = (RECREATE, RECREATE_STATUS)
 
@@ -278,8 +279,14 @@ def write_baseline(ctx: GateContext, release: Release, written: list[Written]) -
     release), which ``round-trip`` reports: noted on the transition, never its finding —
     one finding, one place. What the next release's writes lose beyond it stays one."""
     upcoming = ctx.result("upgrade", subjects.transition(release.index + 1))
+    tally = Tally(
+        ctx.report,
+        f"gate: old objects written again under release {release.index + 1}",
+        len(written),
+    )
 
     def write(obj: Written) -> tuple[CheckResult, dict[str, str]]:
+        tally.add()
         part, hazards = upcoming.part(), dict[str, str]()
         # Lost by the user's webhook: the candidate's, whatever release it runs under.
         # Lost by strategy None: this release's own hazard.
@@ -363,7 +370,12 @@ def _write_all_again(
     the next release's comparison). Returns the number of writes, and of those refused
     already under the earlier release."""
 
+    tally = Tally(
+        ctx.report, f"gate: old objects written under release {release.index + 1}", len(written)
+    )
+
     def write(obj: Written) -> tuple[CheckResult, dict[str, str], int, int]:
+        tally.add()
         part, hazards, writes, known_count = result.part(), dict[str, str](), 0, 0
         for version, refused in _written_again(ctx, release, obj):
             writes += 4 + objects.has_status(release.entry(obj.crd, version))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable
 
-from crdharness.gate import subjects
+from crdharness.gate import concurrency, subjects
 from crdharness.gate.api import Resource, apply_crd, ensure_namespace
 from crdharness.gate.checks import migration
 from crdharness.gate.checks.upgrade import Written
@@ -21,6 +21,7 @@ from crdharness.gate.evidence import objects
 from crdharness.gate.given.cluster_source import Capture
 from crdharness.gate.given.manifests import Release
 from crdharness.gate.run.context import GateContext
+from crdharness.progress import Tally
 from crdharness.scenarios import crds
 
 # history._write_one: create one object, read it back at every served version.
@@ -47,31 +48,41 @@ def first_install(capture: Capture, release: Release) -> dict[str, dict]:
 
 def write_captured(ctx: GateContext, release: Release, write: Writer) -> list[Written]:
     """Every captured object created at the version it was written at (status through
-    ``/status``), under its own name and namespace. One the installed CRD itself refuses
-    (a restore of it fails on that cluster today) is a hazard of release 1, and not replayed."""
+    ``/status``), under its own name and namespace, ``concurrency`` at once, saying how far
+    it is every few seconds. One the installed CRD itself refuses (a restore of it fails on
+    that cluster today) is a hazard of release 1, and not replayed."""
     assert ctx.source is not None
-    written = []
-    for name in ctx.live(release):
-        for obj in ctx.source.objects.get(name, []):
-            if obj.namespace:
-                ensure_namespace(ctx.cluster, obj.namespace)
-            entry = release.entry(name, obj.version)
-            body = objects.sample_body(obj.body)
-            if obj.managed_fields:  # the API server takes them as given on a create
-                body.setdefault(objects.METADATA, {})["managedFields"] = obj.managed_fields
-            refusals: list = []
-            record = write(ctx, release, name, entry, body, obj.name, refusals, obj.namespace)
-            if record is None:
-                why = refusals[0].message if refusals else "its conversion for storage failed"
-                ctx.hazards.setdefault(
-                    f"{name}:captured:{obj.label}",
-                    f"release 1 (the cluster's own {name}) refuses re-creating {obj.label}: "
-                    f"{why[:300]} (a restore of it fails on that cluster today; not replayed)",
-                )
-                ctx.not_replayed.append(obj.label)
-                continue
-            record.captured = record.sample = True
-            written.append(record)
+    captured = [
+        (name, obj) for name in ctx.live(release) for obj in ctx.source.objects.get(name, [])
+    ]
+    for namespace in sorted({obj.namespace for _, obj in captured if obj.namespace}):
+        ensure_namespace(ctx.cluster, namespace)
+    tally = Tally(ctx.report, "gate: the source cluster's objects replayed", len(captured))
+
+    def replay(item) -> Written | None:
+        name, obj = item
+        entry = release.entry(name, obj.version)
+        body = objects.sample_body(obj.body)
+        if obj.managed_fields:  # the API server takes them as given on a create
+            body.setdefault(objects.METADATA, {})["managedFields"] = obj.managed_fields
+        refusals: list = []
+        record = write(ctx, release, name, entry, body, obj.name, refusals, obj.namespace)
+        tally.add()
+        if record is None:
+            why = refusals[0].message if refusals else "its conversion for storage failed"
+            ctx.hazards.setdefault(
+                f"{name}:captured:{obj.label}",
+                f"release 1 (the cluster's own {name}) refuses re-creating {obj.label}: "
+                f"{why[:300]} (a restore of it fails on that cluster today; not replayed)",
+            )
+            ctx.not_replayed.append(obj.label)
+            return None
+        record.captured = record.sample = True
+        return record
+
+    # In the objects' order, whatever order their requests end in.
+    written = [w for w in concurrency.each(replay, captured, ctx.config.concurrency) if w]
+    tally.finish()
     ctx.report(f"gate: the source cluster's {len(written)} objects replayed")
     return written
 
