@@ -18,6 +18,7 @@ class CheckResult:
     allowed: list[str] = field(default_factory=list)  # differences an `allow` entry excused
     normalised: list[str] = field(default_factory=list)  # {}, [], 0 read back absent, or back
     counts: dict[str, float] = field(default_factory=dict)  # objects, reviews, ms, s
+    coverage: dict = field(default_factory=dict)  # schema path coverage (round trips)
 
     @property
     def key(self) -> str:
@@ -57,6 +58,7 @@ class CheckResult:
             "allowed": self.allowed,
             "normalised": self.normalised,
             "counts": self.counts,
+            **({"coverage": self.coverage} if self.coverage else {}),
             "objects": [title for title, _ in self.objects],
         }
 
