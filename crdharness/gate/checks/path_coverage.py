@@ -80,12 +80,13 @@ def exercise(
         return found, refused
     leaves = {leaf.path: leaf for leaf in coverage.leaves(schema)}
     budget = max(RETRIES // len(retry), 1)
+    bases: list[dict | None] = [*samples[:2]] or [None]
     # Built here, on one thread (hypothesis draws the alternatives); written many at once.
     plans = [
         [
             coverage_objects.single(schema, path, value, base)
             for value in _alternatives(leaves[path])
-            for base in samples[:2] or [None]
+            for base in bases
         ][:budget]
         for path in retry
     ]

@@ -147,10 +147,12 @@ def held(schema: dict, value, path: str = "") -> set[str]:
 def declared_path(schema: dict, path: str) -> bool:
     """Whether a concrete path (``spec.a[0].b``) names a field the schema declares, not a
     key inside a subtree that preserves unknown fields (or metadata)."""
-    node = schema
+    node: dict | None = schema
     for part in re.findall(r"[^.\[\]]+|\[\d*\]", path):
+        if not isinstance(node, dict):
+            return False
         if part.startswith("["):
-            node = node.get("items") if isinstance(node.get("items"), dict) else None
+            node = node.get("items")
         elif part in (node.get("properties") or {}):
             node = node["properties"][part]
         elif isinstance(node.get("additionalProperties"), dict):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 
 from crdharness.gate.evidence import coverage, objects
 
@@ -181,17 +182,28 @@ def packed(schema: dict) -> list[dict]:
 
 def single(schema: dict, path: str, value, base: dict | None = None) -> dict:
     """A body holding ``value`` at ``path`` and otherwise what the schema requires, laid
-    over ``base`` (a sample body: its own fields kept where the two do not meet)."""
-    builder = Builder(schema, {path: [value]})
-    body = builder.body()
-    return _over(copy.deepcopy(base), body) if base is not None else body
+    under ``base`` (a sample body: its own values kept, what it lacks filled in), with
+    ``value`` at ``path`` (a list's first item, a map's ``gate-0``)."""
+    body = Builder(schema, {path: [value]}).body()
+    if base is None:
+        return body
+    merged = _under(copy.deepcopy(base), body)
+    target = merged
+    parts = re.findall(r"[^.\[\]]+|\[\]", path)
+    for i, part in enumerate(parts):
+        key = 0 if part == "[]" else "gate-0" if part == "*" else part
+        if i == len(parts) - 1:
+            target[key] = copy.deepcopy(value)
+        else:
+            target = target[key]
+    return merged
 
 
-def _over(base, top):
-    """``top`` laid over ``base``: objects merged, a list's first item merged with the
-    base's first, any other value ``top``'s."""
-    if isinstance(base, dict) and isinstance(top, dict):
-        return {**base, **{k: _over(base.get(k), v) if k in base else v for k, v in top.items()}}
-    if isinstance(base, list) and isinstance(top, list) and base and top:
-        return [_over(base[0], top[0]), *top[1:], *base[1:]]
-    return top
+def _under(base, built):
+    """``base`` with what ``built`` has and it lacks: objects merged, a list's first item
+    merged with the built one's first; any other value ``base``'s own."""
+    if isinstance(base, dict) and isinstance(built, dict):
+        return {**built, **{k: _under(v, built[k]) if k in built else v for k, v in base.items()}}
+    if isinstance(base, list) and isinstance(built, list) and base and built:
+        return [_under(base[0], built[0]), *base[1:]]
+    return built if base is None else base
