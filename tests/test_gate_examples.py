@@ -565,9 +565,8 @@ def test_three_versions_and_a_webhook_that_loses_a_field_fail_on_every_pair(tmp_
     pairs = {k for k in checks(report) if k.startswith("round-trip[")}
     assert len(pairs) == 6 and failed(report) == pairs
     assert all("status.conditions" in checks(report)[k]["evidence"] for k in pairs)
-    # Found once per version and replayed for its other pair, not searched for from scratch.
-    titles = [t for k in pairs for t in checks(report)[k]["objects"]]
-    assert any(t.startswith("minimal object (found for another pair)") for t in titles)
+    # Found on every pair by the coverage objects (every declared path), before any search.
+    assert all(checks(report)[k]["objects"][0].startswith("coverage object") for k in pairs)
 
 
 def test_a_latency_budget_is_judged_at_p99(tmp_path):
@@ -674,3 +673,22 @@ def test_a_crd_gated_against_itself_passes(tmp_path):
     code, report, output = gate(tmp_path, "debt/gate-self.yaml")
     assert code == 0, output[-3000:]
     assert report["verdict"] == "PASS" and report["debt"]
+
+
+def test_a_field_lost_7_levels_down_fails_naming_it_with_no_samples(tmp_path):
+    # Random draws stop adding optional fields 4 levels down; the coverage objects hold every
+    # declared path, and the faithful twin reaches 100% of them on every pair.
+    lost = "spec.stages[].steps[].notify.http.tls.serverName"
+    code, report, output = gate(tmp_path, "deep-lossy/gate-lossy.yaml")
+    assert code == 1, output[-3000:]
+    pairs = {"round-trip[pipelines.gate.example.com v1->v1alpha1]"}
+    pairs.add("round-trip[pipelines.gate.example.com v1alpha1->v1]")
+    assert failed(report) == pairs
+    for key in pairs:
+        assert re.sub(r"\[\d+\]", "[]", checks(report)[key]["evidence"]).count(lost) == 1
+    (tmp_path / "faithful").mkdir()
+    code, report, output = gate(tmp_path / "faithful", "deep-lossy/gate.yaml")
+    assert code == 0, output[-3000:]
+    for key in pairs:
+        assert checks(report)[key]["coverage"] == {"exercised": 11, "declared": 11, "uncovered": {}}
+        assert checks(report)[key]["evidence"].endswith("schema paths 11/11 held")

@@ -73,6 +73,7 @@ class CheckResult:
     counts: dict[str, float] = field(default_factory=dict)  # objects, reviews, ms, s
     found: list[Found] = field(default_factory=list)  # its failures with their forms
     unexplained: bool = False  # a failure no ``found`` entry stands for: never debt
+    coverage: dict = field(default_factory=dict)  # schema path coverage (round trips)
 
     @property
     def key(self) -> str:
@@ -119,6 +120,7 @@ class CheckResult:
             "allowed": self.allowed,
             "normalised": self.normalised,
             "counts": self.counts,
+            **({"coverage": self.coverage} if self.coverage else {}),
             "objects": [title for title, _ in self.objects],
         }
 

@@ -198,13 +198,17 @@ def _pop_all(obj: dict, keys: tuple[str, ...]) -> None:
 
 
 def _drop(obj: dict, path: str) -> None:
-    """Remove ``a.b.c`` from a converted object: the lossy converter of the gate's example."""
-    *parents, last = path.split(".")
-    node: object = obj
-    for part in parents:
-        node = node.get(part) if isinstance(node, dict) else None
-    if isinstance(node, dict):
-        node.pop(last, None)
+    """Remove ``a.b.c`` from a converted object: the lossy converter of the gate's example.
+    ``a.b[].c`` removes ``c`` from every item of the list ``a.b``."""
+    part, _, rest = path.partition(".")
+    nodes = obj.get(part[:-2]) if part.endswith("[]") else [obj.get(part)]
+    if not rest:
+        if not part.endswith("[]"):
+            obj.pop(part, None)
+        return
+    for node in nodes if isinstance(nodes, list) else []:
+        if isinstance(node, dict):
+            _drop(node, rest)
 
 
 def _swap(obj: dict, first: str, second: str) -> None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from crdharness.gate import diff
 from crdharness.gate.api import Answer, Resource, call
-from crdharness.gate.evidence import objects, schemas
+from crdharness.gate.evidence import coverage, objects, schemas
 from crdharness.gate.given.manifests import Release
 from crdharness.gate.results import DataChanged, NotConvertible, RoundTripFailure
 from crdharness.gate.run.context import ROUND_TRIP_NS, GateContext
@@ -29,12 +29,14 @@ class PairRecord:
     counts: Counter[str] = field(default_factory=Counter)
     allowed: list[str] = field(default_factory=list)  # excused by an `allow` entry
     normalised: list[str] = field(default_factory=list)  # {}, [] or false read back absent
+    held: set[str] = field(default_factory=set)  # declared leaf paths objects held with data
 
     def add(self, other: PairRecord) -> None:
         """What ``other`` (one object's round trip, made beside others) saw, added here."""
         self.counts.update(other.counts)
         self.allowed += [note for note in other.allowed if note not in self.allowed]
         self.normalised += [note for note in other.normalised if note not in self.normalised]
+        self.held |= other.held
 
 
 def run(
@@ -46,15 +48,21 @@ def run(
     body,
     seen: PairRecord,
     sample: bool = False,
+    *,
     release: Release | None = None,
+    refusals: list[Answer] | None = None,
 ) -> RoundTripFailure | None:
-    """``release``: whose versions these are (default: the candidate's)."""
+    """One object's round trip between ``release``'s versions (default: the candidate's); a
+    refusal at creation is counted, and given ``refusals`` also added to it (the caller may
+    try another value)."""
     release = release or ctx.candidate
     resource = Resource.of(manifest)
     namespace = ROUND_TRIP_NS if resource.namespaced else None
     name = ctx.name(f"rt-{a}-{b}".lower())
     try:
-        created = ctx.create(manifest, entry, a, name, namespace, body)
+        created = ctx.create(manifest, entry, a, name, namespace, body, refusals)
+        for answer in refusals or []:
+            ctx.count_refusal(answer)
     except NotConvertible as failure:
         if sample or not ctx.config.admission:
             return failure
@@ -70,6 +78,9 @@ def run(
         seen.counts["refused"] += 1
         return None
     seen.counts["created"] += 1
+    # Accepted, so every declared path it holds goes through the round trip (a loss on the
+    # way in is the round trip's finding, on a path it held).
+    seen.held |= coverage.held(objects.body_schema(entry), objects.intent(body))
     try:
         return _compare(ctx, release, resource, namespace, name, a, b, body, created, seen)
     finally:
@@ -86,6 +97,7 @@ def _compare(
     """``created`` is the server's answer to the write at A: the object as stored and read
     back at A (the server decodes what it wrote to etcd and converts it to A), so no GET."""
     crd = _crd_of(ctx, resource)
+    schema = objects.body_schema(release.entry(crd, a))
     sent = objects.manifest(release.crds[crd], a, name, namespace, body)
     original = created
     shown = [(f"written at {a}", _clean(original))]
@@ -101,7 +113,7 @@ def _compare(
     if lost:
         read_back = [(f"sent at {a}", sent), (f"read back at {a}", _clean(original))]
         return _data_changed(
-            f"written at {a}, read back at {a}: changed {{paths}}", lost, read_back
+            schema, f"written at {a}, read back at {a}: changed {{paths}}", lost, read_back
         )
     at_b = call(ctx.cluster, "GET", resource.path(b, namespace, name))
     if not at_b.ok:
@@ -119,7 +131,7 @@ def _compare(
     if moved:
         headline = f"written at {a}, read at {b}: {{paths}} (same path and type at both) lost "
         headline += f"or changed at {b}"
-        return _data_changed(headline, moved, shown, detail=f"at {a} -> at {b}: ")
+        return _data_changed(schema, headline, moved, shown, detail=f"at {a} -> at {b}: ")
 
     def touch(current: dict) -> dict:
         current.setdefault("metadata", {}).setdefault("annotations", {})[TOUCH] = b
@@ -161,7 +173,7 @@ def _compare(
     )
     found = _judged(ctx, release, seen, found, crd, a, b)
     if found:
-        return _data_changed(f"{a}->{b}->{a} changed {{paths}}", found, shown)
+        return _data_changed(schema, f"{a}->{b}->{a} changed {{paths}}", found, shown)
     return None
 
 
@@ -203,9 +215,13 @@ def _crd_of(ctx: GateContext, resource: Resource) -> str:
     return f"{resource.plural}.{resource.group}"
 
 
-def _data_changed(headline: str, found: list, shown: list, detail: str = "") -> DataChanged:
-    """Data a round trip lost or changed: ``headline`` names the ``{paths}``."""
-    paths = ", ".join(sorted({d.path for d in found}))
+def _data_changed(
+    schema: dict, headline: str, found: list, shown: list, detail: str = ""
+) -> DataChanged:
+    """Data a round trip lost or changed: ``headline`` names the ``{paths}``, the fields
+    ``schema`` (A's body schema) declares first."""
+    found = sorted(found, key=lambda d: coverage.headline_order(schema, d.path))
+    paths = ", ".join(dict.fromkeys(d.path for d in found))
     details = [detail + d.describe() for d in found]
     return DataChanged(headline.format(paths=paths), details, shown, _paths(found))
 

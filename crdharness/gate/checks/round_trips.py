@@ -11,7 +11,7 @@ import time
 from collections import Counter
 
 from crdharness.gate import concurrency, diff, subjects
-from crdharness.gate.checks import object_round_trip
+from crdharness.gate.checks import object_round_trip, path_coverage
 from crdharness.gate.checks.object_round_trip import PairRecord
 from crdharness.gate.evidence import changes, objects, targeted
 from crdharness.gate.evidence.changes import Change
@@ -64,6 +64,11 @@ def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
     def attempt(body: dict, sample: bool = False) -> RoundTripFailure | None:
         return object_round_trip.run(ctx, manifest, entry, a, b, body, seen, sample)
 
+    def attempt_into(body: dict, record: PairRecord, refusals: list) -> RoundTripFailure | None:
+        return object_round_trip.run(
+            ctx, manifest, entry, a, b, body, record, False, refusals=refusals
+        )
+
     for body in ctx.sample_bodies(name, a):
         failure = attempt(body, sample=True)
         if failure is not None and new(failure):
@@ -76,6 +81,13 @@ def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
         failure = _round_trip_holding(ctx, change, entry, attempt, seen)
         if failure is not None and new(failure):
             remember(failure, f"object holding {change.path}")
+    # Objects built to hold every path the schema declares, at any depth, before any draw:
+    # a field six levels down is as much the webhook's to carry as a top-level one.
+    samples = ctx.sample_bodies(name, a)
+    covered, refused_paths = path_coverage.exercise(ctx, entry, samples, attempt_into, seen)
+    for failure in covered:
+        if new(failure):
+            remember(failure, "coverage object")
     # What another pair already found starts this one: no search from scratch. Bodies
     # found from A first, then from other versions (valid at A where the schemas agree;
     # refused, and so only counted, where they do not).
@@ -160,6 +172,7 @@ def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
                 f"no object could be created at {a} (refused: {refused}): add "
                 "samples that the API server accepts"
             )
+    path_coverage.settle(round_trip, path_coverage.judge(entry, seen.held, refused_paths), a)
 
 
 def _round_trip_holding(

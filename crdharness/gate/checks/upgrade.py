@@ -25,7 +25,7 @@ from crdharness.gate.checks.upgrade_writes import (
     Refusal,
     write_again,
 )
-from crdharness.gate.evidence import changes, objects, schemas, targeted
+from crdharness.gate.evidence import changes, coverage, objects, schemas, targeted
 from crdharness.gate.evidence.changes import Change
 from crdharness.gate.given.manifests import Release
 from crdharness.gate.results import CheckResult
@@ -254,7 +254,7 @@ def _judge_read(
             f"{obj.label} at {version}: {d.path} defaulted on read: {d.describe()}",
             paths=[d.path],
         )
-    changed = [d for d in found if d not in defaulted]
+    changed = _declared_first(entry, [d for d in found if d not in defaulted])
     if changed:
         _finding(
             ctx,
@@ -447,8 +447,9 @@ def _check_unchanged_by_writes(
             )
             if ctx.excused(d, version, storage, obj.crd, release) is None
         ]
+        found = _declared_first(release.version(obj.crd, version) or {}, found)
         if found and hazard:
-            paths = ", ".join(sorted({d.path for d in found}))
+            paths = ", ".join(dict.fromkeys(d.path for d in found))
             hazards.setdefault(
                 f"{obj.crd}:lost:{version}:{paths}",
                 f"release {release.index + 1}: {obj.crd} written again at {version} (strategy "
@@ -468,7 +469,8 @@ def _check_unchanged_by_writes(
                 result,
                 obj,
                 f"{obj.crd} {obj.label} (stored under release {stored}) lost or changed "
-                f"{', '.join(sorted({d.path for d in found}))} when written again at {version} "
+                f"{', '.join(dict.fromkeys(d.path for d in found))} when written again at "
+                f"{version} "
                 f"with what was read there (read at {at})",
                 *(
                     f"{obj.label} written again at {version}, read at {at}: {d.describe()}"
@@ -693,3 +695,10 @@ def _check_untouched(ctx: GateContext, result, written, before) -> int:
         else:
             untouched += 1
     return untouched
+
+
+def _declared_first(entry: dict, found: list) -> list:
+    """Differences with the fields ``entry``'s schema declares first (then metadata, then
+    keys inside subtrees that preserve unknown fields), each group by path."""
+    schema = objects.body_schema(entry)
+    return sorted(found, key=lambda d: coverage.headline_order(schema, d.path))

@@ -25,7 +25,8 @@ INT32 = 2**31
 # Keep generated objects small: big ones test the generator, not the conversion.
 EXTRA_ITEMS = 3  # items beyond minItems
 EXTRA_LENGTH = 20  # characters beyond minLength
-OPTIONAL_DEPTH = 4  # below this depth only required fields are generated
+OPTIONAL_DEPTH = 4  # random draws: below this depth (from where a draw starts) only required
+# fields; the coverage objects (``coverage_objects``) reach every declared path
 TOP_LEVEL = ("apiVersion", "kind", "metadata")
 # A body's labels and annotations travel under this key (generated, or a sample's own), and a
 # sample's name under NAME, for reports: the gate names every object itself.
@@ -233,8 +234,10 @@ def mutations(version: dict, samples: list[dict]) -> st.SearchStrategy[dict]:
         target[path[-1]] = value
         return body
 
+    # Drawn as from the top (depth 0): a subtree deep in a sample gets its optional fields
+    # too, not only what is required that far down.
     return st.sampled_from(points).flatmap(
-        lambda point: strategy(point[2], len(point[1])).map(lambda v: replaced(point, v))
+        lambda point: strategy(point[2]).map(lambda v: replaced(point, v))
     )
 
 

@@ -29,7 +29,7 @@ from crdharness.gate.api import (
 )
 from crdharness.gate.checks import deprecation, migration, previous_release, upgrade
 from crdharness.gate.checks.upgrade import Written
-from crdharness.gate.evidence import changes, objects, targeted
+from crdharness.gate.evidence import changes, coverage_objects, objects, targeted
 from crdharness.gate.evidence.changes import NOT_PROVEN, Change
 from crdharness.gate.given.manifests import Release
 from crdharness.gate.phases import replay
@@ -237,15 +237,16 @@ def write_objects(
 def _write_version(
     ctx: GateContext, release: Release, name: str, entry: dict, wanted: int, prefix: str
 ) -> list[Written]:
-    """The user's samples of ``name`` at ``entry``'s version, then drawn objects until
-    ``wanted`` are accepted: ``concurrency`` written at once, kept in the order drawn."""
+    """The user's samples of ``name`` at ``entry``'s version, then coverage objects and drawn
+    ones until ``wanted`` more are accepted: ``concurrency`` at once, kept in order."""
     version = entry["name"]
     # A source cluster's objects are the samples of the round trips; the history replays
     # them itself (``replay``).
     samples = [] if ctx.source else ctx.sample_bodies(name, version)
-    # Drawn objects the server refuses are no evidence: up to three times as many are
-    # drawn, and written until ``wanted`` of them are accepted.
-    drawn = iter(objects.first_examples(entry, wanted * DRAWS_PER_OBJECT, ctx.config.seed))
+    # Every declared path first (as in the round trips); three times as many drawn, for refusals.
+    built = coverage_objects.bodies(entry)
+    drawn = iter(built + objects.first_examples(entry, wanted * DRAWS_PER_OBJECT, ctx.config.seed))
+    wanted += len(built)
     # The user's samples are written for the candidate: one it refuses is a finding (any
     # other release may predate the sample's fields).
     judged = release is ctx.candidate

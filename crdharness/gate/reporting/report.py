@@ -239,6 +239,7 @@ def write(directory: Path, run: Report) -> Path:
     if accepted:
         md += ["", "Accepted as not proven (`accept_not_proven`):", ""]
         md += [f"- {r.check} [{r.subject}]: {a.reason}" for r, a in accepted]
+    md += _coverage_table(results)
     md += _changes_table(run.changes)
     if run.pair_changes:
         md += ["", "## Paths that differ between the candidate's served versions", ""]
@@ -317,6 +318,22 @@ def _debt(debts: list[Debt], note: str) -> list[str]:
         ]
     if note:
         md += ["", note] if debts else [note]
+    return md
+
+
+def _coverage_table(results: list[CheckResult]) -> list[str]:
+    """Schema path coverage per version pair: declared leaf paths of A's schema that an
+    object holding data there took through the round trip, and why each other one did not."""
+    rows = [r for r in results if r.coverage]
+    if not rows:
+        return []
+    md = ["", "## Schema path coverage of the round trips", ""]
+    md += ["| pair | exercised / declared | not held (why) |", "| --- | --- | --- |"]
+    for r in rows:
+        c = r.coverage
+        missing = "; ".join(f"`{p}`: {why}" for p, why in c["uncovered"].items()) or "-"
+        cells = [r.subject, f"{c['exercised']} / {c['declared']}", missing]
+        md.append("| " + " | ".join(x.replace("|", "\\|") for x in cells) + " |")
     return md
 
 

@@ -1,0 +1,174 @@
+"""Schema path coverage of one version pair's round trips: the coverage objects
+(``coverage_objects``) go through the round trip before any random draw; a path whose
+objects the server refused is tried on its own, with other values, on the user's samples;
+and at the end every declared leaf path of A's schema is either held (with data) by an
+object that went through the round trip, or named with why it is not. Below every path,
+a pair that found nothing is "not proven", never a pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from crdharness.gate import concurrency
+from crdharness.gate.api import Answer
+from crdharness.gate.checks.object_round_trip import PairRecord
+from crdharness.gate.evidence import coverage, coverage_objects, objects
+from crdharness.gate.results import CheckResult, RoundTripFailure
+from crdharness.gate.run.context import GateContext
+
+ALTERNATIVES = 3  # values tried per path whose coverage object the server refused
+RETRIES = 60  # objects per version pair spent on such paths at most
+SHOWN = 8  # uncovered paths named in a one-line evidence
+
+# (body, refusals to fill) -> a failure, with a record of its own
+Attempt = Callable[[dict, PairRecord, list[Answer]], RoundTripFailure | None]
+
+
+@dataclass
+class Coverage:
+    """Declared leaf paths of A's schema, and why each one not held is not."""
+
+    declared: list[str]
+    uncovered: dict[str, str] = field(default_factory=dict)  # path -> reason
+
+    @property
+    def exercised(self) -> int:
+        return len(self.declared) - len(self.uncovered)
+
+    def figure(self) -> str:
+        return f"schema paths {self.exercised}/{len(self.declared)}"
+
+    def named(self) -> str:
+        shown = [f"{p} ({why})" for p, why in list(self.uncovered.items())[:SHOWN]]
+        more = len(self.uncovered) - SHOWN
+        return "; ".join(shown) + (f"; and {more} more (see the report)" if more > 0 else "")
+
+    def as_json(self) -> dict:
+        return {
+            "exercised": self.exercised,
+            "declared": len(self.declared),
+            "uncovered": self.uncovered,
+        }
+
+
+def exercise(
+    ctx: GateContext,
+    entry: dict,
+    samples: list[dict],
+    attempt: Attempt,
+    seen: PairRecord,
+) -> tuple[list[RoundTripFailure], dict[str, str]]:
+    """Round-trip the coverage objects of ``entry``'s version (``concurrency`` at once),
+    then retry what the server refused one path at a time; the failures found, in order,
+    and the refused paths with the server's reason."""
+    schema = objects.body_schema(entry)
+    found: list[RoundTripFailure] = []
+    refused: dict[str, str] = {}
+    batch = coverage_objects.bodies(entry)
+    outcomes = concurrency.each(lambda b: _one(attempt, b), batch, ctx.config.concurrency)
+    retry: list[str] = []
+    for body, (failure, record, answers) in zip(batch, outcomes, strict=True):
+        seen.add(record)
+        if failure is not None:
+            found.append(failure)
+        if answers:
+            retry += [p for p in sorted(coverage.held(schema, body)) if p not in retry]
+    retry = [p for p in retry if p not in seen.held]
+    if not retry:
+        return found, refused
+    leaves = {leaf.path: leaf for leaf in coverage.leaves(schema)}
+    budget = max(RETRIES // len(retry), 1)
+    bases: list[dict | None] = [*samples[:2]] or [None]
+    # Built here, on one thread (hypothesis draws the alternatives); written many at once.
+    plans = [
+        [
+            coverage_objects.single(schema, path, value, base)
+            for value in _alternatives(leaves[path])
+            for base in bases
+        ][:budget]
+        for path in retry
+    ]
+    tries = concurrency.each(lambda plan: _alone(attempt, plan), plans, ctx.config.concurrency)
+    for path, (records, failures, message, tried) in zip(retry, tries, strict=True):
+        for record in records:
+            seen.add(record)
+        found += failures
+        if path not in seen.held and message:
+            refused[path] = f"a rule refused every value tried ({tried} objects): {message[:200]}"
+    return found, refused
+
+
+def _one(attempt: Attempt, body: dict):
+    record: PairRecord = PairRecord()
+    answers: list[Answer] = []
+    failure = attempt(body, record, answers)
+    return failure, record, answers
+
+
+def _alone(attempt: Attempt, plan: list[dict]):
+    """One path's objects (its values, each on the user's samples or on the least the
+    schema requires), one after another until the server accepts one."""
+    records: list[PairRecord] = []
+    failures: list[RoundTripFailure] = []
+    message, tried = "", 0
+    for body in plan:
+        tried += 1
+        failure, record, answers = _one(attempt, body)
+        records.append(record)
+        if failure is not None:
+            failures.append(failure)
+        if not answers:
+            break
+        message = answers[-1].message
+    return records, failures, message, tried
+
+
+def _alternatives(leaf: coverage.Leaf) -> list:
+    """The leaf's own values that hold data, then values drawn from its schema."""
+    own = [v for v in leaf.values if coverage.holds_data(leaf.schema, v)]
+    drawn = [
+        v
+        for v in objects.drawn_from(objects.strategy(leaf.schema), ALTERNATIVES * 3, 0)
+        if coverage.holds_data(leaf.schema, v)
+    ]
+    values: list = []
+    for v in own + drawn:
+        if v not in values and len(values) < ALTERNATIVES:
+            values.append(v)
+    return values
+
+
+def judge(entry: dict, held: set[str], refused: dict[str, str]) -> Coverage:
+    """Every declared leaf path of ``entry``'s version, and for each one ``held`` lacks,
+    why: the builder's reason, the server's refusal, or none found."""
+    found = Coverage(coverage.declared(objects.body_schema(entry)))
+    for leaf in coverage.leaves(objects.body_schema(entry)):
+        if leaf.path in held:
+            continue
+        if leaf.path in refused:
+            why = refused[leaf.path]
+        elif leaf.reason:
+            why = leaf.reason
+        elif not any(coverage.holds_data(leaf.schema, v) for v in leaf.values):
+            why = "the schema allows no value here but a zero or empty one, which reads as absent"
+        else:
+            why = "no object holding it reached the round trip (built, but not created)"
+        found.uncovered[leaf.path] = why
+    return found
+
+
+def settle(result: CheckResult, found: Coverage, a: str) -> None:
+    """The pair's coverage on its round-trip result: in its evidence when it passed, and a
+    pass below every path is "not proven", naming the paths and why."""
+    result.coverage = found.as_json()
+    if result.passed and found.uncovered:
+        result.passed = None
+        result.evidence = (
+            f"not proven: {found.figure()} at {a} went through the round trip; not held: "
+            f"{found.named()}"
+        )
+        result.details += [f"not held: {p}: {why}" for p, why in found.uncovered.items()]
+    elif result.passed:
+        result.evidence += f"; {found.figure()} held"

@@ -1,0 +1,267 @@
+"""Every leaf path a version's schema declares, the values that exercise it, and which of
+them an object holds: what the round trips' *schema path coverage* counts.
+
+A path is spelt as the gate's reports spell schema paths: ``spec.receivers[].name`` for a
+list item's field, ``spec.labels.*`` for a map's values. A leaf is a scalar (string,
+number, integer, boolean, enum, int-or-string), or a subtree that declares no fields of
+its own (``x-kubernetes-preserve-unknown-fields`` or an embedded resource with no
+properties: the keys in it are the user's, not the schema's). Random draws stop adding
+optional fields a few levels down (``objects.OPTIONAL_DEPTH``); the objects built from
+these leaves (``coverage_objects``) reach every one, at any depth.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+from hypothesis import HealthCheck, Phase, find, settings
+from hypothesis import strategies as st
+from hypothesis.errors import NoSuchExample, Unsatisfiable
+
+from crdharness.gate import diff
+
+PATTERN_TRIES = 300  # strings drawn from a pattern in search of one the length bounds allow
+_FIND = settings(
+    database=None,
+    deadline=None,
+    max_examples=PATTERN_TRIES,
+    phases=[Phase.generate, Phase.shrink],
+    suppress_health_check=list(HealthCheck),
+    derandomize=True,
+)
+TEXT = "gate-value"  # a plain string: readable in a report, non-empty, no pattern to meet
+UNKNOWN = {"gateUnknown": "kept"}  # what a preserve-unknown subtree holds
+EMBEDDED = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "gate"}}
+# Strings the API server accepts for the formats it checks (its OpenAPI format registry).
+FORMATS = {
+    "date-time": "2024-01-02T03:04:05Z",
+    "datetime": "2024-01-02T03:04:05Z",
+    "date": "2024-01-02",
+    "duration": "1h30m",
+    "byte": "Z2F0ZQ==",
+    "uri": "https://gate.example.com/path",
+    "email": "gate@example.com",
+    "hostname": "gate.example.com",
+    "ipv4": "192.0.2.1",
+    "ipv6": "2001:db8::1",
+    "cidr": "192.0.2.0/24",
+    "mac": "00:00:5e:00:53:01",
+    "uuid": "123e4567-e89b-42d3-a456-426614174000",
+    "uuid3": "123e4567-e89b-32d3-a456-426614174000",
+    "uuid4": "123e4567-e89b-42d3-a456-426614174000",
+    "uuid5": "123e4567-e89b-52d3-a456-426614174000",
+    "hexcolor": "#00ff00",
+    "rgbcolor": "rgb(0,255,0)",
+}
+
+
+@dataclass
+class Leaf:
+    """One declared leaf: its path, its schema, the values that exercise it (a value that
+    holds data first: a zero or empty one read back absent is only "normalised", so it
+    could not show a loss), and why there are none, if there are none."""
+
+    path: str
+    schema: dict
+    values: list = field(default_factory=list)
+    reason: str = ""
+
+
+def join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def is_leaf(node: dict) -> bool:
+    """Whether ``node`` declares no fields, items or map values below itself."""
+    if "enum" in node or node.get("x-kubernetes-int-or-string"):
+        return True
+    if node.get("properties"):
+        return False
+    if isinstance(node.get("additionalProperties"), dict):
+        return False
+    return not (node.get("type") == "array" and isinstance(node.get("items"), dict))
+
+
+def walk(schema: dict, path: str = ""):
+    """(path, node) of every leaf below ``schema`` (a body schema: ``objects.body_schema``)."""
+    if path and is_leaf(schema):
+        yield path, schema
+        return
+    for key, child in (schema.get("properties") or {}).items():
+        yield from walk(child or {}, join(path, key))
+    if isinstance(schema.get("additionalProperties"), dict):
+        yield from walk(schema["additionalProperties"], f"{path}.*")
+    if schema.get("type") == "array" and isinstance(schema.get("items"), dict):
+        yield from walk(schema["items"], f"{path}[]")
+
+
+_LEAVES: dict[str, list[Leaf]] = {}  # a schema's JSON -> its leaves (pattern searches cost)
+
+
+def leaves(schema: dict) -> list[Leaf]:
+    """Every declared leaf of ``schema`` with the values that exercise it."""
+    key = json.dumps(schema, sort_keys=True, default=str)
+    if key not in _LEAVES:
+        found = []
+        for path, node in walk(schema):
+            values, reason = values_of(node)
+            found.append(Leaf(path, node, values, reason))
+        _LEAVES[key] = found
+    return _LEAVES[key]
+
+
+def declared(schema: dict) -> list[str]:
+    return [leaf.path for leaf in leaves(schema)]
+
+
+def holds_data(node: dict, value) -> bool:
+    """Whether ``value`` at a leaf of schema ``node`` is data a loss of would show: not
+    absent, empty or a zero value (those read back absent are normalised); a field that
+    can hold only ``{}`` (no fields declared, none preserved) holds it by being there."""
+    if _fieldless(node):
+        return isinstance(value, dict)
+    return not diff.empty(value) and not diff.zero(value)
+
+
+def held(schema: dict, value, path: str = "") -> set[str]:
+    """The declared leaf paths ``value`` (a body, or the value at ``path``) holds data at."""
+    if path and is_leaf(schema):
+        return {path} if holds_data(schema, value) else set()
+    found: set[str] = set()
+    if isinstance(value, dict):
+        properties = schema.get("properties") or {}
+        extra = schema.get("additionalProperties")
+        for key, child in value.items():
+            if key in properties:
+                found |= held(properties[key] or {}, child, join(path, key))
+            elif isinstance(extra, dict):
+                found |= held(extra, child, f"{path}.*")
+    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for item in value:
+            found |= held(schema["items"], item, f"{path}[]")
+    return found
+
+
+def declared_path(schema: dict, path: str) -> bool:
+    """Whether a concrete path (``spec.a[0].b``) names a field the schema declares, not a
+    key inside a subtree that preserves unknown fields (or metadata)."""
+    node: dict | None = schema
+    for part in re.findall(r"[^.\[\]]+|\[\d*\]", path):
+        if not isinstance(node, dict):
+            return False
+        if part.startswith("["):
+            node = node.get("items")
+        elif part in (node.get("properties") or {}):
+            node = node["properties"][part]
+        elif isinstance(node.get("additionalProperties"), dict):
+            node = node["additionalProperties"]
+        else:
+            return False
+        if not isinstance(node, dict):
+            return False
+    return True
+
+
+def _fieldless(node: dict) -> bool:
+    return (
+        node.get("type") == "object"
+        and not node.get("properties")
+        and not node.get("x-kubernetes-preserve-unknown-fields")
+        and not node.get("x-kubernetes-embedded-resource")
+        and not isinstance(node.get("additionalProperties"), dict)
+    )
+
+
+def values_of(node: dict) -> tuple[list, str]:
+    """The values that exercise a leaf (data first, then each other enum value, ``false``,
+    ``0``), or none and why."""
+    if "enum" in node:
+        enum = [v for v in node["enum"] if v is not None]
+        ordered = sorted(enum, key=lambda v: not holds_data(node, v))
+        return ordered, "" if ordered else "its enum lists no value but null"
+    if node.get("x-kubernetes-int-or-string"):
+        number = _numbers(node, integer=True)
+        text, why = _string(node)
+        found = [v for v in (*number[:1], text) if v is not None]
+        return found, "" if found else why
+    kind = node.get("type")
+    if kind == "boolean":
+        return [True, False], ""
+    if kind in ("integer", "number"):
+        found = _numbers(node, integer=kind == "integer")
+        return found, "" if found else f"no {kind} lies within its bounds"
+    if kind == "string":
+        text, why = _string(node)
+        return ([text], "") if text is not None else ([], why)
+    if kind == "array":  # no items schema (not structural): one item of any kind
+        return [[TEXT]], ""
+    if node.get("x-kubernetes-embedded-resource"):
+        return [{**EMBEDDED, "data": dict(UNKNOWN)}], ""
+    if node.get("x-kubernetes-preserve-unknown-fields"):
+        return [dict(UNKNOWN)], ""
+    return [{}], ""  # an object declaring no fields: the API server prunes any others
+
+
+def _numbers(node: dict, integer: bool) -> list:
+    """A non-zero number within the bounds (and ``multipleOf``), then 0 if allowed."""
+    low, high = float("-inf"), float("inf")
+    step = 1 if integer else 0.5
+    if "minimum" in node:
+        low = node["minimum"] + (step if node.get("exclusiveMinimum") else 0)
+    if "maximum" in node:
+        high = node["maximum"] - (step if node.get("exclusiveMaximum") else 0)
+    multiple = node.get("multipleOf")
+    picks = [7, 1, 2, -1, low, high] if integer else [1.5, 7, 1, -1.5, low, high]
+    if multiple:
+        picks = [multiple * n for n in (7, 1, 2, -1)] + picks
+
+    def fits(v) -> bool:
+        if not isinstance(v, (int, float)) or v in (float("inf"), float("-inf")):
+            return False
+        whole = not integer or float(v).is_integer()
+        return low <= v <= high and whole and (not multiple or (v / multiple).is_integer())
+
+    data = next((v for v in picks if v != 0 and fits(v)), None)
+    found = [int(data) if integer else data] if data is not None else []
+    return found + ([0] if fits(0) else [])
+
+
+def _string(node: dict) -> tuple[str | None, str]:
+    """A non-empty string the schema accepts, or None and why."""
+    low = node.get("minLength", 0)
+    high = node.get("maxLength", max(low, len(TEXT)) + 40)
+    if high < 1:
+        return None, "only the empty string fits (maxLength 0): no value holds data"
+    pattern = node.get("pattern")
+    if pattern:
+        return _from_pattern(pattern, low, high)
+    text = FORMATS.get(node.get("format", ""), TEXT)
+    if not low <= len(text) <= high:
+        text = (TEXT * (1 + low // len(TEXT)))[: max(low, min(high, len(TEXT)))]
+    return text, ""
+
+
+def _from_pattern(pattern: str, low: int, high: int) -> tuple[str | None, str]:
+    try:
+        re.compile(pattern)
+    except re.error:
+        return None, f"no string found for pattern {pattern!r} (not a Python regular expression)"
+    strings = st.from_regex(pattern, fullmatch=True)
+    try:
+        return find(strings, lambda s: max(low, 1) <= len(s) <= high, settings=_FIND), ""
+    except (NoSuchExample, Unsatisfiable):
+        return None, (
+            f"no string found for pattern {pattern!r} of length {max(low, 1)} to {high} "
+            f"({PATTERN_TRIES} tried)"
+        )
+
+
+def headline_order(schema: dict, path: str) -> tuple[int, str]:
+    """A finding's paths in the order a person reads them: declared fields first, then
+    metadata, then keys inside subtrees that preserve unknown fields (random keys drawn
+    there must not push a declared field's loss out of the headline)."""
+    if path.startswith("metadata."):
+        return 1, path
+    return (0 if declared_path(schema, path) else 2), path
