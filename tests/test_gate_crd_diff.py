@@ -44,6 +44,8 @@ def differences(old, new, path: str = "spec") -> list[str]:
             d
             for i, (a, b) in enumerate(zip(old, new, strict=True))
             for d in differences(a, b, f"{path}[{i}]")
+            for i, (a, b) in enumerate(zip(old, new, strict=True))
+            for d in differences(a, b, f"{path}[{i}]")
         ]
     return [] if old == new else [path]
 

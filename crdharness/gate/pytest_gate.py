@@ -281,6 +281,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
         refused_examples=refused_examples,
         stored_after=ctx.stored_after,
         changes=found,
+        ignored={t: dict(c) for t, c in ctx.ignored_documentation.items() if c},
         pair_changes=ctx.pair_changes,
         hazards=hazards,
         accepted=ctx.config.accept_not_proven,

@@ -27,7 +27,7 @@ from crdharness.gate.api import (
     ensure_namespace,
     read_crd,
 )
-from crdharness.gate.checks import deprecation, migration, upgrade
+from crdharness.gate.checks import crd_behaviour, deprecation, migration, upgrade
 from crdharness.gate.checks.upgrade import Written
 from crdharness.gate.evidence import changes, objects, targeted
 from crdharness.gate.evidence.changes import NOT_PROVEN, Change
@@ -41,14 +41,13 @@ from crdharness.scenarios import crds
 
 def run(ctx: GateContext) -> None:
     ensure_namespace(ctx.cluster, HISTORY_NS)
-    ctx.changes = {
-        release.index: [
+    for release in ctx.releases[1:]:
+        ignored = ctx.ignored_documentation[release.index]
+        ctx.changes[release.index] = [
             change
             for name in release.crds
-            for change in changes.between(ctx.releases[release.index - 1], release, name)
+            for change in changes.between(ctx.releases[release.index - 1], release, name, ignored)
         ]
-        for release in ctx.releases[1:]
-    }
     written: list[Written] = []
     for release in ctx.releases:
         i = release.index
@@ -87,6 +86,7 @@ def run(ctx: GateContext) -> None:
         written = [w for w in written if w.crd not in ctx.refused_crds]
         before = {key: v for key, v in before.items() if key[0] not in ctx.refused_crds}
         if i:
+            crd_behaviour.after(ctx, release)  # on copies: before the reads it must not touch
             upgrade.check(ctx, release, written, before, stored_before)
         deprecation.check_warnings(ctx, release, subjects.release(i))
         if from_source:  # the source cluster's objects, and its storedVersions
@@ -97,6 +97,7 @@ def run(ctx: GateContext) -> None:
         if release is not ctx.candidate:
             if not from_source:
                 fresh += write_targeted(ctx, release, ctx.changes.get(i + 1, []))
+                crd_behaviour.before(ctx, release, ctx.changes.get(i + 1, []), fresh)
             upgrade.write_baseline(ctx, release, fresh)
         written += fresh
         migration.check(ctx, release, live, stored_before)
@@ -298,8 +299,8 @@ def write_targeted(ctx: GateContext, release: Release, upcoming: list[Change]) -
     "not proven" here, with the reason."""
     built: list[tuple[Change, dict, list[dict]]] = []  # change, its version, its objects
     for change in upcoming:
-        if not change.version or change.kind == "version removed":
-            continue  # a change to the CRD as a whole: its old objects are the evidence
+        if changes.on_the_crd(change):
+            continue  # the CRD's old objects are the evidence (``crd_changes``)
         if change.crd not in ctx.live(release):
             change.decide(
                 NOT_PROVEN, f"{change.crd} was not installed under release {release.index + 1}"
