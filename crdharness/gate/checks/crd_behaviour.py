@@ -153,7 +153,7 @@ def after(ctx: GateContext, release: Release) -> None:
         finding, evidence = _judge(probe, answers, release)
         call(ctx.cluster, "DELETE", probe.path)
         if finding:
-            change.decide(changes.PROVEN, finding)
+            change.decide(changes.PROVEN, f"{finding}; {evidence}")
             result.fail(f"{change.crd} at {change.version}: {change.kind}: {finding}", evidence)
         else:
             change.decide(changes.CLEARED, evidence)

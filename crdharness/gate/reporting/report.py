@@ -302,7 +302,7 @@ def _changes_table(found: list[Change], ignored: dict[int, dict[str, int]]) -> l
         md += ["", f"## What changed, release {t} -> {t + 1}", ""]
         if t in ignored:
             counts = ", ".join(f"{n} {key}" for key, n in sorted(ignored[t].items()))
-            md += [f"Documentation only, ignored: {counts} changes.", ""]
+            md += [f"{counts} changes ignored (documentation only).", ""]
         md += _rows(rows) if rows else []
     return md
 
