@@ -78,13 +78,19 @@ def test_an_unchanged_release_has_no_changes():
     assert changed(lambda p: None) == []
 
 
-def test_widening_is_not_a_change():
+def test_widening_is_a_row_decided_on_the_old_objects():
     def widen(p):
         p["spec"]["properties"]["size"]["enum"].append("huge")
         p["spec"]["properties"]["name"]["maxLength"] = 253
         p["spec"]["properties"]["owner"] = {"type": "string"}
 
-    assert changed(widen) == []
+    found = changed(widen)
+    assert rows(found) == {
+        ("spec.size", "enum widened"),
+        ("spec.name", "bound loosened"),
+        ("spec.owner", "field added"),
+    }
+    assert all(changes.on_the_crd(c) for c in found)  # no object is built for them
 
 
 @pytest.mark.parametrize(
@@ -215,8 +221,13 @@ def test_crd_wide_changes_and_a_new_storage_version_under_none():
     found = changes.between(
         old, Release(1, "r2", {"widgets.example.com": two}), "widgets.example.com"
     )
-    assert rows(found) == {("spec.legacy", "storage version changed under None")}
-    assert found[0].version == "v1"  # objects stored at v1 hold it
+    assert rows(found) == {
+        ("", "version added"),
+        ("", "storage version changed"),
+        ("spec.legacy", "storage version changed under None"),
+    }
+    (under_none,) = [c for c in found if c.path]
+    assert under_none.version == "v1"  # objects stored at v1 hold it
 
 
 _MISSING = object()

@@ -345,7 +345,11 @@ def test_a_refusal_of_a_generated_object_is_a_finding_too(tmp_path):
     upgrade = checks(report)["upgrade[release 1->2]"]
     assert upgrade["status"] == "FAIL"
     assert "spec.owner: Required value" in upgrade["evidence"]
-    assert changes(report) == {("spec.owner", "required added"): "proven"}
+    # The new field is a row too; the refusal names its path.
+    assert changes(report) == {
+        ("spec.owner", "required added"): "proven",
+        ("spec.owner", "field added"): "proven",
+    }
 
 
 def changes(report: dict) -> dict[tuple[str, str], str]:
@@ -362,7 +366,13 @@ def evidence(report: dict, path: str, change: str) -> str:
 def test_changes_old_objects_already_satisfy_are_cleared_on_the_server(tmp_path):
     code, report, output = gate(tmp_path, "tightened/gate.yaml")
     assert code == 0, output[-3000:]
-    assert changes(report) == {("spec", "rule added"): "cleared"}
+    # Every difference is a row: what only lets more in is decided on the old objects.
+    assert changes(report) == {
+        ("spec", "rule added"): "cleared",
+        ("spec.owner", "field added"): "cleared",
+        ("spec.size", "enum widened"): "cleared",
+        ("spec.name", "bound loosened"): "cleared",
+    }
     assert "all accepted and unchanged" in evidence(report, "spec", "rule added")
     assert "verdict: PASS" in output
 
@@ -407,7 +417,9 @@ def test_tightened_bounds_and_pattern_are_each_proven_with_the_servers_message(t
 def test_a_field_required_at_a_new_storage_version_fails_for_old_objects(tmp_path):
     code, report, _ = gate(tmp_path, "tightened/gate-new-version.yaml")
     assert code == 1
-    assert changes(report) == {("spec.size", "required added"): "proven"}
+    found = changes(report)
+    assert found[("spec.size", "required added")] == "proven"
+    assert {("", "version added"), ("", "storage version changed")} <= set(found)
     proof = evidence(report, "spec.size", "required added")
     assert "at v2: 422" in proof and "spec.size: Required value" in proof
 
@@ -421,6 +433,50 @@ def test_a_new_default_that_changes_stored_objects_fails_unless_allowed(tmp_path
     code, report, output = gate(tmp_path / "allowed", "tightened/gate-default-allowed.yaml")
     assert code == 0, output[-3000:]
     assert changes(report) == {("spec.mode", "default added"): "allowed"}
+
+
+def test_a_removed_status_subresource_fails_on_a_status_written_through_it(tmp_path):
+    code, report, output = gate(tmp_path, "lamps/gate-status-removed.yaml")
+    assert code == 1, output[-3000:]
+    assert failed(report) == {"upgrade[release 1->2]"}
+    assert "status subresource removed" in checks(report)["upgrade[release 1->2]"]["evidence"]
+    assert changes(report) == {("", "status subresource removed"): "proven"}
+    proof = evidence(report, "", "status subresource removed")
+    assert "status update through /status at v1: 404" in proof
+    assert "a status sent through the main resource is stored" in proof
+
+
+def test_an_added_status_subresource_fails_on_a_status_sent_with_the_object(tmp_path):
+    code, report, output = gate(tmp_path, "lamps/gate-status-added.yaml")
+    assert code == 1, output[-3000:]
+    assert changes(report) == {("", "status subresource added"): "proven"}
+    assert "sent through the main resource is now dropped" in evidence(
+        report, "", "status subresource added"
+    )
+
+
+def test_a_rule_at_the_schema_root_is_a_row_proven_on_an_object_it_refuses(tmp_path):
+    code, report, output = gate(tmp_path, "lamps/gate-root-rule.yaml")
+    assert code == 1, output[-3000:]
+    assert changes(report) == {("", "rule added"): "proven"}
+    assert "red lamps are retired" in evidence(report, "", "rule added")
+
+
+def test_a_removed_selectable_field_fails_the_field_selector_that_worked(tmp_path):
+    code, report, output = gate(tmp_path, "lamps/gate-selectable-removed.yaml")
+    assert code == 1, output[-3000:]
+    assert changes(report) == {("", "selectable field removed"): "proven"}
+    proof = evidence(report, "", "selectable field removed")
+    assert "fieldSelector=spec.colour=green: 400" in proof
+
+
+def test_documentation_is_counted_and_printer_columns_reported(tmp_path):
+    code, report, output = gate(tmp_path, "lamps/gate.yaml")
+    assert code == 0, output[-3000:]
+    assert changes(report) == {("", "printer columns changed"): "reported"}
+    assert report["documentation_ignored"] == {"release 1->2": {"description": 2}}
+    md = (tmp_path / "gate" / "report.md").read_text()
+    assert "2 description changes ignored (documentation only)" in md
 
 
 def test_a_release_upgraded_to_itself_passes_and_its_own_hazard_is_reported_apart(tmp_path):

@@ -292,6 +292,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
         refused_examples=refused_examples,
         stored_after=ctx.stored_after,
         changes=found,
+        ignored={t: dict(c) for t, c in ctx.ignored_documentation.items() if c},
         pair_changes=ctx.pair_changes,
         hazards=hazards,
         debt=ctx.debt,

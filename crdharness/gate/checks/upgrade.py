@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from crdharness.gate import concurrency, diff, subjects
 from crdharness.gate.api import call
-from crdharness.gate.checks import migration
+from crdharness.gate.checks import crd_changes, migration
 from crdharness.gate.checks.upgrade_writes import (
     RECREATE,
     RECREATE_STATUS,
@@ -512,8 +512,8 @@ def decide(ctx: GateContext, release: Release, written: list[Written]) -> None:
                     f"release {release.index + 1} of {change.crd} was not installed (see install)",
                 )
             continue
-        if not change.version or change.kind == "version removed":
-            _decide_on_the_crd(ctx, release, change, written)
+        if changes.on_the_crd(change):
+            crd_changes.decide(ctx, release, change, written)
             continue
         held = [w for w in written if w.change is change]
         proof = _named_by(change, held) or _named_by(change, written)
@@ -610,25 +610,6 @@ def _named_by(change: Change, written: list[Written]) -> str | None:
             if not change.path or any(diff.at_or_under(p, change.path) for p in named):
                 return finding
     return None
-
-
-def _decide_on_the_crd(ctx: GateContext, release: Release, change: Change, written) -> None:
-    """A change to the CRD as a whole (scope, names, a version removed): the API server's
-    answer to the release, and the old objects of that CRD read under it."""
-    held = [w for w in written if w.crd == change.crd]
-    broken = [w for w in held if w.findings]
-    if broken:
-        change.decide(changes.PROVEN, broken[0].findings[0])
-    elif held:
-        change.decide(
-            changes.CLEARED,
-            f"release {release.index + 1} accepted by the API server; {len(held)} old objects "
-            "read and written under it",
-        )
-    else:
-        change.decide(
-            changes.NOT_PROVEN, f"no old {change.crd} object reached release {release.index + 1}"
-        )
 
 
 def _enough_evidence(ctx: GateContext, result: CheckResult, release: Release, written) -> None:

@@ -9,22 +9,17 @@ A path is spelt as the schema names it: ``spec.priority``, ``status.conditions[]
 
 from __future__ import annotations
 
-import json
+from collections import Counter
 from dataclasses import dataclass, field
 
-from crdharness.gate.evidence import schemas
+from crdharness.gate.evidence import crd_diff, schema_rules, schema_walk, schemas
 from crdharness.gate.given.manifests import Release
-
-# Bounds that only ever allow less when they shrink, and those that allow less when they grow.
-UPPER_BOUNDS = ("maxLength", "maxItems", "maxProperties", "maximum")
-LOWER_BOUNDS = ("minLength", "minItems", "minProperties", "minimum")
-COMBINATORS = ("oneOf", "anyOf", "allOf", "not")
-TOP_LEVEL = ("apiVersion", "kind", "metadata")
 
 ONE_VERSION = "at one version only"  # a path two served versions of one release differ in
 
 # The decisions a change ends with (``decide``), and the one it starts with.
 PROVEN, CLEARED, ALLOWED, NOT_PROVEN = "proven", "cleared", "allowed", "not proven"
+REPORTED = crd_diff.REPORTED  # shown, not judged: printer columns, short names, ...
 UNDECIDED = ""
 
 
@@ -42,6 +37,7 @@ class Change:
     values: tuple = ()  # class-specific: removed enum values, the new bound, ...
     decision: str = UNDECIDED
     evidence: str = ""
+    keys: tuple[str, ...] = ()  # the CRD spec's JSON paths this row accounts for
 
     @property
     def subject(self) -> str:
@@ -68,45 +64,48 @@ class Change:
         }
 
 
-def between(previous: Release, release: Release, crd: str) -> list[Change]:
-    """Every change of ``crd`` from ``previous`` to ``release`` that can make an object the
-    earlier release accepted unwritable or read differently."""
+def between(
+    previous: Release, release: Release, crd: str, ignored: Counter | None = None
+) -> list[Change]:
+    """Every difference of ``crd``'s spec from ``previous`` to ``release`` (``crd_diff``),
+    each a row; documentation-only differences are counted in ``ignored``."""
     if crd not in previous.crds or crd not in release.crds:
         return []
-    found: list[Change] = []
-    t = release.index
+    docs = ignored if ignored is not None else Counter()
     old_spec, new_spec = previous.crds[crd]["spec"], release.crds[crd]["spec"]
-    if old_spec.get("scope", "Namespaced") != new_spec.get("scope", "Namespaced"):
-        found.append(
-            Change(
-                crd,
-                t,
-                "",
-                "",
-                "scope changed",
-                f"{old_spec.get('scope')} -> {new_spec.get('scope')}",
-            )
-        )
-    for key in ("kind", "listKind", "singular"):
-        before, after = old_spec["names"].get(key), new_spec["names"].get(key)
-        if before and after and before != after:
-            found.append(
-                Change(crd, t, "", "", "names changed", f"names.{key}: {before} -> {after}")
-            )
-    for version in previous.names(crd):
-        if version not in release.names(crd):
-            found.append(
-                Change(crd, t, version, "", "version removed", f"{version} is no longer listed")
-            )
-    for version in previous.served(crd):
-        entry = release.version(crd, version)
-        if entry is None:
-            continue
-        old_root = _root(previous.entry(crd, version))
-        new_root = _root(entry)
-        found += _compare(crd, t, version, old_root, new_root, (), top=True)
-    found += _storage_under_none(previous, release, crd)
-    return found
+    found = [_change(crd, release.index, row) for row in crd_diff.rows(old_spec, new_spec, docs)]
+    return found + _storage_under_none(previous, release, crd)
+
+
+def on_the_crd(change: Change) -> bool:
+    """Whether the old objects of the CRD decide ``change`` (not objects built for it): a
+    change to the CRD as a whole, one that only lets more in, or one no rule classifies."""
+    return (
+        not change.version
+        or change.decision == REPORTED  # decided from the manifests: nothing to exercise
+        or change.kind in crd_diff.WHOLE_CRD
+        or change.kind in crd_diff.PROBED
+        or change.kind in schema_rules.LOOSENED
+        or change.kind == schema_rules.UNCLASSIFIED
+    )
+
+
+def _change(crd: str, t: int, row: schema_rules.Row) -> Change:
+    change = Change(
+        crd,
+        t,
+        row.version,
+        spell(row.parts),
+        row.kind,
+        row.detail,
+        row.parts,
+        row.old,
+        row.new,
+        row.values,
+        keys=row.keys,
+    )
+    change.decision, change.evidence = row.decision, row.evidence
+    return change
 
 
 def _root(entry: dict) -> dict:
@@ -118,158 +117,6 @@ def spell(parts: tuple[str, ...]) -> str:
     for part in parts:
         text += part if part == "[]" else (f".{part}" if text else part)
     return text
-
-
-def _compare(
-    crd: str, t: int, version: str, old: dict, new: dict, parts: tuple[str, ...], top=False
-) -> list[Change]:
-    found: list[Change] = []
-
-    def add(kind: str, detail: str, at: tuple[str, ...] = parts, **extra) -> None:
-        found.append(Change(crd, t, version, spell(at), kind, detail, at, old, new, **extra))
-
-    if not top:
-        _node_changes(add, old, new)
-    old_props = old.get("properties") or {}
-    new_props = new.get("properties") or {}
-    for name in sorted(set(new.get("required") or []) - set(old.get("required") or [])):
-        if top and name in TOP_LEVEL:
-            continue
-        node = old_props.get(name) or new_props.get(name) or {}
-        found.append(
-            Change(
-                crd,
-                t,
-                version,
-                spell((*parts, name)),
-                "required added",
-                f"{spell((*parts, name))} is required",
-                (*parts, name),
-                node,
-                new_props.get(name) or {},
-            )
-        )
-    for name in sorted(set(new_props) - set(old_props)):
-        if "default" in new_props[name] and not (top and name in TOP_LEVEL):
-            here = (*parts, name)
-            found.append(
-                Change(
-                    crd,
-                    t,
-                    version,
-                    spell(here),
-                    "default added",
-                    f"new field with default {_short(new_props[name]['default'])}",
-                    here,
-                    {},
-                    new_props[name],
-                    (new_props[name]["default"],),
-                )
-            )
-    for name, child in old_props.items():
-        if top and name in TOP_LEVEL:
-            continue
-        here = (*parts, name)
-        if name not in new_props:
-            if not new.get("x-kubernetes-preserve-unknown-fields"):
-                found.append(
-                    Change(
-                        crd,
-                        t,
-                        version,
-                        spell(here),
-                        "field removed",
-                        "no longer in the schema: pruned",
-                        here,
-                        child,
-                        {},
-                    )
-                )
-            continue
-        found += _compare(crd, t, version, child, new_props[name], here)
-    if isinstance(old.get("items"), dict) and isinstance(new.get("items"), dict):
-        found += _compare(crd, t, version, old["items"], new["items"], (*parts, "[]"))
-    old_map, new_map = old.get("additionalProperties"), new.get("additionalProperties")
-    if isinstance(old_map, dict) and isinstance(new_map, dict):
-        found += _compare(crd, t, version, old_map, new_map, (*parts, "*"))
-    return found
-
-
-def _node_changes(add, old: dict, new: dict) -> None:
-    old_type = "int-or-string" if old.get("x-kubernetes-int-or-string") else old.get("type")
-    new_type = "int-or-string" if new.get("x-kubernetes-int-or-string") else new.get("type")
-    if old_type and new_type and old_type != new_type:
-        add("type changed", f"{old_type} -> {new_type}")
-    if "enum" in new:
-        removed = [v for v in old.get("enum", []) if v not in new["enum"]]
-        if "enum" not in old:
-            add("enum added", f"only {_short(new['enum'])} allowed now", values=())
-        elif removed:
-            add("enum value removed", f"{_short(removed)} no longer allowed", values=tuple(removed))
-    for bound in UPPER_BOUNDS:
-        if bound in new and (bound not in old or new[bound] < old[bound]):
-            add(
-                "bound tightened",
-                f"{bound}: {old.get(bound, 'none')} -> {new[bound]}",
-                values=(bound,),
-            )
-    for bound in LOWER_BOUNDS:
-        if bound in new and new[bound] > old.get(
-            bound, 0 if bound != "minimum" else new[bound] - 1
-        ):
-            add(
-                "bound tightened",
-                f"{bound}: {old.get(bound, 'none')} -> {new[bound]}",
-                values=(bound,),
-            )
-    for flag, bound in (("exclusiveMaximum", "maximum"), ("exclusiveMinimum", "minimum")):
-        if (
-            new.get(flag)
-            and not old.get(flag)
-            and bound in new
-            and new.get(bound) == old.get(bound)
-        ):
-            add("bound tightened", f"{flag}: false -> true", values=(bound,))
-    if new.get("pattern") and new.get("pattern") != old.get("pattern"):
-        add("pattern changed", f"{old.get('pattern', 'none')!s} -> {new['pattern']}")
-    if new.get("format") and new.get("format") != old.get("format"):
-        add("format changed", f"{old.get('format', 'none')} -> {new['format']}")
-    old_rules = {r.get("rule") for r in old.get("x-kubernetes-validations") or []}
-    for rule in new.get("x-kubernetes-validations") or []:
-        if rule.get("rule") not in old_rules:
-            add("rule added", f"x-kubernetes-validations: {rule.get('rule')}", values=(rule,))
-    for combinator in COMBINATORS:
-        if combinator in new and _canon(new[combinator]) != _canon(old.get(combinator)):
-            add(f"{combinator} added", f"{combinator}: {_short(new[combinator])}")
-    if "default" in new and "default" not in old:
-        add("default added", f"default {_short(new['default'])}", values=(new["default"],))
-    elif "default" in new and _canon(new["default"]) != _canon(old["default"]):
-        add(
-            "default changed",
-            f"default {_short(old['default'])} -> {_short(new['default'])}",
-            values=(new["default"],),
-        )
-    if "default" in old and "default" not in new:  # new objects lose it; stored ones keep it
-        add("default removed", f"default {_short(old['default'])} no longer applied")
-    if old.get("nullable") and not new.get("nullable"):
-        add("nullable dropped", "null no longer allowed")
-    if old.get("x-kubernetes-preserve-unknown-fields") and not new.get(
-        "x-kubernetes-preserve-unknown-fields"
-    ):
-        add("unknown fields pruned", "x-kubernetes-preserve-unknown-fields dropped")
-    old_list = (
-        old.get("x-kubernetes-list-type") or "atomic",  # none is atomic
-        tuple(old.get("x-kubernetes-list-map-keys") or ()),
-    )
-    new_list = (
-        new.get("x-kubernetes-list-type") or "atomic",
-        tuple(new.get("x-kubernetes-list-map-keys") or ()),
-    )
-    if new_list[0] != "atomic" and new_list != old_list:  # unique items or keys now
-        add(
-            "list type changed",
-            f"{old_list[0]} -> {new_list[0]} {list(new_list[1]) or ''}".rstrip(),
-        )
 
 
 def between_versions(release: Release, crd: str, a: str, b: str) -> list[Change]:
@@ -322,11 +169,14 @@ def _storage_under_none(previous: Release, release: Release, crd: str) -> list[C
             )
         )
     old_root = _root(previous.entry(crd, before))
-    for change in _compare(
-        crd, release.index, before, old_root, _root(release.entry(crd, after)), (), top=True
-    ):
-        if change.kind in ("field removed", "type changed"):
+    new_root = _root(release.entry(crd, after))
+    for row in schema_walk.walk(old_root, new_root, before, "", Counter()):
+        change = _change(crd, release.index, row)
+        change.keys = ()  # two versions compared, not two releases: no spec path of the diff
+        if change.kind in ("field removed", "type changed") or on_the_crd(change):
             continue  # the rows above: what the new storage version cannot hold
+        if change.kind == schema_rules.SAME_MEANING:
+            continue
         change.detail = f"at {after}, the new storage version: {change.detail}"
         found.append(change)
     return found
@@ -361,12 +211,3 @@ def _node_at(root: dict, parts: tuple[str, ...]) -> dict:
 def node_at(entry: dict, parts: tuple[str, ...]) -> dict:
     """The schema node of a ``spec.versions`` entry at ``parts``."""
     return _node_at(_root(entry), parts)
-
-
-def _canon(value) -> str:
-    return json.dumps(value, sort_keys=True)
-
-
-def _short(value, limit: int = 80) -> str:
-    text = json.dumps(value, sort_keys=True)
-    return text if len(text) <= limit else text[: limit - 3] + "..."

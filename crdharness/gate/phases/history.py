@@ -21,34 +21,34 @@ from crdharness.gate import concurrency, subjects
 from crdharness.gate.api import (
     Answer,
     Resource,
-    apply_crd,
     call,
-    condition,
     ensure_namespace,
-    read_crd,
 )
-from crdharness.gate.checks import deprecation, migration, previous_release, upgrade
+from crdharness.gate.checks import (
+    crd_behaviour,
+    deprecation,
+    migration,
+    previous_release,
+    upgrade,
+)
 from crdharness.gate.checks.upgrade import Written
 from crdharness.gate.evidence import changes, coverage_objects, objects, targeted
 from crdharness.gate.evidence.changes import NOT_PROVEN, Change
 from crdharness.gate.given.manifests import Release
-from crdharness.gate.phases import replay
+from crdharness.gate.phases import install, replay
 from crdharness.gate.results import NotConvertible
 from crdharness.gate.run.context import HISTORY_NS, GateContext
-from crdharness.polling import WaitTimeout
-from crdharness.scenarios import crds
 
 
 def run(ctx: GateContext) -> None:
     ensure_namespace(ctx.cluster, HISTORY_NS)
-    ctx.changes = {
-        release.index: [
+    for release in ctx.releases[1:]:
+        ignored = ctx.ignored_documentation[release.index]
+        ctx.changes[release.index] = [
             change
             for name in release.crds
-            for change in changes.between(ctx.releases[release.index - 1], release, name)
+            for change in changes.between(ctx.releases[release.index - 1], release, name, ignored)
         ]
-        for release in ctx.releases[1:]
-    }
     written: list[Written] = []
     for release in ctx.releases:
         i = release.index
@@ -72,7 +72,7 @@ def run(ctx: GateContext) -> None:
             deprecation.check_removal_policy(ctx, release)
         from_source = ctx.source is not None and i == 0
         first = replay.first_install(ctx.source, release) if ctx.source and from_source else None
-        refused = _install(ctx, release, live, stored_before, first)
+        refused = install.apply_release(ctx, release, live, stored_before, first)
         if ctx.source is not None and i and refused:  # what follows the migration it needs
             migrated = replay.migrate_first(ctx, release, refused, stored_before)
             refused -= migrated
@@ -87,6 +87,7 @@ def run(ctx: GateContext) -> None:
         written = [w for w in written if w.crd not in ctx.refused_crds]
         before = {key: v for key, v in before.items() if key[0] not in ctx.refused_crds}
         if i:
+            crd_behaviour.after(ctx, release)  # on copies: before the reads it must not touch
             upgrade.check(ctx, release, written, before, stored_before)
         deprecation.check_warnings(ctx, release, subjects.release(i))
         if from_source:  # the source cluster's objects, and its storedVersions
@@ -97,6 +98,7 @@ def run(ctx: GateContext) -> None:
         if release is not ctx.candidate:
             if not from_source:
                 fresh += write_targeted(ctx, release, ctx.changes.get(i + 1, []))
+                crd_behaviour.before(ctx, release, ctx.changes.get(i + 1, []), fresh)
             upgrade.write_baseline(ctx, release, fresh)
         written += fresh
         previous_release.run(ctx, release)  # the candidate's predecessor, while installed
@@ -104,111 +106,6 @@ def run(ctx: GateContext) -> None:
         ctx.stored_after[i] = {name: migration.stored_versions(ctx.cluster, name) for name in live}
     ctx.history_completed = True  # to its end: refused CRDs are in refused_crds
     ctx.working_on()
-
-
-def _install(
-    ctx: GateContext,
-    release: Release,
-    live: list[str],
-    stored_before: dict[str, list[str]],
-    first: dict[str, dict] | None = None,
-) -> set[str]:
-    """Apply every CRD of ``release`` (as ``first`` has it, where given); the names the API
-    server refused or never served."""
-    result = ctx.result("install", subjects.release(release.index))
-    refused: set[str] = set()
-    still_stored: dict[str, list[str]] = {}  # refused for versions clusters still store
-    statuses: set[int] = set()  # the API server's answers to those
-    for name in live:
-        manifest = (first or release.crds)[name]
-        answer = apply_crd(ctx.cluster, ctx.pointed(manifest))
-        if not answer.ok:
-            result.fail(
-                f"the API server refused {name}: {answer.message}",
-                f"{name}: {answer.status} {answer.message}",
-            )
-            removed = _explain_refusal(ctx, release, name, stored_before.get(name, []), answer)
-            if removed:
-                still_stored[name] = removed
-                statuses.add(answer.status)
-            refused.add(name)
-            continue
-        try:
-            crds.wait_settled(ctx.cluster.api_client, manifest)
-        except WaitTimeout as exc:
-            # Seen: stored objects the webhook cannot convert keep the API server from
-            # building its cache of the resource, and every LIST answers 429 from then on.
-            result.fail(
-                f"{name} was applied but does not serve: {exc}",
-                "if the objects earlier releases stored cannot be converted, the API "
-                "server cannot build its cache of the resource (see kube-apiserver.log "
-                "in the failure bundle and the webhook's answers)",
-            )
-            refused.add(name)
-            continue
-        crd = read_crd(ctx.cluster, name) or {}
-        names = condition(crd, "NamesAccepted")
-        if names.get("status") != "True":
-            result.fail(f"{name}: names not accepted: {names.get('message')}")
-    transition = subjects.transition(release.index)
-    # A bundle's headline names every CRD refused, not only the first (the details hold
-    # each one's message): fixing the first alone would not make the release install.
-    if len(refused) > 1:
-        result.evidence = (
-            f"the API server refused or does not serve {len(refused)} CRDs: "
-            f"{', '.join(sorted(refused))} (each one's message below)"
-        )
-    if len(still_stored) > 1:
-        versions = ", ".join(sorted({v for removed in still_stored.values() for v in removed}))
-        ctx.result("migration", transition).evidence = (
-            f"{', '.join(sorted(still_stored))}: clusters that still store {versions} reject "
-            f"this revision with {'/'.join(map(str, sorted(statuses)))}: ship a release that "
-            "migrates first"
-        )
-    for name in live:
-        if name in refused or not ctx.planned_check("migration", transition):
-            continue
-        removed = [v for v in stored_before.get(name, []) if v not in release.names(name)]
-        dropped = _dropped_versions(ctx, release, name)
-        if dropped and not removed and ctx.result("migration", transition).passed:
-            ctx.result("migration", transition).evidence = (
-                f"{name}: removed {', '.join(dropped)}, no longer in status.storedVersions "
-                f"{stored_before.get(name)}: accepted"
-            )
-    if result.passed:
-        verb = "created" if release.index == 0 else "applied on top of the previous release"
-        left_out = [n for n in release.crds if n not in live]
-        result.evidence = f"{len(live)} CRDs {verb}; Established, names accepted" + (
-            f" ({', '.join(left_out)} left out: refused by an earlier release)" if left_out else ""
-        )
-    return refused
-
-
-def _dropped_versions(ctx: GateContext, release: Release, name: str) -> list[str]:
-    if release.index == 0:
-        return []
-    previous = ctx.releases[release.index - 1]
-    return [v for v in previous.names(name) if v not in release.names(name)]
-
-
-def _explain_refusal(
-    ctx: GateContext, release, name, stored: list[str], answer: Answer
-) -> list[str]:
-    """A release that drops a version clusters still store: check *migration*'s finding.
-    The versions it drops that clusters still store (none: the refusal is another's)."""
-    removed = [v for v in stored if v not in release.names(name)]
-    if not removed:
-        return []
-    result = ctx.result("migration", subjects.transition(release.index))
-    versions = ", ".join(removed)
-    result.fail(
-        f"{name}: clusters that still store {versions} reject this revision with "
-        f"{answer.status}: ship a release that migrates first",
-        f"{name}: status.storedVersions before the upgrade: {stored}",
-        *migration.removal_advice(ctx.releases, release, name, removed, ctx.config),
-        f"the API server said: {answer.message}",
-    )
-    return removed
 
 
 DRAWS_PER_OBJECT = 3  # drawn per generated object wanted, for the server's refusals
@@ -300,8 +197,8 @@ def write_targeted(ctx: GateContext, release: Release, upcoming: list[Change]) -
     "not proven" here, with the reason."""
     built: list[tuple[Change, dict, list[dict]]] = []  # change, its version, its objects
     for change in upcoming:
-        if not change.version or change.kind == "version removed":
-            continue  # a change to the CRD as a whole: its old objects are the evidence
+        if changes.on_the_crd(change):
+            continue  # the CRD's old objects are the evidence (``crd_changes``)
         if change.crd not in ctx.live(release):
             change.decide(
                 NOT_PROVEN, f"{change.crd} was not installed under release {release.index + 1}"

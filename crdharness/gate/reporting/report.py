@@ -142,6 +142,7 @@ class Report:
     refused_examples: dict[str, str] = field(default_factory=dict)
     stored_after: dict[int, dict[str, list[str]]] = field(default_factory=dict)
     changes: list[Change] = field(default_factory=list)  # every transition's, in order
+    ignored: dict[int, dict[str, int]] = field(default_factory=dict)  # transition -> doc keys
     pair_changes: list[Change] = field(default_factory=list)  # the candidate's version pairs
     hazards: list[str] = field(default_factory=list)  # writes a release itself refuses
     debt: list[Debt] = field(default_factory=list)  # the previous release's, not findings
@@ -209,6 +210,9 @@ def write(directory: Path, run: Report) -> Path:
                 "kubernetes": run.kubernetes,
                 "checks": [r.as_json() for r in results],
                 "changes": [c.as_json() for c in run.changes],
+                "documentation_ignored": {
+                    f"release {t}->{t + 1}": counts for t, counts in sorted(run.ignored.items())
+                },
                 "version_pair_differences": [c.as_json() for c in run.pair_changes],
                 "hazards": run.hazards,
                 "debt": [d.as_json() for d in run.debt],
@@ -240,7 +244,7 @@ def write(directory: Path, run: Report) -> Path:
         md += ["", "Accepted as not proven (`accept_not_proven`):", ""]
         md += [f"- {r.check} [{r.subject}]: {a.reason}" for r, a in accepted]
     md += _coverage_table(results)
-    md += _changes_table(run.changes)
+    md += _changes_table(run.changes, run.ignored)
     if run.pair_changes:
         md += ["", "## Paths that differ between the candidate's served versions", ""]
         md += _rows(run.pair_changes)
@@ -337,15 +341,19 @@ def _coverage_table(results: list[CheckResult]) -> list[str]:
     return md
 
 
-def _changes_table(found: list[Change]) -> list[str]:
-    """What changed, per transition: one row per change, each with its decision."""
+def _changes_table(found: list[Change], ignored: dict[int, dict[str, int]]) -> list[str]:
+    """What changed, per transition: one row per change, each with its decision, and the
+    documentation-only changes ignored, counted."""
     md: list[str] = []
-    by_transition: dict[int, list[Change]] = {}
+    by_transition: dict[int, list[Change]] = {t: [] for t in ignored}
     for change in found:
         by_transition.setdefault(change.transition, []).append(change)
     for t, rows in sorted(by_transition.items()):
         md += ["", f"## What changed, release {t} -> {t + 1}", ""]
-        md += _rows(rows)
+        if t in ignored:
+            counts = ", ".join(f"{n} {key}" for key, n in sorted(ignored[t].items()))
+            md += [f"{counts} changes ignored (documentation only).", ""]
+        md += _rows(rows) if rows else []
     return md
 
 

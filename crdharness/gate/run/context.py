@@ -9,10 +9,10 @@ from __future__ import annotations
 import itertools
 import threading
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from crdharness.binaries.versions import Release as KubernetesRelease
 from crdharness.cluster import Cluster
@@ -65,6 +65,11 @@ class GateContext:
     in_progress: set[str] = field(default_factory=set)  # see working_on
     changes: dict[int, list[Change]] = field(default_factory=dict)  # release -> from previous
     pair_changes: list[Change] = field(default_factory=list)  # candidate's version pairs
+    # release -> documentation keys that changed from the previous (ignored, counted)
+    ignored_documentation: defaultdict[int, Counter[str]] = field(
+        default_factory=lambda: defaultdict(Counter)
+    )
+    probes: dict[int, list[Any]] = field(default_factory=dict)  # release -> crd_behaviour's
     hazards: dict[str, str] = field(default_factory=dict)  # writes a release itself refuses
     # The release before the candidate, run through the candidate's own checks while the
     # history has it installed (``checks.previous_release``): check:subject -> its failures'

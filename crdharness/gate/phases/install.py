@@ -1,0 +1,118 @@
+"""Each release's CRDs applied as a cluster would get them: what the API server refuses or
+never serves fails *install*; a refusal for versions clusters still store is *migration*'s
+finding, with the advice to ship a release that migrates first."""
+
+from __future__ import annotations
+
+from crdharness.gate import subjects
+from crdharness.gate.api import Answer, apply_crd, condition, read_crd
+from crdharness.gate.checks import migration
+from crdharness.gate.given.manifests import Release
+from crdharness.gate.run.context import GateContext
+from crdharness.polling import WaitTimeout
+from crdharness.scenarios import crds
+
+
+def apply_release(
+    ctx: GateContext,
+    release: Release,
+    live: list[str],
+    stored_before: dict[str, list[str]],
+    first: dict[str, dict] | None = None,
+) -> set[str]:
+    """Apply every CRD of ``release`` (as ``first`` has it, where given); the names the API
+    server refused or never served."""
+    result = ctx.result("install", subjects.release(release.index))
+    refused: set[str] = set()
+    still_stored: dict[str, list[str]] = {}  # refused for versions clusters still store
+    statuses: set[int] = set()  # the API server's answers to those
+    for name in live:
+        manifest = (first or release.crds)[name]
+        answer = apply_crd(ctx.cluster, ctx.pointed(manifest))
+        if not answer.ok:
+            result.fail(
+                f"the API server refused {name}: {answer.message}",
+                f"{name}: {answer.status} {answer.message}",
+            )
+            removed = _explain_refusal(ctx, release, name, stored_before.get(name, []), answer)
+            if removed:
+                still_stored[name] = removed
+                statuses.add(answer.status)
+            refused.add(name)
+            continue
+        try:
+            crds.wait_settled(ctx.cluster.api_client, manifest)
+        except WaitTimeout as exc:
+            # Seen: stored objects the webhook cannot convert keep the API server from
+            # building its cache of the resource, and every LIST answers 429 from then on.
+            result.fail(
+                f"{name} was applied but does not serve: {exc}",
+                "if the objects earlier releases stored cannot be converted, the API "
+                "server cannot build its cache of the resource (see kube-apiserver.log "
+                "in the failure bundle and the webhook's answers)",
+            )
+            refused.add(name)
+            continue
+        crd = read_crd(ctx.cluster, name) or {}
+        names = condition(crd, "NamesAccepted")
+        if names.get("status") != "True":
+            result.fail(f"{name}: names not accepted: {names.get('message')}")
+    transition = subjects.transition(release.index)
+    # A bundle's headline names every CRD refused, not only the first (the details hold
+    # each one's message): fixing the first alone would not make the release install.
+    if len(refused) > 1:
+        result.evidence = (
+            f"the API server refused or does not serve {len(refused)} CRDs: "
+            f"{', '.join(sorted(refused))} (each one's message below)"
+        )
+    if len(still_stored) > 1:
+        versions = ", ".join(sorted({v for removed in still_stored.values() for v in removed}))
+        ctx.result("migration", transition).evidence = (
+            f"{', '.join(sorted(still_stored))}: clusters that still store {versions} reject "
+            f"this revision with {'/'.join(map(str, sorted(statuses)))}: ship a release that "
+            "migrates first"
+        )
+    for name in live:
+        if name in refused or not ctx.planned_check("migration", transition):
+            continue
+        removed = [v for v in stored_before.get(name, []) if v not in release.names(name)]
+        dropped = _dropped_versions(ctx, release, name)
+        if dropped and not removed and ctx.result("migration", transition).passed:
+            ctx.result("migration", transition).evidence = (
+                f"{name}: removed {', '.join(dropped)}, no longer in status.storedVersions "
+                f"{stored_before.get(name)}: accepted"
+            )
+    if result.passed:
+        verb = "created" if release.index == 0 else "applied on top of the previous release"
+        left_out = [n for n in release.crds if n not in live]
+        result.evidence = f"{len(live)} CRDs {verb}; Established, names accepted" + (
+            f" ({', '.join(left_out)} left out: refused by an earlier release)" if left_out else ""
+        )
+    return refused
+
+
+def _dropped_versions(ctx: GateContext, release: Release, name: str) -> list[str]:
+    if release.index == 0:
+        return []
+    previous = ctx.releases[release.index - 1]
+    return [v for v in previous.names(name) if v not in release.names(name)]
+
+
+def _explain_refusal(
+    ctx: GateContext, release, name, stored: list[str], answer: Answer
+) -> list[str]:
+    """A release that drops a version clusters still store: check *migration*'s finding.
+    The versions it drops that clusters still store (none: the refusal is another's)."""
+    removed = [v for v in stored if v not in release.names(name)]
+    if not removed:
+        return []
+    result = ctx.result("migration", subjects.transition(release.index))
+    versions = ", ".join(removed)
+    result.fail(
+        f"{name}: clusters that still store {versions} reject this revision with "
+        f"{answer.status}: ship a release that migrates first",
+        f"{name}: status.storedVersions before the upgrade: {stored}",
+        *migration.removal_advice(ctx.releases, release, name, removed, ctx.config),
+        f"the API server said: {answer.message}",
+    )
+    return removed
