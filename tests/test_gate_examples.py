@@ -345,11 +345,13 @@ def test_a_refusal_of_a_generated_object_is_a_finding_too(tmp_path):
     upgrade = checks(report)["upgrade[release 1->2]"]
     assert upgrade["status"] == "FAIL"
     assert "spec.owner: Required value" in upgrade["evidence"]
-    # The new field is a row too; the refusal names its path.
+    # The new field is a row too: the refusal names its path, but adding a field refuses
+    # nothing, so it is cleared (saying whose finding that is), never proven.
     assert changes(report) == {
         ("spec.owner", "required added"): "proven",
-        ("spec.owner", "field added"): "proven",
+        ("spec.owner", "field added"): "cleared",
     }
+    assert "another change's" in evidence(report, "spec.owner", "field added")
 
 
 def changes(report: dict) -> dict[tuple[str, str], str]:
@@ -420,6 +422,7 @@ def test_a_field_required_at_a_new_storage_version_fails_for_old_objects(tmp_pat
     found = changes(report)
     assert found[("spec.size", "required added")] == "proven"
     assert {("", "version added"), ("", "storage version changed")} <= set(found)
+    assert found[("", "version added")] == "cleared"  # a version added refuses nothing
     proof = evidence(report, "spec.size", "required added")
     assert "at v2: 422" in proof and "spec.size: Required value" in proof
 

@@ -33,6 +33,9 @@ def decide(ctx: GateContext, release: Release, change: Change, written: list) ->
         _unclassified(ctx, change)
         return
     held: list[Old] = [w for w in written if w.crd == change.crd]
+    if change.kind in CANNOT_REFUSE:
+        _only_lets_more_in(release, change, held)
+        return
     if change.path:  # a loosened field: proven only by a finding that names it
         broken = _naming(change, held)
     else:
@@ -50,6 +53,49 @@ def decide(ctx: GateContext, release: Release, change: Change, written: list) ->
         change.decide(
             changes.NOT_PROVEN, f"no old {change.crd} object reached release {release.index + 1}"
         )
+
+
+# Classes that only let more in, or only add what clients may use: no write of an old
+# object can be refused, nor read differently, because of them. A finding that names their
+# path is another change's doing (a field made required beside the one added), so it never
+# proves them; they are cleared on the old objects that reached the release.
+CANNOT_REFUSE = frozenset(
+    {
+        "field added",
+        "required removed",
+        "enum widened",
+        "enum removed",
+        "bound loosened",
+        "pattern removed",
+        "format removed",
+        "rule removed",
+        "nullable added",
+        "unknown fields preserved",
+        *(f"{c} removed" for c in schema_rules.COMBINATORS),
+        "version added",
+        "version served",
+        "version deprecated",
+        "deprecation withdrawn",
+        "deprecation warning changed",
+        "selectable field added",
+        "scale subresource added",
+    }
+)
+
+
+def _only_lets_more_in(release: Release, change: Change, held: list) -> None:
+    if not held:
+        change.decide(
+            changes.NOT_PROVEN, f"no old {change.crd} object reached release {release.index + 1}"
+        )
+        return
+    other = _naming(change, held) if change.path else None
+    change.decide(
+        changes.CLEARED,
+        f"only lets more in: {len(held)} old objects read and written under release "
+        f"{release.index + 1}"
+        + (f"; a finding on this path is another change's: {other}" if other else ""),
+    )
 
 
 def _unclassified(ctx: GateContext, change: Change) -> None:
