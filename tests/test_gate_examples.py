@@ -721,8 +721,10 @@ def test_a_second_divergence_fails_on_its_own_path_and_the_first_stays_debt(tmp_
     }
     for key in failed(report):
         found = checks(report)[key]
+        # The headline is the new loss; a coverage object holds both fields, so its details
+        # may show the old one beside it (listed as debt, below).
         assert "spec.shade" in found["evidence"], found
-        assert "spec.wattage" not in found["evidence"] + "\n".join(found["details"]), found
+        assert "spec.wattage" not in found["evidence"], found
     debt = debt_of(report)
     assert ("schemas-vs-strategy", LAMP, "spec.wattage") in debt
     assert not [d for d in report["debt"] if "spec.shade" in d["paths"]]
