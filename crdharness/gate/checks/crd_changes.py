@@ -59,28 +59,25 @@ def decide(ctx: GateContext, release: Release, change: Change, written: list) ->
 # object can be refused, nor read differently, because of them. A finding that names their
 # path is another change's doing (a field made required beside the one added), so it never
 # proves them; they are cleared on the old objects that reached the release.
-CANNOT_REFUSE = frozenset(
-    {
-        "field added",
-        "required removed",
-        "enum widened",
-        "enum removed",
-        "bound loosened",
-        "pattern removed",
-        "format removed",
-        "rule removed",
-        "nullable added",
-        "unknown fields preserved",
-        *(f"{c} removed" for c in schema_rules.COMBINATORS),
-        "version added",
-        "version served",
-        "version deprecated",
-        "deprecation withdrawn",
-        "deprecation warning changed",
-        "selectable field added",
-        "scale subresource added",
+CANNOT_REFUSE = (
+    # Of the loosened classes, those with no effect on how a write merges or is judged.
+    set(schema_rules.LOOSENED)
+    - {
+        "rule details changed",  # a messageExpression can fail where the old one did not
+        "field no longer declared",
+        "list made atomic",  # server-side apply merges otherwise
+        "map type changed",
+        "required changed at the root",
     }
-)
+) | {
+    "version added",
+    "version served",
+    "version deprecated",
+    "deprecation withdrawn",
+    "deprecation warning changed",
+    "selectable field added",
+    "scale subresource added",
+}
 
 
 def _only_lets_more_in(release: Release, change: Change, held: list) -> None:

@@ -23,14 +23,22 @@ from hypothesis.errors import NoSuchExample, Unsatisfiable
 from crdharness.gate import diff
 
 PATTERN_TRIES = 300  # strings drawn from a pattern in search of one the length bounds allow
-_FIND = settings(
-    database=None,
-    deadline=None,
-    max_examples=PATTERN_TRIES,
-    phases=[Phase.generate, Phase.shrink],
-    suppress_health_check=list(HealthCheck),
-    derandomize=True,
-)
+
+
+def search_settings(tries: int) -> settings:
+    """Hypothesis settings for finding one value that meets a condition: repeatable
+    (derandomized), no database, no deadline (a loaded machine is no failure)."""
+    return settings(
+        database=None,
+        deadline=None,
+        max_examples=tries,
+        phases=[Phase.generate, Phase.shrink],
+        suppress_health_check=list(HealthCheck),
+        derandomize=True,
+    )
+
+
+_FIND = search_settings(PATTERN_TRIES)
 TEXT = "gate-value"  # a plain string: readable in a report, non-empty, no pattern to meet
 UNKNOWN = {"gateUnknown": "kept"}  # what a preserve-unknown subtree holds
 EMBEDDED = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "gate"}}

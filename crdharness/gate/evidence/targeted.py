@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample, Unsatisfiable
 
 from crdharness.gate import diff
-from crdharness.gate.evidence import objects
+from crdharness.gate.evidence import coverage, objects
 from crdharness.gate.evidence.changes import ONE_VERSION, Change
 
 VARIANTS = 3  # drawn values per rule or combinator change, beside the fewest and most fields
@@ -29,14 +29,7 @@ ENUM_VALUES = 5  # enumerated values tried per field below a rule's node
 ENUMERATED = 12  # and at most this many in all
 FILLED_DEPTH = 3  # levels of optional fields the "most fields" variant fills
 PATTERN_TRIES = 500  # strings drawn from the old pattern in search of one the new refuses
-_FIND = settings(
-    database=None,
-    deadline=None,
-    max_examples=PATTERN_TRIES,
-    phases=[Phase.generate, Phase.shrink],
-    suppress_health_check=list(HealthCheck),
-    derandomize=True,
-)
+_FIND = coverage.search_settings(PATTERN_TRIES)
 
 
 RULE_KINDS = ("rule added", "oneOf added", "anyOf added", "allOf added", "not added")
