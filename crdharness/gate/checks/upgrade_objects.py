@@ -1,0 +1,101 @@
+"""Part of check *upgrade*: the objects an earlier release stored (``Written``), their etcd
+keys, and how a finding about one is recorded (excused by an ``allow`` entry or not)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from crdharness.gate import diff
+from crdharness.gate.checks.upgrade_writes import (
+    RECREATE,
+    RECREATE_STATUS,
+)
+from crdharness.gate.evidence import coverage, objects
+from crdharness.gate.evidence.changes import Change
+from crdharness.gate.results import CheckResult
+from crdharness.gate.run.context import GateContext
+
+RECREATES = (RECREATE, RECREATE_STATUS)
+
+
+# A note (no finding) of a loss the webhook makes already under the earlier release.
+WEBHOOKS_OWN = "not a change of this release"
+
+
+@dataclass(eq=False)
+class Written:
+    """An object the history phase wrote, and what it looked like then."""
+
+    crd: str
+    version: str  # written at
+    name: str
+    namespace: str | None
+    seen: dict[str, dict] = field(default_factory=dict)  # version -> object read at it
+    sent: dict = field(default_factory=dict)  # the body written (fields, status)
+    sample: bool = False  # one of the user's samples (an object clusters really hold)
+    change: Change | None = None  # the change it was built to hold (``targeted``)
+    baseline: set[tuple[str, str]] = field(default_factory=set)  # writes refused before
+    findings: list[str] = field(default_factory=list)  # this transition's, about it
+    excused: list[str] = field(default_factory=list)  # findings an `allow` entry excused
+    hazarded: set[tuple[str, str]] = field(default_factory=set)  # writes refused both times
+    refused: set[str] = field(default_factory=set)  # this transition's writes refused (any)
+    captured: bool = False  # one of a source cluster's objects (``--from-cluster``)
+
+    @property
+    def label(self) -> str:
+        """How findings name it: a source cluster's object as ``namespace/name``."""
+        if self.captured and self.namespace:
+            return f"{self.namespace}/{self.name}"
+        return self.name
+
+
+def etcd_snapshot(ctx: GateContext, written: list[Written]) -> dict:
+    if ctx.cluster.etcd is None:
+        return {}
+    snapshot = {}
+    for obj in written:
+        resource = ctx.resource(obj.crd)
+        stored = ctx.cluster.stored(resource.group, resource.plural, obj.name, obj.namespace)
+        if stored is not None:
+            snapshot[(obj.crd, obj.label)] = (stored.mod_revision, stored.api_version)
+    return snapshot
+
+
+def finding(
+    ctx: GateContext,
+    result: CheckResult,
+    obj: Written,
+    headline: str,
+    *details: str,
+    paths: list[str] | None = None,
+) -> None:
+    """A finding about ``obj``: the check fails, unless an ``allow`` entry (with no
+    ``between``, or one naming the versions) covers every path it names."""
+    named = paths if paths is not None else [p for d in details for p in diff.named_paths(d)]
+    rule = None
+    if named:
+        rules = [
+            next((r for r in ctx.config.allow if r.covers_upgrade(p, obj.version)), None)
+            for p in named
+        ]
+        rule = rules[0] if all(rules) else None
+    first = details[0] if details else headline
+    first = first if obj.label in first else f"{obj.label}: {first}"
+    if rule is not None:
+        note = f"{obj.crd} {first} ({rule.reason})"
+        obj.excused.append(note)
+        if note not in result.allowed:
+            result.allowed.append(note)
+        return
+    # Each line (each write refused, each path changed) is one of its findings: a change
+    # is proven by the line that names its path.
+    lines = [line if obj.label in line else f"{obj.label}: {line}" for line in details]
+    obj.findings += lines or [first]
+    result.fail(headline, *details)
+
+
+def declared_first(entry: dict, found: list) -> list:
+    """Differences with the fields ``entry``'s schema declares first (then metadata, then
+    keys inside subtrees that preserve unknown fields), each group by path."""
+    schema = objects.body_schema(entry)
+    return sorted(found, key=lambda d: coverage.headline_order(schema, d.path))

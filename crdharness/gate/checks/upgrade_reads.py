@@ -1,0 +1,127 @@
+"""Part of check *upgrade*: each old object read again under the new release at every served
+version (GET and LIST), judged against what it read before, and its etcd key untouched."""
+
+from __future__ import annotations
+
+from crdharness.gate import diff
+from crdharness.gate.api import call
+from crdharness.gate.checks.upgrade_objects import Written, declared_first, etcd_snapshot, finding
+from crdharness.gate.evidence import schemas
+from crdharness.gate.given.manifests import Release
+from crdharness.gate.results import CheckResult
+from crdharness.gate.run.context import GateContext
+
+
+def read_again(
+    ctx: GateContext, result: CheckResult, release: Release, obj: Written
+) -> tuple[CheckResult, int]:
+    """``obj`` read at every version ``release`` serves, judged against what it read under
+    the earlier release; what was found (its part of ``upgrade``), and the reads made."""
+    resource = ctx.resource(obj.crd)
+    reads = 0
+    for version in release.served(obj.crd):
+        got = call(ctx.cluster, "GET", resource.path(version, obj.namespace, obj.name))
+        if not got.ok:
+            finding(
+                ctx,
+                result,
+                obj,
+                f"{obj.label} (written at {obj.version}) cannot be read at {version}",
+                f"GET {obj.label} at {version}: {got.status} {got.message}",
+            )
+            continue
+        reads += 1
+        if version in obj.seen:
+            _judge_read(ctx, result, release, obj, version, got.body)
+        obj.seen[version] = got.body
+    return result, reads
+
+
+def check_listed(ctx: GateContext, result: CheckResult, release: Release, written) -> None:
+    """A LIST at every served version returns every old object: one LIST per CRD, version
+    and namespace."""
+    places = sorted({(obj.crd, obj.namespace or "") for obj in written})
+    for crd, namespace in places:
+        resource = ctx.resource(crd)
+        mine = [w for w in written if w.crd == crd and (w.namespace or "") == namespace]
+        for version in release.served(crd):
+            listed = call(ctx.cluster, "GET", resource.path(version, namespace or None))
+            names = {i["metadata"]["name"] for i in (listed.body or {}).get("items", [])}
+            if not listed.ok:
+                result.fail(
+                    f"LIST of {crd} at {version} fails: {listed.status} {listed.message}",
+                    *(f"LIST at {version} does not return {w.name}" for w in mine),
+                )
+                continue
+            for obj in mine:
+                if obj.name not in names:
+                    result.fail(
+                        f"LIST at {version} does not return {obj.label}",
+                        f"LIST at {version}: {listed.status}",
+                    )
+
+
+def _judge_read(
+    ctx: GateContext, result: CheckResult, release: Release, obj: Written, version: str, body
+) -> None:
+    """What an old object reads at ``version`` under the new release, against what it read
+    under the old one: any difference is a finding — a value the new release's default
+    fills in on read too (a silent change to every stored object, which upgrade notes must
+    tell), unless ``allow``ed."""
+    found = diff.differences(diff.comparable(obj.seen[version]), diff.comparable(body))
+    if not found:
+        return
+    known = len(obj.findings)
+    entry = release.entry(obj.crd, version)
+    defaulted = [
+        d
+        for d in found
+        if not schemas.present(obj.sent, d.path) and schemas.defaulted(entry, d.path)
+    ]
+    for d in defaulted:
+        finding(
+            ctx,
+            result,
+            obj,
+            f"{obj.crd} {obj.label} (stored under release {release.index}) reads at {version} "
+            f"with a value it did not have: {d.describe()} (release {release.index + 1}'s "
+            "default, filled in on read of every stored object)",
+            f"{obj.label} at {version}: {d.path} defaulted on read: {d.describe()}",
+            paths=[d.path],
+        )
+    changed = declared_first(entry, [d for d in found if d not in defaulted])
+    if changed:
+        finding(
+            ctx,
+            result,
+            obj,
+            f"{obj.label} read at {version} changed with the upgrade: "
+            + "; ".join(d.describe() for d in changed[:3]),
+            *(f"{obj.label} at {version}: {d.describe()}" for d in changed),
+            paths=[d.path for d in changed],
+        )
+    if len(obj.findings) > known:
+        result.objects.append((f"{obj.label} at {version} before", obj.seen[version]))
+        result.objects.append((f"{obj.label} at {version} after", body))
+
+
+def check_untouched(ctx: GateContext, result, written, before) -> int:
+    if ctx.cluster.etcd is None:
+        if result.passed:
+            result.passed = None
+        result.details.append("etcd is not reachable: stored bytes not proven untouched")
+        return 0
+    after = etcd_snapshot(ctx, written)
+    untouched = 0
+    for key, (revision, api_version) in before.items():
+        now = after.get(key)
+        if now is None:
+            result.fail(f"{key[1]}: its etcd key vanished with the upgrade")
+        elif now != (revision, api_version):
+            result.fail(
+                f"{key[1]}: applying the release rewrote it in etcd "
+                f"(mod_revision {revision}->{now[0]}, stored {api_version}->{now[1]})"
+            )
+        else:
+            untouched += 1
+    return untouched

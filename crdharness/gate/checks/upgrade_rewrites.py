@@ -1,0 +1,232 @@
+"""Part of check *upgrade*: each old object written again at every served version
+(``upgrade_writes``) — first under its own release (``write_baseline``: what that release
+already refuses is its hazard, what the webhook already loses is round-trip's finding), then
+under the new one, where any other refusal or loss is the upgrade's finding."""
+
+from __future__ import annotations
+
+from crdharness.gate import concurrency, diff, subjects
+from crdharness.gate.api import call
+from crdharness.gate.checks.upgrade_objects import WEBHOOKS_OWN, Written, declared_first, finding
+from crdharness.gate.checks.upgrade_writes import (
+    TOUCHED,
+    Refusal,
+    write_again,
+)
+from crdharness.gate.evidence import objects
+from crdharness.gate.given.manifests import Release
+from crdharness.gate.results import CheckResult
+from crdharness.gate.run.context import GateContext
+from crdharness.progress import Tally
+
+
+def write_baseline(ctx: GateContext, release: Release, written: list[Written]) -> None:
+    """The writes ``upgrade`` will judge under the next release, made now under ``release``
+    on the same objects: what this release already refuses is its own hazard (reported
+    apart, once), so the next transition is judged on its own doing only. Data these writes
+    lose by strategy None is this release's hazard; data they lose through the user's
+    webhook is the webhook's own doing (the gate runs the candidate's webhook under every
+    release), which ``round-trip`` reports: noted on the transition, never its finding —
+    one finding, one place. What the next release's writes lose beyond it stays one."""
+    upcoming = ctx.result("upgrade", subjects.transition(release.index + 1))
+    tally = Tally(
+        ctx.report,
+        f"gate: old objects written again under release {release.index + 1}",
+        len(written),
+    )
+
+    def write(obj: Written) -> tuple[CheckResult, dict[str, str]]:
+        tally.add()
+        part, hazards = upcoming.part(), dict[str, str]()
+        # Lost by the user's webhook: the candidate's, whatever release it runs under.
+        # Lost by strategy None: this release's own hazard.
+        own = ctx.pointed(release.crds[obj.crd])["spec"].get("conversion") or {}
+        by_none = own.get("strategy", "None") != "Webhook"
+        # A source cluster's object is written only at versions the next release serves
+        # too (those its writes are judged at): a write at any other version would leave a
+        # managedFields entry the real object does not have.
+        after = ctx.releases[release.index + 1].served(obj.crd) if obj.captured else None
+        for version, refused in _written_again(ctx, release, obj, after):
+            _remember(release, obj, version, refused, refused, hazards)
+            _check_unchanged_by_writes(
+                ctx,
+                part,
+                hazards,
+                release,
+                obj,
+                version,
+                release.index + 1,
+                hazard=by_none,
+                webhooks_own=not by_none,
+            )
+        return part, hazards
+
+    for part, hazards in concurrency.each(write, written, ctx.config.concurrency):
+        upcoming.add(part)
+        _add_hazards(ctx, hazards)
+
+
+def _add_hazards(ctx: GateContext, hazards: dict[str, str]) -> None:
+    """One object's hazards, added to the run's: each is reported once."""
+    for key, line in hazards.items():
+        ctx.hazards.setdefault(key, line)
+
+
+def _written_again(ctx: GateContext, release: Release, obj: Written, only: list[str] | None = None):
+    """``obj`` written again at each version ``release`` serves (of ``only``, if given;
+    ``upgrade_writes``):
+    (version, the writes the server refused twice in a row). A refusal it does not repeat
+    (a 429 or a timeout on a busy machine) is neither a finding nor a hazard that would
+    excuse the next release's real refusal of the same write."""
+    resource = ctx.resource(obj.crd)
+    for version in release.served(obj.crd):
+        if only is not None and version not in only:
+            continue
+        has_status = objects.has_status(release.entry(obj.crd, version))
+        path = resource.path(version, obj.namespace, obj.name)
+        refused = write_again(ctx.cluster, path, version, has_status)
+        if refused:
+            repeated = {r.key for r in write_again(ctx.cluster, path, version, has_status)}
+            refused = [r for r in refused if r.key in repeated]
+        yield version, refused
+
+
+def _remember(
+    release: Release,
+    obj: Written,
+    version: str,
+    refused: list[Refusal],
+    known: list[Refusal],
+    hazards: dict[str, str],
+) -> None:
+    """The writes ``release`` refuses at ``version`` become the next transition's baseline;
+    ``known``, refused under a release for objects it (or a release before it, which
+    refused them too) accepted, are its hazards (added to ``hazards``, reported apart)."""
+    obj.baseline = {k for k in obj.baseline if k[1] != version} | {r.key for r in refused}
+    for refusal in known:
+        hazards.setdefault(
+            f"{obj.crd}:{refusal.key}:{refusal.status}",
+            f"release {release.index + 1}: {obj.crd} at {version}: {refusal.write} is refused "
+            f"for objects the release itself accepted: {refusal.status} "
+            f"{refusal.message[:300]}",
+        )
+
+
+def write_all_again(
+    ctx: GateContext, result, release: Release, written: list[Written]
+) -> tuple[int, int]:
+    """Every old object written again at every served version (see ``upgrade_writes``),
+    and read back after each version's writes (what each version reads last is kept for
+    the next release's comparison). Returns the number of writes, and of those refused
+    already under the earlier release."""
+
+    tally = Tally(
+        ctx.report, f"gate: old objects written under release {release.index + 1}", len(written)
+    )
+
+    def write(obj: Written) -> tuple[CheckResult, dict[str, str], int, int]:
+        tally.add()
+        part, hazards, writes, known_count = result.part(), dict[str, str](), 0, 0
+        for version, refused in _written_again(ctx, release, obj):
+            writes += 4 + objects.has_status(release.entry(obj.crd, version))
+            _check_unchanged_by_writes(ctx, part, hazards, release, obj, version, release.index)
+            obj.refused |= {r.write for r in refused}  # the operator's advice: what passed
+            known = [r for r in refused if r.key in obj.baseline]  # refused before: hazards
+            new = [r for r in refused if r not in known]
+            known_count += len(known)
+            obj.hazarded |= {r.key for r in known}
+            _remember(release, obj, version, refused, known, hazards)
+            if new:
+                finding(
+                    ctx,
+                    part,
+                    obj,
+                    f"{obj.crd} {obj.label} (stored under release {release.index}) cannot be "
+                    f"written under release {release.index + 1}: {new[0].line}",
+                    *(f"{obj.label}: {r.line}" for r in new),
+                )
+                if part.passed is False and version in obj.seen:  # the object it refused
+                    part.objects.append(
+                        (f"{obj.label} as read at {version}, refused", obj.seen[version])
+                    )
+        return part, hazards, writes, known_count
+
+    writes = hazards_count = 0
+    for part, hazards, count, known_count in concurrency.each(
+        write, written, ctx.config.concurrency
+    ):
+        result.add(part)
+        _add_hazards(ctx, hazards)
+        writes += count
+        hazards_count += known_count
+    return writes, hazards_count
+
+
+def _check_unchanged_by_writes(
+    ctx: GateContext,
+    result,
+    hazards: dict[str, str],
+    release: Release,
+    obj: Written,
+    version: str,
+    stored: int,
+    hazard: bool = False,
+    webhooks_own: bool = False,
+) -> None:
+    """An old object written again at ``version`` with what was read there must read as it
+    did before at every served version: a webhook that loses a field on the way to
+    ``version`` loses it from storage on the first controller update at that version.
+    Differences ``ctx.excused`` between ``version`` and the storage version are not
+    findings. Each loss is named once, at the version whose writes made it: ``obj.seen``
+    moves on to what is read now."""
+    resource = ctx.resource(obj.crd)
+    storage = release.storage(obj.crd)
+    for at in release.served(obj.crd):
+        got = call(ctx.cluster, "GET", resource.path(at, obj.namespace, obj.name))
+        if not got.ok:
+            continue  # unreadable: the next release's reads report it
+        before = obj.seen.get(at)
+        obj.seen[at] = got.body  # the next writes, and the next release, are judged from here
+        if before is None:
+            continue
+        found = [
+            d
+            for d in diff.differences(
+                diff.comparable(before, ignore_annotations=(TOUCHED,)),
+                diff.comparable(got.body, ignore_annotations=(TOUCHED,)),
+            )
+            if ctx.excused(d, version, storage, obj.crd, release) is None
+        ]
+        found = declared_first(release.version(obj.crd, version) or {}, found)
+        if found and hazard:
+            paths = ", ".join(dict.fromkeys(d.path for d in found))
+            hazards.setdefault(
+                f"{obj.crd}:lost:{version}:{paths}",
+                f"release {release.index + 1}: {obj.crd} written again at {version} (strategy "
+                f"{release.strategy(obj.crd)}) loses {paths} (read at {at}), under this "
+                "release itself",
+            )
+        elif found and webhooks_own:
+            result.details.append(
+                f"{WEBHOOKS_OWN}: {obj.label} written again at {version} under "
+                f"release {release.index + 1} already loses "
+                f"{', '.join(sorted({d.path for d in found}))} through the webhook (read at "
+                f"{at}); round-trip reports the webhook's losses"
+            )
+        elif found:
+            finding(
+                ctx,
+                result,
+                obj,
+                f"{obj.crd} {obj.label} (stored under release {stored}) lost or changed "
+                f"{', '.join(dict.fromkeys(d.path for d in found))} when written again at "
+                f"{version} "
+                f"with what was read there (read at {at})",
+                *(
+                    f"{obj.label} written again at {version}, read at {at}: {d.describe()}"
+                    for d in found
+                ),
+                paths=[d.path for d in found],
+            )
+            result.objects.append((f"{obj.label} at {at} before the writes", before))
+            result.objects.append((f"{obj.label} at {at} after the writes at {version}", got.body))
