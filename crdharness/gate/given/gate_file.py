@@ -26,6 +26,7 @@ from crdharness.gate.given.config import (
     WebhookSpec,
     fill_placeholders,
 )
+from crdharness.gate.given.yaml_reader import Reader
 from crdharness.gate.subjects import CHECKS
 
 TOP_KEYS = {
@@ -84,79 +85,10 @@ ACCEPT_KEYS = {"check", "subject", "reason"}
 POLICY_KEYS = {"require_deprecation_before_removal"}
 
 
-class _Reader:
-    """Walks the composed YAML so every error can name its line."""
-
-    def __init__(self, source: Path):
-        self.source = source
-        try:
-            text = source.read_text()
-        except OSError as exc:
-            raise GateConfigError(f"{source}: cannot read the gate file: {exc.strerror}") from None
-        try:
-            self.node = yaml.compose(text)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f"{source}:{mark.line + 1}" if mark else str(source)
-            problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-            raise GateConfigError(f"{where}: not valid YAML: {problem}") from None
-
-    def fail(self, node: yaml.Node | None, key: str, problem: str) -> GateConfigError:
-        line = f":{node.start_mark.line + 1}" if node is not None else ""
-        return GateConfigError(f"{self.source}{line}: {key}: {problem}")
-
-    def mapping(self, node, key: str, known: set[str]) -> dict[str, yaml.Node]:
-        if not isinstance(node, yaml.MappingNode):
-            raise self.fail(node, key or "(top)", "must be a mapping of keys to values")
-        result = {}
-        for key_node, value_node in node.value:
-            name = key_node.value
-            if name not in known:
-                raise self.fail(
-                    key_node,
-                    f"{key}.{name}" if key else name,
-                    f"unknown key (known: {', '.join(sorted(known))})",
-                )
-            result[name] = value_node
-        return result
-
-    def scalar(self, node, key: str, kind: type):
-        if not isinstance(node, yaml.ScalarNode):
-            raise self.fail(node, key, f"must be a {kind.__name__}")
-        value = yaml.safe_load(yaml.serialize(node))
-        if kind is float and isinstance(value, int) and not isinstance(value, bool):
-            value = float(value)
-        if kind is str and isinstance(value, (int, float)) and not isinstance(value, bool):
-            value = str(value)  # `1.37` in YAML is a float; as a version it is a string
-        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-            raise self.fail(node, key, f"must be a {kind.__name__}, not {value!r}")
-        return value
-
-    def at_least(self, node, key: str, kind: type, least: int):
-        """A number of ``kind``, ``least`` or more."""
-        value = self.scalar(node, key, kind)
-        if value < least:
-            raise self.fail(node, key, f"must be {least} or more")
-        return value
-
-    def strings(self, node, key: str) -> list[str]:
-        if isinstance(node, yaml.ScalarNode):
-            return [self.scalar(node, key, str)]
-        if not isinstance(node, yaml.SequenceNode):
-            raise self.fail(node, key, "must be a string or a list of strings")
-        return [self.scalar(item, f"{key}[{i}]", str) for i, item in enumerate(node.value)]
-
-    def path(self, node, key: str, must_exist: bool = True) -> Path:
-        path = (self.source.parent / self.scalar(node, key, str)).resolve()
-        if must_exist and not path.exists():
-            raise self.fail(node, key, f"{path} does not exist")
-        return path
-
-
 def load(source: Path | str) -> GateConfig:
     """Read and validate a gate file; raise GateConfigError (one line) on any problem."""
     source = Path(source).resolve()
-    reader = _Reader(source)
+    reader = Reader(source)
     if reader.node is None:
         raise GateConfigError(f"{source}: the gate file is empty; it needs at least `crds:`")
     top = reader.mapping(reader.node, "", TOP_KEYS)
@@ -230,14 +162,14 @@ def load(source: Path | str) -> GateConfig:
     return config
 
 
-def _sequence(reader: _Reader, top: dict, key: str) -> list[yaml.Node]:
+def _sequence(reader: Reader, top: dict, key: str) -> list[yaml.Node]:
     node = top[key]
     if not isinstance(node, yaml.SequenceNode):
         raise reader.fail(node, key, "must be a list")
     return node.value
 
 
-def _history(reader: _Reader, node) -> tuple[list[list[Path]], dict[int, Migration]]:
+def _history(reader: Reader, node) -> tuple[list[list[Path]], dict[int, Migration]]:
     if not isinstance(node, yaml.SequenceNode) or not node.value:
         raise reader.fail(node, "crds", "must be a non-empty list of releases, oldest first")
     history, migrations = [], {}
@@ -261,7 +193,7 @@ def _history(reader: _Reader, node) -> tuple[list[list[Path]], dict[int, Migrati
     return history, migrations
 
 
-def _migration(reader: _Reader, node, key: str) -> Migration:
+def _migration(reader: Reader, node, key: str) -> Migration:
     """``storage-version-migration``, ``rewrite``, or ``{command: ...}``."""
     if isinstance(node, yaml.MappingNode):
         keys = reader.mapping(node, key, {"command"})
@@ -288,7 +220,7 @@ def _migration(reader: _Reader, node, key: str) -> Migration:
     return Migration(kind)
 
 
-def _webhook(reader: _Reader, node) -> WebhookSpec:
+def _webhook(reader: Reader, node) -> WebhookSpec:
     keys = reader.mapping(node, "webhook", WEBHOOK_KEYS)
     forms = [k for k in ("command", "image", "url") if k in keys]
     if len(forms) != 1:
@@ -358,14 +290,14 @@ class _AnyKey(set):
         return True
 
 
-def _check_placeholders(reader: _Reader, node, key: str, text: str) -> None:
+def _check_placeholders(reader: Reader, node, key: str, text: str) -> None:
     try:
         fill_placeholders(text, dict.fromkeys(PLACEHOLDERS, ""))
     except GateConfigError as exc:
         raise reader.fail(node, key, str(exc)) from None
 
 
-def _allowance(reader: _Reader, node, key: str) -> Allowance:
+def _allowance(reader: Reader, node, key: str) -> Allowance:
     keys = reader.mapping(node, key, ALLOW_KEYS)
     for required in ("path", "reason"):
         if required not in keys:
@@ -383,7 +315,7 @@ def _allowance(reader: _Reader, node, key: str) -> Allowance:
     return Allowance(path=path, between=pair, reason=reason)
 
 
-def _acceptance(reader: _Reader, node, key: str) -> Acceptance:
+def _acceptance(reader: Reader, node, key: str) -> Acceptance:
     keys = reader.mapping(node, key, ACCEPT_KEYS)
     for required in ("check", "reason"):
         if required not in keys:
@@ -400,7 +332,7 @@ def _acceptance(reader: _Reader, node, key: str) -> Acceptance:
     return Acceptance(check=check, subject=subject, reason=reason)
 
 
-def _from_cluster(reader: _Reader, node) -> FromCluster:
+def _from_cluster(reader: Reader, node) -> FromCluster:
     keys = reader.mapping(node, "from_cluster", FROM_CLUSTER_KEYS)
     if "kubeconfig" not in keys:
         raise reader.fail(node, "from_cluster.kubeconfig", "missing: the source's kubeconfig")
