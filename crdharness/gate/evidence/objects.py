@@ -15,10 +15,13 @@ input, never as findings.
 
 from __future__ import annotations
 
+import base64
 import copy
 import re
 
 from hypothesis import strategies as st
+
+from crdharness.gate.evidence import coverage
 
 INT64 = 2**53  # JSON numbers beyond this lose precision in some clients; stay inside
 INT32 = 2**31
@@ -135,10 +138,17 @@ def _strings(schema: dict) -> st.SearchStrategy:
         return st.from_regex(pattern, fullmatch=True).filter(
             lambda t: low <= len(t) <= max(high, low + 200)
         )
-    if schema.get("format") == "date-time":
+    fmt = schema.get("format")
+    if fmt == "date-time":
         return st.datetimes(timezones=st.just(__import__("datetime").timezone.utc)).map(
             lambda d: d.replace(microsecond=0).isoformat().replace("+00:00", "Z")
         )
+    if fmt == "byte":  # base64 of at least one byte: the API server refuses "" as a byte
+        return st.binary(min_size=1, max_size=max(1, high)).map(
+            lambda b: base64.b64encode(b).decode()
+        )
+    if fmt in coverage.FORMATS:  # a format the API server checks: a value it accepts
+        return st.just(coverage.FORMATS[fmt])
     return st.text(min_size=low, max_size=high)
 
 
