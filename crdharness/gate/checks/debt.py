@@ -23,8 +23,10 @@ from crdharness.gate import diff
 from crdharness.gate.results import CheckResult, Debt, Form, Found
 
 CHECKS = ("round-trip", "convertibility", "schemas-vs-strategy", "expected-conversion")
-# What a cleared round trip still needs reached, as its own "not proven" rule counts it.
-REACHED = {"round-trip": "compared", "convertibility": "created"}
+# What a cleared round trip still needs reached, as its own "not proven" rule counts it: once
+# every failure is debt, each object created went through the round trip (equal, or failing
+# only as the previous release does), so all of them count.
+REACHED = {"round-trip": "created", "convertibility": "created"}
 
 
 def split(form: Form, earlier: Sequence[Form]) -> tuple[Form | None, Form | None]:

@@ -21,7 +21,7 @@ from crdharness.gate import concurrency, subjects
 from crdharness.gate.api import ensure_namespace
 from crdharness.gate.checks import debt, object_round_trip, round_trips, schemas_vs_strategy
 from crdharness.gate.checks.object_round_trip import PairRecord
-from crdharness.gate.evidence import changes, objects, targeted
+from crdharness.gate.evidence import changes, coverage_objects, objects, targeted
 from crdharness.gate.given.manifests import Release
 from crdharness.gate.results import Form, RoundTripFailure
 from crdharness.gate.run.context import ROUND_TRIP_NS, GateContext
@@ -110,6 +110,9 @@ def _bodies(
     entry = release.entry(name, a)
     samples = ctx.sample_bodies(name, a)
     bodies = [(body, True) for body in samples]
+    # The coverage objects, as the candidate's pair starts with: a path they lose under both
+    # releases is the same loss (values the random draws only ever held at zero would not be).
+    bodies += [(body, False) for body in coverage_objects.bodies(entry)]
     for change in changes.between_versions(release, name, a, b):
         try:
             bodies += [(body, False) for body in targeted.bodies(change, entry, samples)[:1]]

@@ -46,24 +46,40 @@ def write_baseline(ctx: GateContext, release: Release, written: list[Written]) -
         # too (those its writes are judged at): a write at any other version would leave a
         # managedFields entry the real object does not have.
         after = ctx.releases[release.index + 1].served(obj.crd) if obj.captured else None
+        versions: list[str] = []
         for version, refused in _written_again(ctx, release, obj, after):
+            versions.append(version)
             _remember(release, obj, version, refused, refused, hazards)
-            _check_unchanged_by_writes(
-                ctx,
-                part,
-                hazards,
-                release,
-                obj,
-                version,
-                release.index + 1,
-                hazard=by_none,
-                webhooks_own=not by_none,
-            )
+            _judge_baseline(ctx, part, hazards, release, obj, version, by_none)
+        # Each version's writes leave what the writes at the versions before it did not
+        # find (a server-side apply's managedFields entry at that version); the next
+        # release's writes start from all of it. What this release refuses from there is its
+        # own too, not the next release's doing: the earlier versions are written once more
+        # (and read again: the next release's reads are judged from there).
+        for version, refused in _written_again(ctx, release, obj, versions[:-1]):
+            _remember(release, obj, version, refused, refused, hazards, adding=True)
+            _judge_baseline(ctx, part, hazards, release, obj, version, by_none)
         return part, hazards
 
     for part, hazards in concurrency.each(write, written, ctx.config.concurrency):
         upcoming.add(part)
         _add_hazards(ctx, hazards)
+
+
+def _judge_baseline(ctx, part, hazards, release: Release, obj: Written, version, by_none) -> None:
+    """What a baseline write at ``version`` lost: by strategy None, this release's hazard;
+    through the webhook, round-trip's finding (noted)."""
+    _check_unchanged_by_writes(
+        ctx,
+        part,
+        hazards,
+        release,
+        obj,
+        version,
+        release.index + 1,
+        hazard=by_none,
+        webhooks_own=not by_none,
+    )
 
 
 def _add_hazards(ctx: GateContext, hazards: dict[str, str]) -> None:
@@ -98,11 +114,14 @@ def _remember(
     refused: list[Refusal],
     known: list[Refusal],
     hazards: dict[str, str],
+    adding: bool = False,
 ) -> None:
-    """The writes ``release`` refuses at ``version`` become the next transition's baseline;
-    ``known``, refused under a release for objects it (or a release before it, which
-    refused them too) accepted, are its hazards (added to ``hazards``, reported apart)."""
-    obj.baseline = {k for k in obj.baseline if k[1] != version} | {r.key for r in refused}
+    """The writes ``release`` refuses at ``version`` become the next transition's baseline
+    (``adding``: added to what it refused there already); ``known``, refused under a release
+    for objects it (or a release before it, which refused them too) accepted, are its
+    hazards (added to ``hazards``, reported apart)."""
+    kept = obj.baseline if adding else {k for k in obj.baseline if k[1] != version}
+    obj.baseline = kept | {r.key for r in refused}
     for refusal in known:
         hazards.setdefault(
             f"{obj.crd}:{refusal.key}:{refusal.status}",
