@@ -9,6 +9,7 @@ old objects read and written again under it.
 
 from __future__ import annotations
 
+import re
 from typing import Protocol
 
 from crdharness.gate import diff
@@ -39,7 +40,12 @@ def decide(ctx: GateContext, release: Release, change: Change, written: list) ->
     if change.path:  # a loosened field: proven only by a finding that names it
         broken = _naming(change, held)
     else:
-        broken = next((f for w in held for f in w.findings), None)
+        findings = [f for w in held for f in w.findings]
+        # A change to one version is proven by a finding that names that version (a write at
+        # it, a managedFields entry still at it): another change's finding is not its proof.
+        if change.kind in VERSION_GONE:
+            findings = [f for f in findings if _names_version(f, change.version)]
+        broken = next(iter(findings), None)
     if broken is not None:
         change.decide(changes.PROVEN, broken)
     elif held:
@@ -78,6 +84,15 @@ CANNOT_REFUSE = (
     "selectable field added",
     "scale subresource added",
 }
+
+
+# A version no longer there (or no longer served): proven only by what its old objects meet
+# at it, never by another change's finding on the same objects.
+VERSION_GONE = frozenset({"version removed", "version unserved"})
+
+
+def _names_version(finding: str, version: str) -> bool:
+    return re.search(rf"(?<![\w.-]){re.escape(version)}(?![\w.-])", finding) is not None
 
 
 def _only_lets_more_in(release: Release, change: Change, held: list) -> None:
