@@ -103,3 +103,28 @@ def test_webhook_client_credentials_are_one_user_per_address_and_owner_only(tmp_
     (user,) = yaml.safe_load(kubeconfig.read_text())["users"]
     assert user["name"] == "127.0.0.1:9443"
     assert set(user["user"]) == {"client-certificate-data", "client-key-data"}
+
+
+@pytest.mark.e2e
+def test_a_port_another_process_takes_after_it_was_chosen_is_chosen_again(monkeypatch):
+    # The race: a free port is chosen, another program binds it before kube-apiserver does.
+    # The harness starts again on new ports instead of failing the run.
+    from crdharness.backends.controlplane import ControlPlane
+    from crdharness.binaries import assets, versions
+
+    release = versions.DEFAULT
+    said: list[str] = []
+    taken = socket.socket()
+    taken.bind((ports.LOOPBACK, 0))
+    taken.listen()
+    chosen = iter([taken.getsockname()[1]])
+    real_free_port = ports.free_port
+    monkeypatch.setattr(ports, "free_port", lambda: next(chosen, None) or real_free_port())
+    plane = ControlPlane(assets.resolve(release), release, report=said.append)
+    try:
+        plane.start()
+        assert plane.apiserver_port != taken.getsockname()[1]
+        assert any("taken meanwhile; new ports" in line for line in said), said
+    finally:
+        plane.stop()
+        taken.close()

@@ -10,12 +10,12 @@ import base64
 import json
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
+import psutil
 import pytest
 
 from crdharness.polling import wait_for
@@ -80,12 +80,13 @@ def wait_for_cluster(proc: subprocess.Popen, info: Path) -> dict:
 
 
 def port_is_free(port: int) -> bool:
-    with socket.socket() as sock:
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
+    """Nothing listens on ``port`` (a server left behind would). Whether it can be bound is
+    no test: another program's client connection may use the same number as its own
+    ephemeral port meanwhile, which is no leftover of the run."""
+    return not any(
+        c.laddr and c.laddr.port == port and c.status == psutil.CONN_LISTEN
+        for c in psutil.net_connections("tcp")
+    )
 
 
 def left_in_tmpdir(info: dict) -> list[str]:

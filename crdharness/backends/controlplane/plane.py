@@ -26,6 +26,7 @@ from crdharness.backends.controlplane.record import (
     read_record,
     write_record,
 )
+from crdharness.backends.controlplane.server import PortTaken
 from crdharness.binaries import cache
 from crdharness.binaries.assets import Assets
 from crdharness.binaries.versions import Release
@@ -39,6 +40,10 @@ from crdharness.workspace import Workspace, sweep_stale
 
 ADMIN_USER = "crdharness-admin"
 ADMIN_GROUPS = ("system:masters",)
+
+
+# Starts tried when a port the harness chose is taken before its server binds it.
+PORT_ATTEMPTS = 3
 
 
 class ControlPlane:
@@ -75,6 +80,21 @@ class ControlPlane:
     # -- lifecycle -------------------------------------------------------------------------
 
     def start(self) -> ControlPlane:
+        """Start etcd and kube-apiserver; ready when CRDs work. A port the harness chose
+        that another process takes before the server binds it (a race with any other
+        program on the machine) is chosen again, a few times; a port the user fixed is not."""
+        fixed = self.options.apiserver_port is not None or self.options.etcd_port is not None
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            try:
+                return self._start_once()
+            except PortTaken:
+                if fixed or attempt == PORT_ATTEMPTS:
+                    raise
+                self.report("a port chosen for the control plane was taken meanwhile; new ports")
+                self.apiserver, self.etcd, self._apiserver_port = None, None, None
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _start_once(self) -> ControlPlane:
         began = time.monotonic()
         sweep_stale()
         try:
@@ -93,7 +113,7 @@ class ControlPlane:
         except HarnessError as exc:
             kept = self._keep_logs()
             self.stop()
-            raise HarnessError(f"{exc} (logs kept in {kept})") from None
+            raise type(exc)(f"{exc} (logs kept in {kept})") from None
         except BaseException:
             self.stop()
             raise

@@ -65,6 +65,10 @@ class _Exited(Exception):
     pass
 
 
+class PortTaken(HarnessError):
+    """A server could not bind its port: another process took it after it was chosen."""
+
+
 def wait_until(process, condition: Callable[[], object], timeout: float, what: str) -> None:
     """Wait for ``condition``; fail at once, with its log, if ``process`` (a ServerProcess or
     a ManagedProcess) exits instead."""
@@ -79,7 +83,10 @@ def wait_until(process, condition: Callable[[], object], timeout: float, what: s
         retry = (requests.RequestException, OSError, ValueError)
         wait_for(ready_or_dead, timeout, what, interval=0.05, retry=retry)
     except _Exited:
-        raise HarnessError(exit_message(process)) from None
+        message = exit_message(process)
+        raise (PortTaken if "address already in use" in message else HarnessError)(
+            message
+        ) from None
     except WaitTimeout as exc:
         raise HarnessError(f"{exc}; log: {process.log_path}") from None
 
