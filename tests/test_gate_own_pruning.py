@@ -109,8 +109,8 @@ def test_what_a_schema_prunes():
     assert pruning.pruned({"name": "v1"}, {"spec": {"x": 1}}) == []
 
 
-def test_a_body_found_at_another_version_is_sent_without_what_b_prunes(monkeypatch):
-    crd = {
+def widget_crd() -> dict:
+    return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
         "metadata": {"name": NAME},
@@ -121,6 +121,10 @@ def test_a_body_found_at_another_version_is_sent_without_what_b_prunes(monkeypat
             "versions": [{**V1, "storage": True}, V2],
         },
     }
+
+
+def test_a_body_found_at_another_version_is_sent_without_what_b_prunes(monkeypatch):
+    crd = widget_crd()
     config = GateConfig(Path("gate.yaml"), crds=[], generate=0)
     ctx = GateContext(None, config, [Release(0, "r0", {NAME: crd})], {}, lambda line: None)
     sent = []
@@ -152,3 +156,38 @@ def test_pruned_notes_reach_the_report_and_never_fail_the_check(tmp_path):
     text = (tmp_path / "report.md").read_text()
     assert "Pruned by the gate's own request (not the webhook's; never findings):" in text
     assert f"- {pruning.note('spec.legacy', 'v2')}" in text
+
+
+def test_an_expectation_file_is_sent_without_what_its_version_prunes(tmp_path, monkeypatch):
+    from crdharness.gate.api import Answer
+    from crdharness.gate.checks import expectations
+    from crdharness.gate.given.config import Expectation
+
+    crd = widget_crd()
+    at_v2 = tmp_path / "v2.yaml"  # holds spec.legacy, which v2 does not declare
+    at_v2.write_text("apiVersion: example.com/v2\nkind: Widget\nspec: {size: 3, legacy: x}\n")
+    at_v1 = tmp_path / "v1.yaml"
+    at_v1.write_text("apiVersion: example.com/v1\nkind: Widget\nspec: {size: 3, legacy: x}\n")
+    config = GateConfig(Path("gate.yaml"), crds=[], expect=[Expectation(at_v2, at_v1)])
+    ctx = GateContext(None, config, [Release(0, "r0", {NAME: crd})], {}, lambda line: None)
+    stored: dict = {}
+    sent = []
+
+    def create(manifest, entry, at, name, namespace, body, refusals=None):
+        sent.append(objects.intent(body))
+        stored[name] = objects.manifest(manifest, at, name, namespace, body)
+        return stored[name]
+
+    def call(cluster, method, path, body=None):  # a webhook that carries every field
+        name = path.rsplit("/", 1)[-1]
+        return Answer(200, stored.get(name, {}), [], "")
+
+    monkeypatch.setattr(ctx, "create", create)
+    monkeypatch.setattr(expectations, "call", call)
+    expectations.check(ctx)
+    result = ctx.result("expected-conversion", "v2.yaml = v1.yaml")
+    assert sent[0] == {"spec": {"size": 3}}  # written at v2: spec.legacy left out
+    assert sent[1] == {"spec": {"size": 3, "legacy": "x"}}  # written at v1: all of it
+    assert result.status == "not proven"
+    assert result.pruned == [pruning.note("spec.legacy", "v2")]
+    assert "spec.legacy" in result.evidence
