@@ -191,3 +191,26 @@ def test_an_expectation_file_is_sent_without_what_its_version_prunes(tmp_path, m
     assert result.status == "not proven"
     assert result.pruned == [pruning.note("spec.legacy", "v2")]
     assert "spec.legacy" in result.evidence
+
+
+def test_the_history_writes_a_sample_without_what_an_older_release_prunes(monkeypatch):
+    from crdharness.gate.api import Answer
+    from crdharness.gate.phases import history
+
+    crd = widget_crd()
+    config = GateConfig(Path("gate.yaml"), crds=[], generate=0)
+    older = Release(0, "r0", {NAME: crd})
+    ctx = GateContext(None, config, [older], {}, lambda line: None)
+    sent = []
+
+    def create(manifest, entry, at, name, namespace, body, refusals=None):
+        sent.append(objects.intent(body))
+        return {"metadata": {"name": name}, **objects.intent(body)}
+
+    monkeypatch.setattr(ctx, "create", create)
+    monkeypatch.setattr(history, "call", lambda *args, **kwargs: Answer(404, {}, [], ""))
+    sample = objects.sample_body({"kind": "Widget", "spec": {"size": 1, "legacy": "new-in-v1"}})
+    record = history._write_one(ctx, older, NAME, V2, sample, "w", None)
+    assert record is not None
+    assert sent == [{"spec": {"size": 1}}]
+    assert record.sent == {"spec": {"size": 1}}
