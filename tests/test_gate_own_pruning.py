@@ -214,3 +214,19 @@ def test_the_history_writes_a_sample_without_what_an_older_release_prunes(monkey
     assert record is not None
     assert sent == [{"spec": {"size": 1}}]
     assert record.sent == {"spec": {"size": 1}}
+
+
+def test_a_status_kept_is_judged_against_what_the_new_release_reads_not_the_old():
+    from crdharness.gate.api import Answer
+    from crdharness.gate.checks import crd_behaviour
+    from crdharness.gate.evidence import crd_diff
+    from crdharness.gate.evidence.changes import Change
+
+    change = Change(NAME, 1, "v1", "", crd_diff.STATUS_ADDED, "status subresource added")
+    # Release i read a status field release i+1's schema prunes on every read.
+    base = {"metadata": {"name": "w"}, "status": {"phase": "Ready", "legacy": "x"}}
+    probe = crd_behaviour.Probe(change, "/apis/example.com/v1/namespaces/n/widgets/w", base)
+    read = {"metadata": {"name": "w"}, "status": {"phase": "Ready"}}
+    answers = {"current": Answer(200, read, [], ""), "read": Answer(200, read, [], "")}
+    finding, _ = crd_behaviour._judge(probe, answers, Release(1, "r1", {}))
+    assert "a status sent through the main resource is now dropped" in finding
