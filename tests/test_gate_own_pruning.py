@@ -230,3 +230,42 @@ def test_a_status_kept_is_judged_against_what_the_new_release_reads_not_the_old(
     answers = {"current": Answer(200, read, [], ""), "read": Answer(200, read, [], "")}
     finding, _ = crd_behaviour._judge(probe, answers, Release(1, "r1", {}))
     assert "a status sent through the main resource is now dropped" in finding
+
+
+def test_the_upgrade_writes_send_only_what_was_read_at_the_same_version(monkeypatch):
+    """A guard: every write again (update, annotated update, server-side apply, /status,
+    re-create, status anew) sends a body the server answered at the version written at, so
+    the version's schema has nothing left to prune."""
+    from crdharness.gate import api
+    from crdharness.gate.api import Answer
+    from crdharness.gate.checks import upgrade_writes
+
+    sent: list[tuple[str, str, dict]] = []
+
+    def at(path: str) -> str:
+        return path.split("/")[3]  # /apis/<group>/<version>/...
+
+    def call(cluster, method, path, body=None):
+        if body is not None:
+            sent.append((method, path, body))
+        version = at(path)
+        obj = {
+            "apiVersion": f"example.com/{version}",
+            "kind": "Widget",
+            "metadata": {"name": "w", "namespace": "n", "resourceVersion": "1"},
+            "spec": {"size": 3},
+            "status": {"phase": "Ready"},
+        }
+        return Answer(200, obj, [], "")
+
+    def apply(cluster, path, body, manager):
+        return call(cluster, "PATCH", path, body)
+
+    monkeypatch.setattr(api, "call", call)
+    monkeypatch.setattr(upgrade_writes, "call", call)
+    monkeypatch.setattr(upgrade_writes, "apply", apply)
+    path = "/apis/example.com/v2/namespaces/n/widgets/w"
+    assert upgrade_writes.write_again(None, path, "v2", has_status=True) == []
+    assert len(sent) >= 6
+    for method, where, body in sent:
+        assert body["apiVersion"] == f"example.com/{at(where)}", (method, where)
