@@ -145,6 +145,12 @@ def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
                 else ""
             )
             + (f" ({len(round_trip.allowed)} allowed differences)" if round_trip.allowed else "")
+            + (
+                f" ({len(round_trip.pruned)} fields pruned by the gate's own request, not the "
+                "webhook's: see report.md)"
+                if round_trip.pruned
+                else ""
+            )
             + alone
         )
     if convertible.passed:
