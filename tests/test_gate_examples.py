@@ -577,6 +577,20 @@ def test_a_go_webhooks_zero_values_and_null_creation_timestamp_are_not_findings(
     assert "metadata the server restores" in conduct["evidence"]
 
 
+def test_a_field_its_versions_schema_prunes_is_the_gates_own_request_never_the_webhooks(tmp_path):
+    # Issue 33: sent as it was, the sample's spec.whistle was pruned at v2 before any
+    # conversion, and the round trip blamed the webhook for it.
+    code, report, output = gate(tmp_path, "kettle-stale-sample/gate.yaml")
+    assert code == 0, output[-3000:]
+    assert not failed(report)
+    assert all("spec.whistle" not in c["evidence"] for c in report["checks"])
+    pruned = checks(report)["round-trip[kettles.gate.example.com v2->v1]"]["pruned"]
+    assert pruned == [
+        "spec.whistle: not sent at v2: v2's schema does not declare it (the API server would "
+        "prune it: a loss by the gate's own request, not the webhook's)"
+    ]
+
+
 def test_a_go_webhook_that_loses_a_true_fails_naming_the_field(tmp_path):
     code, report, _ = gate(tmp_path, "sprinkler-webhook/gate-drops-true.yaml")
     assert code == 1

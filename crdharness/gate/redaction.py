@@ -124,6 +124,7 @@ class Redaction:
         result.details = [self.text(line) for line in result.details]
         result.allowed = [self.text(line) for line in result.allowed]
         result.normalised = [self.text(line) for line in result.normalised]
+        result.pruned = [self.text(line) for line in result.pruned]
         result.objects = [(self.text(title), self._shown(obj)) for title, obj in result.objects]
 
     def _shown(self, obj: dict) -> dict:

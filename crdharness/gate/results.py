@@ -70,6 +70,8 @@ class CheckResult:
     objects: list[tuple[str, dict]] = field(default_factory=list)  # (title, object) to show
     allowed: list[str] = field(default_factory=list)  # differences an `allow` entry excused
     normalised: list[str] = field(default_factory=list)  # {}, [], 0 read back absent, or back
+    # Fields the gate's own request lost (a version's schema prunes them), not the webhook.
+    pruned: list[str] = field(default_factory=list)
     counts: dict[str, float] = field(default_factory=dict)  # objects, reviews, ms, s
     found: list[Found] = field(default_factory=list)  # its failures with their forms
     unexplained: bool = False  # a failure no ``found`` entry stands for: never debt
@@ -101,6 +103,7 @@ class CheckResult:
         self.objects += other.objects
         self.allowed += [note for note in other.allowed if note not in self.allowed]
         self.normalised += [note for note in other.normalised if note not in self.normalised]
+        self.pruned += [note for note in other.pruned if note not in self.pruned]
 
     def part(self) -> CheckResult:
         """An empty result of the same check and subject, for one object's part of it."""
@@ -119,6 +122,7 @@ class CheckResult:
             "details": self.details,
             "allowed": self.allowed,
             "normalised": self.normalised,
+            **({"pruned": self.pruned} if self.pruned else {}),
             "counts": self.counts,
             **({"coverage": self.coverage} if self.coverage else {}),
             "objects": [title for title, _ in self.objects],

@@ -125,7 +125,10 @@ def _ask(ctx: GateContext, probe: Probe, answers: dict) -> str:
             call(cluster, "PUT", path, {**current, "status": {}})
             answers["read"] = call(cluster, "GET", path)
     elif kind == crd_diff.STATUS_ADDED:
-        current = call(cluster, "GET", path).body
+        # The status as this release reads it, before the write: what "kept" is judged
+        # against (release i's read may hold fields this release's schema prunes).
+        answers["current"] = call(cluster, "GET", path)
+        current = answers["current"].body
         if answers is not probe.before:  # under i+1: the main resource, with status cleared
             answers["main"] = call(cluster, "PUT", path, {**current, "status": {}})
         answers["read"] = call(cluster, "GET", path)
@@ -179,7 +182,7 @@ def _judge(probe: Probe, answers: dict[str, Answer], release: Release) -> tuple[
         return "", f"status through /status still accepted under {now}{note}"
     if kind == crd_diff.STATUS_ADDED:
         status = (answers["read"].body or {}).get("status")
-        if status and probe.base["status"] == status:
+        if status and (answers["current"].body or {}).get("status") == status:
             return (
                 f"{name}: an update through the main resource sent status {{}} and {now} "
                 f"kept {str(status)[:120]}: a status sent through the main resource is now "

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from crdharness.gate import diff
 from crdharness.gate.api import Answer, Resource, call
-from crdharness.gate.evidence import coverage, objects, schemas
+from crdharness.gate.evidence import coverage, objects, pruning, schemas
 from crdharness.gate.given.manifests import Release
 from crdharness.gate.results import DataChanged, NotConvertible, RoundTripFailure
 from crdharness.gate.run.context import ROUND_TRIP_NS, GateContext
@@ -30,6 +30,7 @@ class PairRecord:
     allowed: list[str] = field(default_factory=list)  # excused by an `allow` entry
     normalised: list[str] = field(default_factory=list)  # {}, [] or false read back absent
     held: set[str] = field(default_factory=set)  # declared leaf paths objects held with data
+    pruned: list[str] = field(default_factory=list)  # the gate's own request's, not the webhook's
 
     def add(self, other: PairRecord) -> None:
         """What ``other`` (one object's round trip, made beside others) saw, added here."""
@@ -37,6 +38,10 @@ class PairRecord:
         self.allowed += [note for note in other.allowed if note not in self.allowed]
         self.normalised += [note for note in other.normalised if note not in self.normalised]
         self.held |= other.held
+        self.note_pruned(other.pruned)
+
+    def note_pruned(self, notes: list[str]) -> None:
+        self.pruned += [note for note in notes if note not in self.pruned]
 
 
 def run(
@@ -59,6 +64,11 @@ def run(
     resource = Resource.of(manifest)
     namespace = ROUND_TRIP_NS if resource.namespaced else None
     name = ctx.name(f"rt-{a}-{b}".lower())
+    # A body found for another version (or a sample) may hold fields A's schema does not
+    # declare: sent at A, the API server would prune them before any conversion, and the
+    # loss would look like the webhook's. They are left out, and said so.
+    body, dropped = pruning.sendable(entry, body)
+    seen.note_pruned([pruning.left_out(path, a) for path in dropped])
     try:
         created = ctx.create(manifest, entry, a, name, namespace, body, refusals)
         for answer in refusals or []:
@@ -103,12 +113,8 @@ def _compare(
     shown = [(f"written at {a}", _clean(original))]
     # What was written must read back at the same version: a version other than the
     # storage version goes through the webhook on the way in, and can lose data there.
-    # Fields that appear (defaults) are not losses. (A dry-run create cannot serve as the
-    # reference: it converts to the storage version too, and hides the loss.)
-    wanted = {**objects.intent(body), "metadata": sent["metadata"]}
-    kept = {k: v for k, v in original.items() if k in wanted}
-    kept["metadata"] = {k: v for k, v in original["metadata"].items() if k in sent["metadata"]}
-    lost = [d for d in diff.differences(wanted, kept) if d.change != "added"]
+    lost, notes = lost_on_write(release.entry(crd, a), a, body, sent["metadata"], original)
+    seen.note_pruned(notes)
     lost = _judged(ctx, release, seen, lost, crd, a, b)
     if lost:
         read_back = [(f"sent at {a}", sent), (f"read back at {a}", _clean(original))]
@@ -175,6 +181,21 @@ def _compare(
     if found:
         return _data_changed(schema, f"{a}->{b}->{a} changed {{paths}}", found, shown)
     return None
+
+
+def lost_on_write(
+    entry: dict, a: str, body: dict, metadata: dict, created: dict
+) -> tuple[list[diff.Difference], list[str]]:
+    """What the write of ``body`` (with ``metadata``) at A lost, by the server's answer
+    ``created``: fields that appear (defaults) are not losses (nor can a dry-run create
+    serve as the reference: it converts to the storage version too, and hides the loss). A
+    loss at or under a path A's schema prunes is the gate's own request's: a note (the
+    second list), never the webhook's."""
+    wanted = {**objects.intent(body), "metadata": metadata}
+    kept = {k: v for k, v in created.items() if k in wanted}
+    kept["metadata"] = {k: v for k, v in created["metadata"].items() if k in metadata}
+    lost = [d for d in diff.differences(wanted, kept) if d.change != "added"]
+    return pruning.not_the_webhooks(lost, pruning.pruned(entry, objects.intent(body)), a)
 
 
 def _judged(

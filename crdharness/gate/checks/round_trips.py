@@ -89,8 +89,10 @@ def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
         if new(failure):
             remember(failure, "coverage object")
     # What another pair already found starts this one: no search from scratch. Bodies
-    # found from A first, then from other versions (valid at A where the schemas agree;
-    # refused, and so only counted, where they do not).
+    # found from A first, then from other versions: a field A's schema does not declare is
+    # left out before sending (the API server would prune it at A, silently: a loss the
+    # gate's own request made, which once read as the webhook's); other differences of
+    # the schemas are refused, and so only counted.
     replay = ctx.found.get((name, a), []) + [
         body
         for (crd, version), bodies in ctx.found.items()
@@ -126,6 +128,7 @@ def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
     for result in (round_trip, convertible):
         result.counts = dict(seen.counts)
     round_trip.allowed, round_trip.normalised = seen.allowed, seen.normalised
+    round_trip.pruned = seen.pruned
     ctx.timings[f"round trips {subject}"] = round(time.perf_counter() - started, 2)
     alone = (
         " (the candidate installed on its own: the history could not apply it)"
@@ -142,6 +145,12 @@ def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
                 else ""
             )
             + (f" ({len(round_trip.allowed)} allowed differences)" if round_trip.allowed else "")
+            + (
+                f" ({len(round_trip.pruned)} fields pruned by the gate's own request, not the "
+                "webhook's: see report.md)"
+                if round_trip.pruned
+                else ""
+            )
             + alone
         )
     if convertible.passed:

@@ -249,7 +249,13 @@ def write(directory: Path, run: Report) -> Path:
         md += ["", "## Paths that differ between the candidate's served versions", ""]
         md += _rows(run.pair_changes)
     for r in results:
-        if r.passed is False or r.allowed or r.normalised or (r.details and r.passed is None):
+        if (
+            r.passed is False
+            or r.allowed
+            or r.normalised
+            or r.pruned
+            or (r.details and r.passed is None)
+        ):
             md += ["", f"## {r.check} [{r.subject}]: {r.status}", "", r.evidence, ""]
             md += [f"- {line}" for line in r.details[:50]]
             if r.allowed:
@@ -261,6 +267,12 @@ def write(directory: Path, run: Report) -> Path:
                     "schema gives it no `default`, read back absent, or the reverse; "
                     "`strict: true` makes these findings):",
                     *[f"- {n}" for n in r.normalised[:20]],
+                ]
+            if r.pruned:
+                md += [
+                    "",
+                    "Pruned by the gate's own request (not the webhook's; never findings):",
+                    *[f"- {n}" for n in r.pruned[:20]],
                 ]
             for title, obj in r.objects:
                 md += [
