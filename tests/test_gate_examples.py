@@ -2,16 +2,14 @@
 on a control plane of its own: the verdict and the evidence the issue promises."""
 
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import psutil
 import pytest
 
 from crdharness.binaries import assets, versions
+from tests.gate_cli import report_of, run_gate
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "gate"
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -24,28 +22,12 @@ def gate(
     ``report_in``, a sub-directory, for a gate over several Kubernetes versions) and output."""
     artifacts = tmp_path / "gate"
     tmp_path.mkdir(parents=True, exist_ok=True)
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "crdharness",
-            "gate",
-            str(EXAMPLES / example),
-            "--artifacts",
-            str(artifacts),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        env={**os.environ, **(env or {})},
-        cwd=tmp_path,
-        check=False,
+    result = run_gate(EXAMPLES / example, artifacts, cwd=tmp_path, env=env)
+    return (
+        result.returncode,
+        report_of(result, artifacts / report_in / "report.json"),
+        result.stdout,
     )
-    report_file = artifacts / report_in / "report.json"
-    assert report_file.exists(), (
-        f"no report; the gate said:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
-    )
-    return result.returncode, json.loads(report_file.read_text()), result.stdout
 
 
 def checks(report: dict) -> dict[str, dict]:

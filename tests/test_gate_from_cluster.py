@@ -11,7 +11,6 @@ the cluster is migrated and its objects fixed, the same gate passes.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -24,6 +23,7 @@ from crdharness.backends.controlplane import ControlPlane, ControlPlaneOptions
 from crdharness.backends.local import local_cluster
 from crdharness.binaries import assets, versions
 from crdharness.cluster import Cluster
+from tests.gate_cli import report_of, run_gate
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -166,30 +166,9 @@ def _resource_versions(cluster: Cluster) -> dict[str, str]:
 def _gate(
     kubeconfig_path: Path, artifacts: Path, gate_file: Path = EXAMPLE / "gate.yaml", *extra: str
 ) -> tuple[int, dict, str]:
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "crdharness",
-            "gate",
-            str(gate_file),
-            "--from-cluster",
-            str(kubeconfig_path),
-            "--artifacts",
-            str(artifacts),
-            *extra,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        env=dict(os.environ),
-        check=False,
-    )
-    report = artifacts / "report.json"
-    assert report.exists(), (
-        f"no report; the gate said:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-    )
-    return done.returncode, json.loads(report.read_text()), done.stdout + done.stderr
+    done = run_gate(gate_file, artifacts, "--from-cluster", str(kubeconfig_path), *extra)
+    report = report_of(done, artifacts / "report.json")
+    return done.returncode, report, done.stdout + done.stderr
 
 
 def _writes_by(audit_log: Path, user: str) -> tuple[int, list[str]]:

@@ -6,9 +6,7 @@ once; no check is reported as failed."""
 from __future__ import annotations
 
 import json
-import os
 import socket
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -17,6 +15,7 @@ import pytest
 import yaml
 
 from crdharness.gate.webhook import startup
+from tests import gate_cli
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "gate"
 CRD = EXAMPLES / "crontab-webhook" / "crd.yaml"
@@ -24,24 +23,7 @@ CRD = EXAMPLES / "crontab-webhook" / "crd.yaml"
 
 def run_gate(tmp_path: Path, gate_file: Path, *args: str, env: dict | None = None):
     artifacts = tmp_path / "gate"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "crdharness",
-            "gate",
-            str(gate_file),
-            "--artifacts",
-            str(artifacts),
-            *args,
-        ],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **(env or {})},
-        cwd=tmp_path,
-        check=False,
-    )
-    return done, artifacts
+    return gate_cli.run_gate(gate_file, artifacts, *args, cwd=tmp_path, env=env), artifacts
 
 
 def assert_could_not_run(done, artifacts: Path, *cause: str) -> str:

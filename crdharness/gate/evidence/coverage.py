@@ -152,24 +152,38 @@ def held(schema: dict, value, path: str = "") -> set[str]:
     return found
 
 
+OPEN = "open"  # a key below x-kubernetes-preserve-unknown-fields or `additionalProperties: true`
+
+
+def node_at(schema: dict, path: str) -> dict | str | None:
+    """The schema node a path (``spec.a[0].b``, ``spec.a[].b``, a map's key as any name)
+    names; ``OPEN`` for a key inside a subtree that keeps what it does not declare; None
+    where the schema has nothing there (the API server would prune it)."""
+    node: dict = schema
+    for part in re.findall(r"[^.\[\]]+|\[\d*\]", path):
+        if part.startswith("["):
+            child = node.get("items")
+        elif part in (node.get("properties") or {}):
+            child = node["properties"][part]
+        elif isinstance(node.get("additionalProperties"), dict):
+            child = node["additionalProperties"]
+        elif (
+            node.get("x-kubernetes-preserve-unknown-fields")
+            or node.get("additionalProperties") is True
+        ):
+            return OPEN
+        else:
+            return None
+        if not isinstance(child, dict):
+            return None
+        node = child
+    return node
+
+
 def declared_path(schema: dict, path: str) -> bool:
     """Whether a concrete path (``spec.a[0].b``) names a field the schema declares, not a
     key inside a subtree that preserves unknown fields (or metadata)."""
-    node: dict | None = schema
-    for part in re.findall(r"[^.\[\]]+|\[\d*\]", path):
-        if not isinstance(node, dict):
-            return False
-        if part.startswith("["):
-            node = node.get("items")
-        elif part in (node.get("properties") or {}):
-            node = node["properties"][part]
-        elif isinstance(node.get("additionalProperties"), dict):
-            node = node["additionalProperties"]
-        else:
-            return False
-        if not isinstance(node, dict):
-            return False
-    return True
+    return isinstance(node_at(schema, path), dict)
 
 
 def _fieldless(node: dict) -> bool:

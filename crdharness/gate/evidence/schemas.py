@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from crdharness.gate import diff
+from crdharness.gate.evidence import coverage
 from crdharness.gate.given.manifests import Release
 
 TOP_LEVEL = ("apiVersion", "kind", "metadata")
@@ -132,21 +133,5 @@ def declares(version: dict, path: str) -> bool:
     ``allow:`` entry may name. Below ``x-kubernetes-preserve-unknown-fields`` anything is."""
     if path == "metadata" or path.startswith(("metadata.", "apiVersion", "kind")):
         return True  # the server's own fields (labels, annotations), in every schema
-    node = (version.get("schema") or {}).get("openAPIV3Schema") or {}
-    for part in re.findall(r"[^.\[\]]+|\[\d*\]", path):
-        if node.get("x-kubernetes-preserve-unknown-fields") and part not in (
-            node.get("properties") or {}
-        ):
-            return True
-        if part.startswith("["):
-            child = node.get("items")
-        elif part in (node.get("properties") or {}):
-            child = node["properties"][part]
-        else:
-            child = node.get("additionalProperties")
-        if child is True:
-            return True  # a map of anything
-        if not isinstance(child, dict):
-            return False
-        node = child
-    return True
+    root = (version.get("schema") or {}).get("openAPIV3Schema") or {}
+    return coverage.node_at(root, path) is not None
