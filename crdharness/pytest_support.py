@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,19 @@ def harness_work(config: pytest.Config, prefix: str = "crdharness") -> Iterator[
             yield
         except HarnessError as exc:
             pytest.fail(f"{prefix}: {exc}", pytrace=False)
+
+
+def live(config: pytest.Config, report: Callable[[str], None]) -> Callable[[str], None]:
+    """``report`` with pytest's capture off around each line, so progress from inside a test
+    (from any thread) shows as it happens, not in the captured output afterwards."""
+    capture = config.pluginmanager.getplugin("capturemanager")
+    lock = threading.Lock()  # capture is suspended and resumed by one thread at a time
+
+    def say(line: str) -> None:
+        with lock, capture.global_and_fixture_disabled():
+            report(line)
+
+    return say
 
 
 def basetemp(config: pytest.Config) -> Path:

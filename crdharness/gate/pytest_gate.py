@@ -27,7 +27,7 @@ from crdharness.gate.run import plan, preflight
 from crdharness.gate.webhook.kind_webhook import KindUserWebhook
 from crdharness.gate.webhook.user_webhook import UserWebhook
 from crdharness.progress import to_stderr
-from crdharness.pytest_support import harness_work
+from crdharness.pytest_support import harness_work, live
 
 if TYPE_CHECKING:
     from crdharness.gate.phases.runner import GateRun
@@ -123,7 +123,7 @@ def gate_run(cluster, request: pytest.FixtureRequest, tmp_path_factory):
             setup.config,
             setup.releases,
             setup.samples,
-            to_stderr,
+            live(request.config, to_stderr),  # progress shows while the checks run
             webhook,
             setup.kubernetes_path,
             setup.checks,

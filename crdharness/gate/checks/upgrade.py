@@ -22,7 +22,12 @@ from crdharness.gate.checks.upgrade_objects import (  # what other phases use, f
     Written,
     etcd_snapshot,
 )
-from crdharness.gate.checks.upgrade_reads import check_listed, check_untouched, read_again
+from crdharness.gate.checks.upgrade_reads import (
+    check_listed,
+    check_untouched,
+    read_again,
+    read_screened,
+)
 from crdharness.gate.checks.upgrade_rewrites import write_all_again, write_baseline
 from crdharness.gate.given.manifests import Release
 from crdharness.gate.run.context import GateContext
@@ -35,13 +40,15 @@ def check(ctx: GateContext, release: Release, written, before, stored_before) ->
     for obj in written:
         obj.findings, obj.excused, obj.hazarded, obj.refused = [], [], set(), set()
     upgraded = [obj for obj in written if obj.crd in release.crds]
+    one_by_one = [obj for obj in upgraded if not obj.screened]
     parts = concurrency.each(
-        lambda obj: read_again(ctx, result.part(), release, obj), upgraded, ctx.config.concurrency
+        lambda obj: read_again(ctx, result.part(), release, obj), one_by_one, ctx.config.concurrency
     )
     checked = 0
     for part, reads in parts:
         result.add(part)
         checked += reads
+    checked += read_screened(ctx, result, release, [obj for obj in upgraded if obj.screened])
     check_listed(ctx, result, release, upgraded)
     proven_untouched = check_untouched(ctx, result, written, before)
     writes, hazards = write_all_again(ctx, result, release, written)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from crdharness.etcd import StoredObject, custom_resource_key
 from crdharness.gate import diff
 from crdharness.gate.checks.upgrade_writes import (
     RECREATE,
@@ -40,6 +41,7 @@ class Written:
     hazarded: set[tuple[str, str]] = field(default_factory=set)  # writes refused both times
     refused: set[str] = field(default_factory=set)  # this transition's writes refused (any)
     captured: bool = False  # one of a source cluster's objects (``--from-cluster``)
+    screened: bool = False  # read by LIST and written as dry runs only (``upgrade_screen``)
 
     @property
     def label(self) -> str:
@@ -50,14 +52,22 @@ class Written:
 
 
 def etcd_snapshot(ctx: GateContext, written: list[Written]) -> dict:
-    if ctx.cluster.etcd is None:
+    """Each object's etcd key: (mod_revision, stored apiVersion), read with one range per
+    CRD (a cluster's tens of thousands of objects, not one request each)."""
+    etcd = ctx.cluster.etcd
+    if etcd is None:
         return {}
+    held: dict[str, StoredObject] = {}
+    for crd in sorted({obj.crd for obj in written}):
+        resource = ctx.resource(crd)
+        prefix = custom_resource_key(resource.group, resource.plural, "")
+        held |= {stored.key: stored for stored in etcd.list(prefix)}
     snapshot = {}
     for obj in written:
         resource = ctx.resource(obj.crd)
-        stored = ctx.cluster.stored(resource.group, resource.plural, obj.name, obj.namespace)
-        if stored is not None:
-            snapshot[(obj.crd, obj.label)] = (stored.mod_revision, stored.api_version)
+        key = custom_resource_key(resource.group, resource.plural, obj.name, obj.namespace)
+        if key in held:
+            snapshot[(obj.crd, obj.label)] = (held[key].mod_revision, held[key].api_version)
     return snapshot
 
 

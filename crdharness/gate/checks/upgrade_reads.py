@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from crdharness.gate import diff
 from crdharness.gate.api import call
+from crdharness.gate.checks import upgrade_screen
 from crdharness.gate.checks.upgrade_objects import Written, declared_first, etcd_snapshot, finding
 from crdharness.gate.evidence import schemas
 from crdharness.gate.given.manifests import Release
@@ -35,6 +36,24 @@ def read_again(
             _judge_read(ctx, result, release, obj, version, got.body)
         obj.seen[version] = got.body
     return result, reads
+
+
+def read_screened(
+    ctx: GateContext, result: CheckResult, release: Release, screened: list[Written]
+) -> int:
+    """The screened objects read again under ``release`` by LIST at every served version
+    (``upgrade_screen``), judged as ``read_again`` judges a GET; the reads compared."""
+    compared = 0
+    for obj, reads in upgrade_screen.read_by_list(ctx, release, screened).items():
+        for version in release.served(obj.crd):
+            body = reads.get(version)
+            if body is None:
+                continue  # check_listed names an object a LIST leaves out
+            compared += 1
+            if version in obj.seen:
+                _judge_read(ctx, result, release, obj, version, body)
+            obj.seen[version] = body
+    return compared
 
 
 def check_listed(ctx: GateContext, result: CheckResult, release: Release, written) -> None:

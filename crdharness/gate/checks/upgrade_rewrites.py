@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from crdharness.gate import concurrency, diff, subjects
 from crdharness.gate.api import call
+from crdharness.gate.checks import upgrade_screen
 from crdharness.gate.checks.upgrade_objects import WEBHOOKS_OWN, Written, declared_first, finding
 from crdharness.gate.checks.upgrade_writes import (
     TOUCHED,
@@ -29,6 +30,10 @@ def write_baseline(ctx: GateContext, release: Release, written: list[Written]) -
     release), which ``round-trip`` reports: noted on the transition, never its finding —
     one finding, one place. What the next release's writes lose beyond it stays one."""
     upcoming = ctx.result("upgrade", subjects.transition(release.index + 1))
+    screened = [obj for obj in written if obj.screened]
+    if screened:
+        upgrade_screen.screen_baseline(ctx, release, screened)
+    written = [obj for obj in written if not obj.screened]
     tally = Tally(
         ctx.report,
         f"gate: old objects written again under release {release.index + 1}",
@@ -136,9 +141,13 @@ def write_all_again(
 ) -> tuple[int, int]:
     """Every old object written again at every served version (see ``upgrade_writes``),
     and read back after each version's writes (what each version reads last is kept for
-    the next release's comparison). Returns the number of writes, and of those refused
-    already under the earlier release."""
-
+    the next release's comparison); a screened one only if its dry runs are refused
+    (``upgrade_screen``). Returns the number of writes, and of those refused already under
+    the earlier release."""
+    screened = [obj for obj in written if obj.screened]
+    flagged = upgrade_screen.screen_candidate(ctx, release, screened) if screened else []
+    dry_run_writes = sum(len(release.served(obj.crd)) for obj in screened)
+    written = [obj for obj in written if not obj.screened] + flagged
     tally = Tally(
         ctx.report, f"gate: old objects written under release {release.index + 1}", len(written)
     )
@@ -170,7 +179,7 @@ def write_all_again(
                     )
         return part, hazards, writes, known_count
 
-    writes = hazards_count = 0
+    writes, hazards_count = dry_run_writes, 0
     for part, hazards, count, known_count in concurrency.each(
         write, written, ctx.config.concurrency
     ):

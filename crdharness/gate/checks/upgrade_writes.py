@@ -67,6 +67,7 @@ class Refusal:
         return text
 
 
+UPDATE = "update with what was read"
 RECREATE = "the same content created again (dry run, as a restore or re-apply would)"
 RECREATE_STATUS = (
     "the same status written through /status to a new copy (as a controller setting it anew would)"
@@ -86,7 +87,7 @@ def write_again(cluster: Cluster, path: str, version: str, has_status: bool) -> 
         if not answer.ok:
             refused.append(Refusal(what, version, answer.status, answer.message))
 
-    judge("update with what was read", write_with_retry(cluster, path, lambda current: current))
+    judge(UPDATE, write_with_retry(cluster, path, lambda current: current))
 
     def annotate(current: dict) -> dict:
         current.setdefault("metadata", {}).setdefault("annotations", {})[TOUCHED] = version
@@ -115,11 +116,7 @@ def write_again(cluster: Cluster, path: str, version: str, has_status: bool) -> 
     # Always made, even after a refusal above: that refusal may be the earlier release's own
     # hazard, and the re-create is what judges the new schema on unchanged values.
     if content is not None:
-        again = _applied(content)
-        again["metadata"] = {
-            "generateName": "gate-recreated-",
-            **{k: v for k, v in again["metadata"].items() if k not in ("name", "annotations")},
-        }
+        again = recreated_body(content)
         collection = path.rsplit("/", 1)[0]
         recreated = call(cluster, "POST", f"{collection}?dryRun=All", again)
         # An admission webhook with side effects refuses every dry run: that says nothing here.
@@ -130,6 +127,17 @@ def write_again(cluster: Cluster, path: str, version: str, has_status: bool) -> 
             if refusal is not None:
                 refused.append(Refusal(RECREATE_STATUS, version, *refusal))
     return refused
+
+
+def recreated_body(content: dict) -> dict:
+    """What a restore or re-apply would create from the object as read: its content under a
+    new name (``generateName``), without what only the server writes."""
+    again = _applied(content)
+    again["metadata"] = {
+        "generateName": "gate-recreated-",
+        **{k: v for k, v in again["metadata"].items() if k not in ("name", "annotations")},
+    }
+    return again
 
 
 def _status_written_anew(

@@ -213,10 +213,16 @@ def changed_since(http: ReadOnlyHttp, found: Capture) -> list[str]:
         if now != version:
             changed.append(f"CRD {name}: resourceVersion {version} -> {now}")
     for name, objects in found.objects.items():
-        crd = found.crds[name]
+        # One paged LIST, not a GET per object: a cluster holds tens of thousands of them.
+        namespaces = sorted({obj.namespace for obj in objects if obj.namespace})
+        listed = {
+            (item["metadata"].get("namespace"), item["metadata"]["name"]): item["metadata"].get(
+                "resourceVersion"
+            )
+            for item in _listed(http, found.crds[name], namespaces)
+        }
         for obj in objects:
-            got = get_json(http, f"{_collection(crd, obj.version, obj.namespace)}/{obj.name}")
-            now = (got or {}).get("metadata", {}).get("resourceVersion")
+            now = listed.get((obj.namespace, obj.name))
             if now != obj.resource_version:
                 was = obj.resource_version
                 changed.append(f"{name} {obj.label}: resourceVersion {was} -> {now}")

@@ -267,9 +267,11 @@ def _write_one(
     obj_name: str,
     refusals: list[Answer] | None,
     namespace: str | None = HISTORY_NS,
+    read_back: bool = True,
 ) -> Written | None:
     """Create one object of ``name`` at ``entry``'s version, read it back at every served
-    version; None if refused (counted, or added to ``refusals``)."""
+    version (unless not ``read_back``: its reads come from a LIST); None if refused
+    (counted, or added to ``refusals``)."""
     manifest = release.crds[name]
     resource = Resource.of(manifest)
     version = entry["name"]
@@ -294,7 +296,7 @@ def _write_one(
         namespace if resource.namespaced else None,
         sent=objects.intent(body),
     )
-    for other in release.served(name):
+    for other in release.served(name) if read_back else []:
         got = call(ctx.cluster, "GET", resource.path(other, record.namespace, obj_name))
         if got.ok:
             record.seen[other] = got.body

@@ -15,10 +15,10 @@ from collections.abc import Callable
 
 from crdharness.gate import concurrency, subjects
 from crdharness.gate.api import Resource, apply_crd, ensure_namespace
-from crdharness.gate.checks import migration
+from crdharness.gate.checks import migration, upgrade_screen
 from crdharness.gate.checks.upgrade import Written
 from crdharness.gate.evidence import objects
-from crdharness.gate.given.cluster_source import Capture
+from crdharness.gate.given.cluster_source import Capture, CapturedObject
 from crdharness.gate.given.manifests import Release
 from crdharness.gate.run.context import GateContext
 from crdharness.progress import Tally
@@ -50,40 +50,61 @@ def write_captured(ctx: GateContext, release: Release, write: Writer) -> list[Wr
     """Every captured object created at the version it was written at (status through
     ``/status``), under its own name and namespace, ``concurrency`` at once, saying how far
     it is every few seconds. One the installed CRD itself refuses (a restore of it fails on
-    that cluster today) is a hazard of release 1, and not replayed."""
+    that cluster today) is a hazard of release 1, and not replayed. Past
+    ``upgrade_screen.FULL_WRITES`` objects, most are *screened*: read back by LIST, not one
+    GET a version each."""
     assert ctx.source is not None
-    captured = [
-        (name, obj) for name in ctx.live(release) for obj in ctx.source.objects.get(name, [])
-    ]
-    for namespace in sorted({obj.namespace for _, obj in captured if obj.namespace}):
+    captured = [obj for name in ctx.live(release) for obj in ctx.source.objects.get(name, [])]
+    full = upgrade_screen.written_in_full(captured)
+    for namespace in sorted({obj.namespace for obj in captured if obj.namespace}):
         ensure_namespace(ctx.cluster, namespace)
     tally = Tally(ctx.report, "gate: the source cluster's objects replayed", len(captured))
 
-    def replay(item) -> Written | None:
-        name, obj = item
-        entry = release.entry(name, obj.version)
+    def replay(item: tuple[int, CapturedObject]) -> Written | None:
+        position, obj = item
+        entry = release.entry(obj.crd, obj.version)
         body = objects.sample_body(obj.body)
         if obj.managed_fields:  # the API server takes them as given on a create
             body.setdefault(objects.METADATA, {})["managedFields"] = obj.managed_fields
         refusals: list = []
-        record = write(ctx, release, name, entry, body, obj.name, refusals, obj.namespace)
+        screened = position not in full
+        record = write(
+            ctx,
+            release,
+            obj.crd,
+            entry,
+            body,
+            obj.name,
+            refusals,
+            obj.namespace,
+            read_back=not screened,
+        )
         tally.add()
         if record is None:
             why = refusals[0].message if refusals else "its conversion for storage failed"
             ctx.hazards.setdefault(
-                f"{name}:captured:{obj.label}",
-                f"release 1 (the cluster's own {name}) refuses re-creating {obj.label}: "
+                f"{obj.crd}:captured:{obj.label}",
+                f"release 1 (the cluster's own {obj.crd}) refuses re-creating {obj.label}: "
                 f"{why[:300]} (a restore of it fails on that cluster today; not replayed)",
             )
             ctx.not_replayed.append(obj.label)
             return None
         record.captured = record.sample = True
+        record.screened = screened
         return record
 
     # In the objects' order, whatever order their requests end in.
-    written = [w for w in concurrency.each(replay, captured, ctx.config.concurrency) if w]
+    written = [
+        w for w in concurrency.each(replay, list(enumerate(captured)), ctx.config.concurrency) if w
+    ]
     tally.finish()
-    ctx.report(f"gate: the source cluster's {len(written)} objects replayed")
+    screened = [w for w in written if w.screened]
+    for obj, reads in upgrade_screen.read_by_list(ctx, release, screened).items():
+        obj.seen = reads
+    ctx.report(
+        f"gate: the source cluster's {len(written)} objects replayed"
+        + (f" ({len(screened)} to be screened by dry runs)" if screened else "")
+    )
     return written
 
 
