@@ -13,6 +13,8 @@ from crdharness.errors import HarnessError
 from crdharness.gate.diff import at_or_under, schema_path
 
 PLACEHOLDERS = ("tls_cert", "tls_key", "cert_dir", "port", "kubeconfig", "ca", "python")
+# A webhook's command and env may also name the binary its `build:` made.
+WEBHOOK_PLACEHOLDERS = (*PLACEHOLDERS, "binary")
 
 
 class GateConfigError(HarnessError):
@@ -95,11 +97,22 @@ class Expectation:
         return f"{self.at.name} = {self.reads_at.name}"
 
 
+@dataclass(frozen=True)
+class WebhookBuild:
+    """``webhook.build``: the webhook's Go main package, built by the gate before it starts
+    the webhook (outside ``ready_timeout`` and every other time limit: a build's length is the
+    machine's) and named ``{binary}`` in ``command``. Go's build cache makes a rebuild a link."""
+
+    go: Path  # the main package's directory (inside its Go module)
+    flags: tuple[str, ...] = ()  # more `go build` arguments, e.g. ("-tags=gate",)
+
+
 @dataclass
 class WebhookSpec:
     """How to run (or reach) the user's webhook. Exactly one of command, image, url."""
 
     command: list[str] | None = None
+    build: WebhookBuild | None = None  # command: what to build first, named {binary}
     image: str | None = None
     url: str | None = None
     ca: Path | None = None  # with url: the CA that signed the webhook's certificate
@@ -184,7 +197,7 @@ def fill_placeholders(text: str, values: dict[str, str]) -> str:
         if name not in values or spec or conversion:
             raise GateConfigError(
                 f"unknown placeholder {{{name}}} (known: "
-                + ", ".join(f"{{{p}}}" for p in PLACEHOLDERS)
+                + ", ".join(f"{{{p}}}" for p in values)
                 + "; write {{ and }} for literal braces)"
             )
         out.append(str(values[name]))

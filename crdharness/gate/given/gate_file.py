@@ -16,6 +16,7 @@ from crdharness.gate.given.config import (
     DEBT_CHOICES,
     MIGRATION_KINDS,
     PLACEHOLDERS,
+    WEBHOOK_PLACEHOLDERS,
     Acceptance,
     Allowance,
     Expectation,
@@ -23,6 +24,7 @@ from crdharness.gate.given.config import (
     GateConfig,
     GateConfigError,
     Migration,
+    WebhookBuild,
     WebhookSpec,
     fill_placeholders,
 )
@@ -60,6 +62,7 @@ RELEASE_KEYS = {"path", "migrate"}
 
 WEBHOOK_KEYS = {
     "command",
+    "build",
     "image",
     "url",
     "ca",
@@ -74,6 +77,9 @@ WEBHOOK_KEYS = {
     "review_versions",
     "latency_budget_ms",
 }
+
+
+BUILD_KEYS = {"go", "flags"}
 
 
 ALLOW_KEYS = {"path", "between", "reason"}
@@ -241,8 +247,12 @@ def _webhook(reader: Reader, node) -> WebhookSpec:
             spec.command = reader.strings(command, "webhook.command")
         if not spec.command:
             raise reader.fail(command, "webhook.command", "is empty")
-        for i, word in enumerate(spec.command):
-            _check_placeholders(reader, command, f"webhook.command[{i}]", word)
+    if "build" in keys:
+        if "command" not in keys:
+            raise reader.fail(keys["build"], "webhook.build", "needs webhook.command ({binary})")
+        spec.build = _build(reader, keys["build"])
+    for i, word in enumerate(spec.command or []):
+        _check_webhook_placeholders(reader, keys["command"], f"webhook.command[{i}]", word, spec)
     if "image" in keys:
         spec.image = reader.scalar(keys["image"], "webhook.image", str)
     if "url" in keys:
@@ -259,7 +269,7 @@ def _webhook(reader: Reader, node) -> WebhookSpec:
         env = reader.mapping(keys["env"], "webhook.env", _AnyKey())
         spec.env = {k: reader.scalar(v, f"webhook.env.{k}", str) for k, v in env.items()}
         for k, v in spec.env.items():
-            _check_placeholders(reader, env[k], f"webhook.env.{k}", v)
+            _check_webhook_placeholders(reader, env[k], f"webhook.env.{k}", v, spec)
     if "args" in keys:
         spec.args = reader.strings(keys["args"], "webhook.args")
     if "port" in keys:
@@ -295,6 +305,33 @@ def _check_placeholders(reader: Reader, node, key: str, text: str) -> None:
         fill_placeholders(text, dict.fromkeys(PLACEHOLDERS, ""))
     except GateConfigError as exc:
         raise reader.fail(node, key, str(exc)) from None
+
+
+def _check_webhook_placeholders(
+    reader: Reader, node, key: str, text: str, spec: WebhookSpec
+) -> None:
+    """A webhook's placeholders: those of every command, and ``{binary}`` with ``build``."""
+    values = dict.fromkeys(WEBHOOK_PLACEHOLDERS, "")
+    try:
+        filled = fill_placeholders(text, {**values, "binary": "\0"})
+    except GateConfigError as exc:
+        raise reader.fail(node, key, str(exc)) from None
+    if "\0" in filled and spec.build is None:
+        raise reader.fail(node, key, "{binary} needs webhook.build (what the gate builds first)")
+
+
+def _build(reader: Reader, node) -> WebhookBuild:
+    """``{go: DIR, flags: [...]}``: the webhook's Go main package, built before it starts."""
+    keys = reader.mapping(node, "webhook.build", BUILD_KEYS)
+    if "go" not in keys:
+        raise reader.fail(node, "webhook.build.go", "missing: the webhook's Go main package")
+    package = reader.path(keys["go"], "webhook.build.go")
+    if not package.is_dir():
+        raise reader.fail(keys["go"], "webhook.build.go", f"{package} is not a directory")
+    flags = reader.strings(keys["flags"], "webhook.build.flags") if "flags" in keys else []
+    if any(flag in ("-o", "--o") or flag.startswith(("-o=", "--o=")) for flag in flags):
+        raise reader.fail(keys["flags"], "webhook.build.flags", "-o is the gate's ({binary})")
+    return WebhookBuild(package, tuple(flags))
 
 
 def _allowance(reader: Reader, node, key: str) -> Allowance:
