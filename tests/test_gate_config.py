@@ -123,6 +123,14 @@ webhook:
     assert bare.webhook.build == WebhookBuild(tmp_path / "cmd")
     plain = load(write(tmp_path, "crds: [crd.yaml]\nwebhook: {command: go run ./cmd}\n"))
     assert plain.webhook.build is None
+    made = load(
+        write(
+            tmp_path,
+            "crds: [crd.yaml]\nwebhook:\n  build: {command: 'make manager OUT={binary}'}\n"
+            "  command: '{binary}'\n",
+        )
+    )
+    assert made.webhook.build == WebhookBuild(command=("make", "manager", "OUT={binary}"))
 
 
 @pytest.mark.parametrize(
@@ -167,7 +175,10 @@ webhook:
             "webhook.build: needs webhook.command",
         ),
         ("crds: [crd.yaml]\nwebhook: {command: x, build: ./cmd}\n", "webhook.build: must be a"),
-        ("crds: [crd.yaml]\nwebhook: {command: x, build: {}}\n", "webhook.build.go: missing"),
+        (
+            "crds: [crd.yaml]\nwebhook: {command: x, build: {}}\n",
+            "webhook.build: needs exactly one of go, command",
+        ),
         (
             "crds: [crd.yaml]\nwebhook: {command: x, build: {go: nope}}\n",
             "nope does not exist",
@@ -182,7 +193,23 @@ webhook:
         ),
         (
             "crds: [crd.yaml]\nwebhook: {command: x, build: {go: ., tags: [a]}}\n",
-            "webhook.build.tags: unknown key (known: flags, go)",
+            "webhook.build.tags: unknown key (known: command, flags, go)",
+        ),
+        (
+            "crds: [crd.yaml]\nwebhook: {command: x, build: {go: ., command: make}}\n",
+            "webhook.build: needs exactly one of go, command",
+        ),
+        (
+            "crds: [crd.yaml]\nwebhook: {command: x, build: {command: make manager}}\n",
+            "webhook.build.command: must write {binary}",
+        ),
+        (
+            "crds: [crd.yaml]\nwebhook: {command: x, build: {command: 'make {port}'}}\n",
+            "webhook.build.command[1]: unknown placeholder {port} (known: {binary}",
+        ),
+        (
+            "crds: [crd.yaml]\nwebhook: {command: x, build: {command: m, flags: [-a]}}\n",
+            "webhook.build.flags: only with go",
         ),
         ("crds: [crd.yaml]\ngenerate: many\n", ":2: generate: must be a int, not 'many'"),
         ("crds: [crd.yaml]\ngenerate: -1\n", "generate: must be 0 or more"),

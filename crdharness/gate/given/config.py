@@ -99,12 +99,14 @@ class Expectation:
 
 @dataclass(frozen=True)
 class WebhookBuild:
-    """``webhook.build``: the webhook's Go main package, built by the gate before it starts
-    the webhook (outside ``ready_timeout`` and every other time limit: a build's length is the
-    machine's) and named ``{binary}`` in ``command``. Go's build cache makes a rebuild a link."""
+    """``webhook.build``: how the gate builds the webhook before it starts it (outside
+    ``ready_timeout`` and every other time limit: a build's length is the machine's), the
+    result named ``{binary}`` in ``command``. Exactly one of ``go`` (Go's build cache makes a
+    rebuild a link) and ``command`` (the project's own, writing ``{binary}``)."""
 
-    go: Path  # the main package's directory (inside its Go module)
-    flags: tuple[str, ...] = ()  # more `go build` arguments, e.g. ("-tags=gate",)
+    go: Path | None = None  # the Go main package's directory (inside its module)
+    flags: tuple[str, ...] = ()  # with go: more `go build` arguments, e.g. ("-tags=gate",)
+    command: tuple[str, ...] = ()  # run in the webhook's workdir; {binary}: where to write
 
 
 @dataclass

@@ -79,7 +79,7 @@ WEBHOOK_KEYS = {
 }
 
 
-BUILD_KEYS = {"go", "flags"}
+BUILD_KEYS = {"go", "flags", "command"}
 
 
 ALLOW_KEYS = {"path", "between", "reason"}
@@ -206,15 +206,7 @@ def _migration(reader: Reader, node, key: str) -> Migration:
         if "command" not in keys:
             raise reader.fail(node, f"{key}.command", "missing")
         command = keys["command"]
-        if isinstance(command, yaml.ScalarNode):
-            try:
-                words = shlex.split(reader.scalar(command, f"{key}.command", str))
-            except ValueError as exc:
-                raise reader.fail(command, f"{key}.command", f"cannot split: {exc}") from None
-        else:
-            words = reader.strings(command, f"{key}.command")
-        if not words:
-            raise reader.fail(command, f"{key}.command", "is empty")
+        words = _words(reader, command, f"{key}.command")
         for j, word in enumerate(words):
             _check_placeholders(reader, command, f"{key}.command[{j}]", word)
         return Migration("command", tuple(words))
@@ -236,17 +228,7 @@ def _webhook(reader: Reader, node) -> WebhookSpec:
         raise reader.fail(node, "webhook", problem)
     spec = WebhookSpec()
     if "command" in keys:
-        command = keys["command"]
-        if isinstance(command, yaml.ScalarNode):
-            text = reader.scalar(command, "webhook.command", str)
-            try:
-                spec.command = shlex.split(text)
-            except ValueError as exc:
-                raise reader.fail(command, "webhook.command", f"cannot split: {exc}") from None
-        else:
-            spec.command = reader.strings(command, "webhook.command")
-        if not spec.command:
-            raise reader.fail(command, "webhook.command", "is empty")
+        spec.command = _words(reader, keys["command"], "webhook.command")
     if "build" in keys:
         if "command" not in keys:
             raise reader.fail(keys["build"], "webhook.build", "needs webhook.command ({binary})")
@@ -320,11 +302,41 @@ def _check_webhook_placeholders(
         raise reader.fail(node, key, "{binary} needs webhook.build (what the gate builds first)")
 
 
+def _words(reader: Reader, node, key: str) -> list[str]:
+    """A command: a list of words, or a string split as a shell would (never run by one)."""
+    if isinstance(node, yaml.ScalarNode):
+        try:
+            words = shlex.split(reader.scalar(node, key, str))
+        except ValueError as exc:
+            raise reader.fail(node, key, f"cannot split: {exc}") from None
+    else:
+        words = reader.strings(node, key)
+    if not words:
+        raise reader.fail(node, key, "is empty")
+    return words
+
+
 def _build(reader: Reader, node) -> WebhookBuild:
-    """``{go: DIR, flags: [...]}``: the webhook's Go main package, built before it starts."""
+    """``{go: DIR, flags: [...]}`` (the webhook's Go main package) or ``{command: ...}``
+    (which writes ``{binary}``): built before the webhook starts."""
     keys = reader.mapping(node, "webhook.build", BUILD_KEYS)
-    if "go" not in keys:
-        raise reader.fail(node, "webhook.build.go", "missing: the webhook's Go main package")
+    if ("go" in keys) == ("command" in keys):
+        raise reader.fail(node, "webhook.build", "needs exactly one of go, command")
+    if "command" in keys:
+        if "flags" in keys:
+            raise reader.fail(keys["flags"], "webhook.build.flags", "only with go")
+        words = _words(reader, keys["command"], "webhook.build.command")
+        filled = []
+        for i, word in enumerate(words):
+            try:
+                filled.append(fill_placeholders(word, {"binary": "\0"}))
+            except GateConfigError as exc:
+                raise reader.fail(
+                    keys["command"], f"webhook.build.command[{i}]", str(exc)
+                ) from None
+        if not any("\0" in word for word in filled):
+            raise reader.fail(keys["command"], "webhook.build.command", "must write {binary}")
+        return WebhookBuild(command=tuple(words))
     package = reader.path(keys["go"], "webhook.build.go")
     if not package.is_dir():
         raise reader.fail(keys["go"], "webhook.build.go", f"{package} is not a directory")

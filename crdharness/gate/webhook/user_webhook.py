@@ -124,7 +124,8 @@ class UserWebhook(ReviewRecords):
         if self.spec.build is not None:  # before ready_timeout starts: a build is untimed
             built = self.directory / "bin" / "webhook"
             built.parent.mkdir()
-            binary = str(build.build(self.spec.build, built, self.log_path))
+            workdir = self.spec.workdir or self.root
+            binary = str(build.build(self.spec.build, built, self.log_path, workdir))
         cert_dir = self._cert_dir()
         port = ports.free_port()
         values = self.placeholders(port, str(cert_dir), binary)
