@@ -2,7 +2,7 @@
 // project writes one: Go types per API version, conversion through the hub (v1), a
 // ConversionReview handler. apimachinery is pinned to v0.31.2 (the level of
 // controller-runtime v0.19, still common): its ObjectMeta returns `creationTimestamp: null`
-// for an object that has none (v0.36 made that field `omitzero`).
+// for an object that has none (v0.36.4 and v0.37.2 tag that field `omitzero`: no null).
 module gate.example.com/greenhouse
 
 go 1.22.0
