@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from crdharness.gate.given.config import GateConfigError, fill_placeholders
+from crdharness.gate.given.config import GateConfigError, WebhookBuild, fill_placeholders
 from crdharness.gate.given.gate_file import load
 
 
@@ -100,6 +100,39 @@ concurrency: 2
     assert config.concurrency == 2
 
 
+def test_a_webhook_built_by_the_gate_names_its_binary(tmp_path):
+    (tmp_path / "cmd" / "manager").mkdir(parents=True)
+    config = load(
+        write(
+            tmp_path,
+            """
+crds: [crd.yaml]
+webhook:
+  build: {go: cmd/manager, flags: [-tags=gate, -trimpath]}
+  command: "{binary} --cert-dir={cert_dir} --port={port}"
+  env: {MANAGER: "{binary}"}
+""",
+        )
+    )
+    assert config.webhook.build == WebhookBuild(
+        tmp_path / "cmd" / "manager", ("-tags=gate", "-trimpath")
+    )
+    assert config.webhook.command == ["{binary}", "--cert-dir={cert_dir}", "--port={port}"]
+    assert config.webhook.form == "command"
+    bare = load(write(tmp_path, "crds: [crd.yaml]\nwebhook: {build: {go: cmd}, command: x}\n"))
+    assert bare.webhook.build == WebhookBuild(tmp_path / "cmd")
+    plain = load(write(tmp_path, "crds: [crd.yaml]\nwebhook: {command: go run ./cmd}\n"))
+    assert plain.webhook.build is None
+    made = load(
+        write(
+            tmp_path,
+            "crds: [crd.yaml]\nwebhook:\n  build: {command: 'make manager OUT={binary}'}\n"
+            "  command: '{binary}'\n",
+        )
+    )
+    assert made.webhook.build == WebhookBuild(command=("make", "manager", "OUT={binary}"))
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
@@ -128,6 +161,55 @@ concurrency: 2
         (
             "crds: [crd.yaml]\nwebhook: {command: x, path: convert}\n",
             "webhook.path: must start with /",
+        ),
+        (
+            "crds: [crd.yaml]\nwebhook: {command: '{binary} --port={port}'}\n",
+            "webhook.command[0]: {binary} needs webhook.build",
+        ),
+        (
+            "crds: [crd.yaml]\nwebhook: {command: x, env: {B: '{binary}'}}\n",
+            "webhook.env.B: {binary} needs webhook.build",
+        ),
+        (
+            "crds: [crd.yaml]\nwebhook: {image: x, build: {go: .}}\n",
+            "webhook.build: needs webhook.command",
+        ),
+        ("crds: [crd.yaml]\nwebhook: {command: x, build: ./cmd}\n", "webhook.build: must be a"),
+        (
+            "crds: [crd.yaml]\nwebhook: {command: x, build: {}}\n",
+            "webhook.build: needs exactly one of go, command",
+        ),
+        (
+            "crds: [crd.yaml]\nwebhook: {command: x, build: {go: nope}}\n",
+            "nope does not exist",
+        ),
+        (
+            "crds: [crd.yaml]\nwebhook: {command: x, build: {go: crd.yaml}}\n",
+            "crd.yaml is not a directory",
+        ),
+        (
+            "crds: [crd.yaml]\nwebhook: {command: x, build: {go: ., flags: [-o, bin/x]}}\n",
+            "webhook.build.flags: -o is the gate's ({binary})",
+        ),
+        (
+            "crds: [crd.yaml]\nwebhook: {command: x, build: {go: ., tags: [a]}}\n",
+            "webhook.build.tags: unknown key (known: command, flags, go)",
+        ),
+        (
+            "crds: [crd.yaml]\nwebhook: {command: x, build: {go: ., command: make}}\n",
+            "webhook.build: needs exactly one of go, command",
+        ),
+        (
+            "crds: [crd.yaml]\nwebhook: {command: x, build: {command: make manager}}\n",
+            "webhook.build.command: must write {binary}",
+        ),
+        (
+            "crds: [crd.yaml]\nwebhook: {command: x, build: {command: 'make {port}'}}\n",
+            "webhook.build.command[1]: unknown placeholder {port} (known: {binary}",
+        ),
+        (
+            "crds: [crd.yaml]\nwebhook: {command: x, build: {command: m, flags: [-a]}}\n",
+            "webhook.build.flags: only with go",
         ),
         ("crds: [crd.yaml]\ngenerate: many\n", ":2: generate: must be a int, not 'many'"),
         ("crds: [crd.yaml]\ngenerate: -1\n", "generate: must be 0 or more"),

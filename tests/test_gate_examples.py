@@ -749,3 +749,63 @@ def test_a_field_lost_7_levels_down_fails_naming_it_with_no_samples(tmp_path):
     for key in pairs:
         assert checks(report)[key]["coverage"] == {"exercised": 11, "declared": 11, "uncovered": {}}
         assert checks(report)[key]["evidence"].endswith("schema paths 11/11 held")
+
+
+GREENHOUSE = "greenhouses.greenhouse.gate.example.com"
+GREENHOUSE_PAIRS = {
+    f"round-trip[{GREENHOUSE} v1->v1alpha1]",
+    f"round-trip[{GREENHOUSE} v1alpha1->v1]",
+}
+
+
+def assert_no_conduct_failure_for_null_creation_timestamp(report: dict) -> None:
+    """Our Go webhook's ObjectMeta answers `creationTimestamp: null` for an object sent
+    without one (the upgrade's writes send such): restored by the server, not misconduct."""
+    conduct = checks(report)["webhook-conduct[webhook]"]
+    assert conduct["status"] == "pass", conduct
+    assert conduct["counts"]["metadata_restored"] > 0, conduct
+    assert "metadata.creationTimestamp: appeared (null)" in conduct["details"][1], conduct
+
+
+def test_our_go_webhooks_fixed_release_passes_listing_the_zero_values_go_drops(tmp_path):
+    # examples/gate/greenhouse-go/webhook: built by the gate from its Go module (`build:`).
+    code, report, output = gate(tmp_path, "greenhouse-go/gate.yaml")
+    assert code == 0, output[-3000:]
+    assert report["verdict"] == "PASS" and failed(report) == set()
+    noted = {n for key in GREENHOUSE_PAIRS for n in checks(report)[key]["normalised"]}
+    for zero in (
+        "spec.autoVent: lost (was false) (zero value)",
+        "spec.targetTemperature: lost (was 0) (zero value)",
+        "status.heating: lost (was false) (zero value)",
+        "status.openVents: lost (was 0) (zero value)",
+    ):
+        assert zero in noted, sorted(noted)
+    for key in GREENHOUSE_PAIRS:
+        assert checks(report)[key]["coverage"] == {"exercised": 12, "declared": 12, "uncovered": {}}
+    assert_no_conduct_failure_for_null_creation_timestamp(report)
+
+
+def test_our_go_webhook_release_that_loses_a_true_fails_naming_the_field(tmp_path):
+    code, report, output = gate(tmp_path, "greenhouse-go/gate-release-1.yaml")
+    assert code == 1, output[-3000:]
+    assert failed(report) == GREENHOUSE_PAIRS  # the round trips only: not the upgrade's too
+    details = {key: checks(report)[key]["details"] for key in GREENHOUSE_PAIRS}
+    assert details == {
+        f"round-trip[{GREENHOUSE} v1->v1alpha1]": ["spec.climate.autoVent: lost (was true)"],
+        f"round-trip[{GREENHOUSE} v1alpha1->v1]": ["spec.autoVent: lost (was true)"],
+    }
+    assert_no_conduct_failure_for_null_creation_timestamp(report)
+
+
+def test_our_go_webhook_release_that_loses_a_field_7_levels_down_fails_without_samples(
+    tmp_path,
+):
+    lost = "spec.zones[].beds[].irrigation.drip.emitter.pressureCompensating"
+    code, report, output = gate(tmp_path, "greenhouse-go/gate-release-3.yaml")
+    assert code == 1, output[-3000:]
+    assert failed(report) == GREENHOUSE_PAIRS
+    for key in GREENHOUSE_PAIRS:
+        assert lost in re.sub(r"\[\d+\]", "[]", checks(report)[key]["evidence"])
+        assert checks(report)[key]["coverage"]["exercised"] == 12
+    assert "coverage object: written at v1:" in output  # found by one, not a random draw
+    assert_no_conduct_failure_for_null_creation_timestamp(report)

@@ -122,6 +122,68 @@ def test_a_webhook_that_exits_at_start_shows_its_last_lines_and_the_fix(tmp_path
     assert "    flag provided but not defined: -metrics-bind-address" in done.stdout
 
 
+def build_gate(tmp_path: Path, main_go: str) -> Path:
+    """A gate file whose webhook the gate builds from a Go module of one main package."""
+    module = tmp_path / "webhook"
+    module.mkdir()
+    (module / "go.mod").write_text("module example.com/webhook\n\ngo 1.22\n")
+    (module / "main.go").write_text(main_go)
+    gate_file = tmp_path / "gate.yaml"
+    gate_file.write_text(
+        f"crds: [{CRD}]\nwebhook:\n  build: {{go: webhook}}\n"
+        "  command: '{binary} --port={port}'\ngenerate: 2\n"
+    )
+    return gate_file
+
+
+@pytest.mark.e2e
+def test_a_webhook_build_without_a_go_toolchain(tmp_path):
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    env = {"PATH": f"{bare}:{Path(sys.executable).parent}"}  # the cluster's binaries are cached
+    gate_file = build_gate(tmp_path, "package main\n\nfunc main() {}\n")
+    done, artifacts = run_gate(tmp_path, gate_file, env=env)
+    assert_could_not_run(done, artifacts, "webhook.build: the Go toolchain is missing")
+
+
+@pytest.mark.e2e
+def test_a_webhook_that_does_not_build_shows_gos_error(tmp_path):
+    gate_file = build_gate(tmp_path, "package main\n\nfunc main() { notDeclared() }\n")
+    done, artifacts = run_gate(tmp_path, gate_file)
+    assert_could_not_run(done, artifacts, "webhook.build: `go build .`", "failed (exit 1)")
+    assert "undefined: notDeclared" in done.stdout, done.stdout[-3000:]
+
+
+# go build's tool runner with the linker made slower than the webhook's ready_timeout, as on
+# a loaded machine (a build is machine-dependent work: never under a time limit).
+SLOW_LINK = """#!/bin/sh
+if [ "${1##*/}" = link ] && [ "$2" != -V=full ]; then echo linked >> "$0.ran"; sleep 8; fi
+exec "$@"
+"""
+
+
+@pytest.mark.e2e
+def test_a_webhook_build_is_not_part_of_its_ready_timeout(tmp_path):
+    slow = tmp_path / "slow-link.sh"
+    slow.write_text(SLOW_LINK)
+    slow.chmod(0o755)
+    greenhouse = EXAMPLES / "greenhouse-go"
+    gate_file = tmp_path / "gate.yaml"
+    gate_file.write_text(
+        f"crds: [{greenhouse / 'crd.yaml'}]\nwebhook:\n"
+        f"  build: {{go: {greenhouse / 'webhook' / 'cmd' / 'release-2'}, "
+        f"flags: ['-toolexec={slow}']}}\n"
+        "  command: '{binary} --tls-cert={tls_cert} --tls-key={tls_key} --port={port}'\n"
+        "  ready_timeout: 5\ngenerate: 2\n"
+    )
+    # Only `install` (the rest deselected: "not proven", exit 2), after the webhook is ready.
+    done, artifacts = run_gate(tmp_path, gate_file, "--", "-k", "install")
+    assert done.returncode == 2 and "could not run" not in done.stdout, done.stdout[-3000:]
+    assert (tmp_path / "slow-link.sh.ran").read_text() == "linked\n"  # 8 s, ready_timeout 5
+    report = json.loads((artifacts / "report.json").read_text())
+    assert [c["status"] for c in report["checks"] if c["check"] == "install"] == ["pass"]
+
+
 CLIENT_CERT_SERVER = """
 import http.server, ssl, sys
 cert, key, ca, port = sys.argv[1:]

@@ -13,6 +13,8 @@ from crdharness.errors import HarnessError
 from crdharness.gate.diff import at_or_under, schema_path
 
 PLACEHOLDERS = ("tls_cert", "tls_key", "cert_dir", "port", "kubeconfig", "ca", "python")
+# A webhook's command and env may also name the binary its `build:` made.
+WEBHOOK_PLACEHOLDERS = (*PLACEHOLDERS, "binary")
 
 
 class GateConfigError(HarnessError):
@@ -95,11 +97,24 @@ class Expectation:
         return f"{self.at.name} = {self.reads_at.name}"
 
 
+@dataclass(frozen=True)
+class WebhookBuild:
+    """``webhook.build``: how the gate builds the webhook before it starts it (outside
+    ``ready_timeout`` and every other time limit: a build's length is the machine's), the
+    result named ``{binary}`` in ``command``. Exactly one of ``go`` (Go's build cache makes a
+    rebuild a link) and ``command`` (the project's own, writing ``{binary}``)."""
+
+    go: Path | None = None  # the Go main package's directory (inside its module)
+    flags: tuple[str, ...] = ()  # with go: more `go build` arguments, e.g. ("-tags=gate",)
+    command: tuple[str, ...] = ()  # run in the webhook's workdir; {binary}: where to write
+
+
 @dataclass
 class WebhookSpec:
     """How to run (or reach) the user's webhook. Exactly one of command, image, url."""
 
     command: list[str] | None = None
+    build: WebhookBuild | None = None  # command: what to build first, named {binary}
     image: str | None = None
     url: str | None = None
     ca: Path | None = None  # with url: the CA that signed the webhook's certificate
@@ -184,7 +199,7 @@ def fill_placeholders(text: str, values: dict[str, str]) -> str:
         if name not in values or spec or conversion:
             raise GateConfigError(
                 f"unknown placeholder {{{name}}} (known: "
-                + ", ".join(f"{{{p}}}" for p in PLACEHOLDERS)
+                + ", ".join(f"{{{p}}}" for p in values)
                 + "; write {{ and }} for literal braces)"
             )
         out.append(str(values[name]))

@@ -16,6 +16,7 @@ from crdharness.gate.given.config import (
     DEBT_CHOICES,
     MIGRATION_KINDS,
     PLACEHOLDERS,
+    WEBHOOK_PLACEHOLDERS,
     Acceptance,
     Allowance,
     Expectation,
@@ -23,6 +24,7 @@ from crdharness.gate.given.config import (
     GateConfig,
     GateConfigError,
     Migration,
+    WebhookBuild,
     WebhookSpec,
     fill_placeholders,
 )
@@ -60,6 +62,7 @@ RELEASE_KEYS = {"path", "migrate"}
 
 WEBHOOK_KEYS = {
     "command",
+    "build",
     "image",
     "url",
     "ca",
@@ -74,6 +77,9 @@ WEBHOOK_KEYS = {
     "review_versions",
     "latency_budget_ms",
 }
+
+
+BUILD_KEYS = {"go", "flags", "command"}
 
 
 ALLOW_KEYS = {"path", "between", "reason"}
@@ -200,15 +206,7 @@ def _migration(reader: Reader, node, key: str) -> Migration:
         if "command" not in keys:
             raise reader.fail(node, f"{key}.command", "missing")
         command = keys["command"]
-        if isinstance(command, yaml.ScalarNode):
-            try:
-                words = shlex.split(reader.scalar(command, f"{key}.command", str))
-            except ValueError as exc:
-                raise reader.fail(command, f"{key}.command", f"cannot split: {exc}") from None
-        else:
-            words = reader.strings(command, f"{key}.command")
-        if not words:
-            raise reader.fail(command, f"{key}.command", "is empty")
+        words = _words(reader, command, f"{key}.command")
         for j, word in enumerate(words):
             _check_placeholders(reader, command, f"{key}.command[{j}]", word)
         return Migration("command", tuple(words))
@@ -230,19 +228,13 @@ def _webhook(reader: Reader, node) -> WebhookSpec:
         raise reader.fail(node, "webhook", problem)
     spec = WebhookSpec()
     if "command" in keys:
-        command = keys["command"]
-        if isinstance(command, yaml.ScalarNode):
-            text = reader.scalar(command, "webhook.command", str)
-            try:
-                spec.command = shlex.split(text)
-            except ValueError as exc:
-                raise reader.fail(command, "webhook.command", f"cannot split: {exc}") from None
-        else:
-            spec.command = reader.strings(command, "webhook.command")
-        if not spec.command:
-            raise reader.fail(command, "webhook.command", "is empty")
-        for i, word in enumerate(spec.command):
-            _check_placeholders(reader, command, f"webhook.command[{i}]", word)
+        spec.command = _words(reader, keys["command"], "webhook.command")
+    if "build" in keys:
+        if "command" not in keys:
+            raise reader.fail(keys["build"], "webhook.build", "needs webhook.command ({binary})")
+        spec.build = _build(reader, keys["build"])
+    for i, word in enumerate(spec.command or []):
+        _check_webhook_placeholders(reader, keys["command"], f"webhook.command[{i}]", word, spec)
     if "image" in keys:
         spec.image = reader.scalar(keys["image"], "webhook.image", str)
     if "url" in keys:
@@ -259,7 +251,7 @@ def _webhook(reader: Reader, node) -> WebhookSpec:
         env = reader.mapping(keys["env"], "webhook.env", _AnyKey())
         spec.env = {k: reader.scalar(v, f"webhook.env.{k}", str) for k, v in env.items()}
         for k, v in spec.env.items():
-            _check_placeholders(reader, env[k], f"webhook.env.{k}", v)
+            _check_webhook_placeholders(reader, env[k], f"webhook.env.{k}", v, spec)
     if "args" in keys:
         spec.args = reader.strings(keys["args"], "webhook.args")
     if "port" in keys:
@@ -295,6 +287,63 @@ def _check_placeholders(reader: Reader, node, key: str, text: str) -> None:
         fill_placeholders(text, dict.fromkeys(PLACEHOLDERS, ""))
     except GateConfigError as exc:
         raise reader.fail(node, key, str(exc)) from None
+
+
+def _check_webhook_placeholders(
+    reader: Reader, node, key: str, text: str, spec: WebhookSpec
+) -> None:
+    """A webhook's placeholders: those of every command, and ``{binary}`` with ``build``."""
+    values = dict.fromkeys(WEBHOOK_PLACEHOLDERS, "")
+    try:
+        filled = fill_placeholders(text, {**values, "binary": "\0"})
+    except GateConfigError as exc:
+        raise reader.fail(node, key, str(exc)) from None
+    if "\0" in filled and spec.build is None:
+        raise reader.fail(node, key, "{binary} needs webhook.build (what the gate builds first)")
+
+
+def _words(reader: Reader, node, key: str) -> list[str]:
+    """A command: a list of words, or a string split as a shell would (never run by one)."""
+    if isinstance(node, yaml.ScalarNode):
+        try:
+            words = shlex.split(reader.scalar(node, key, str))
+        except ValueError as exc:
+            raise reader.fail(node, key, f"cannot split: {exc}") from None
+    else:
+        words = reader.strings(node, key)
+    if not words:
+        raise reader.fail(node, key, "is empty")
+    return words
+
+
+def _build(reader: Reader, node) -> WebhookBuild:
+    """``{go: DIR, flags: [...]}`` (the webhook's Go main package) or ``{command: ...}``
+    (which writes ``{binary}``): built before the webhook starts."""
+    keys = reader.mapping(node, "webhook.build", BUILD_KEYS)
+    if ("go" in keys) == ("command" in keys):
+        raise reader.fail(node, "webhook.build", "needs exactly one of go, command")
+    if "command" in keys:
+        if "flags" in keys:
+            raise reader.fail(keys["flags"], "webhook.build.flags", "only with go")
+        words = _words(reader, keys["command"], "webhook.build.command")
+        filled = []
+        for i, word in enumerate(words):
+            try:
+                filled.append(fill_placeholders(word, {"binary": "\0"}))
+            except GateConfigError as exc:
+                raise reader.fail(
+                    keys["command"], f"webhook.build.command[{i}]", str(exc)
+                ) from None
+        if not any("\0" in word for word in filled):
+            raise reader.fail(keys["command"], "webhook.build.command", "must write {binary}")
+        return WebhookBuild(command=tuple(words))
+    package = reader.path(keys["go"], "webhook.build.go")
+    if not package.is_dir():
+        raise reader.fail(keys["go"], "webhook.build.go", f"{package} is not a directory")
+    flags = reader.strings(keys["flags"], "webhook.build.flags") if "flags" in keys else []
+    if any(flag in ("-o", "--o") or flag.startswith(("-o=", "--o=")) for flag in flags):
+        raise reader.fail(keys["flags"], "webhook.build.flags", "-o is the gate's ({binary})")
+    return WebhookBuild(package, tuple(flags))
 
 
 def _allowance(reader: Reader, node, key: str) -> Allowance:

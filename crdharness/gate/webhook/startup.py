@@ -32,7 +32,7 @@ PRINTED = (
     (
         ("no such file or directory", "not found", "permission denied"),
         "its command did not start: check the program in `command:` (relative to the gate "
-        "file) and that it is built",
+        "file) and that it is built (`build:` has the gate build it, named {binary})",
     ),
 )
 

@@ -20,7 +20,7 @@ from crdharness import certs, ports
 from crdharness.errors import HarnessError
 from crdharness.gate.given.config import WebhookSpec, fill_placeholders
 from crdharness.gate.given.manifests import url_reach
-from crdharness.gate.webhook import startup
+from crdharness.gate.webhook import build, startup
 from crdharness.gate.webhook.proxy import PROBE_HEADER, RecordingProxy, review_record
 from crdharness.guardian import Guardian
 from crdharness.polling import WaitTimeout, wait_for
@@ -81,8 +81,9 @@ class UserWebhook(ReviewRecords):
 
     # -- launching -------------------------------------------------------------------------
 
-    def placeholders(self, port: int, cert_dir: str) -> dict[str, str]:
+    def placeholders(self, port: int, cert_dir: str, binary: str = "") -> dict[str, str]:
         return {
+            "binary": binary,  # what webhook.build made
             "tls_cert": f"{cert_dir}/tls.crt",
             "tls_key": f"{cert_dir}/tls.key",
             "cert_dir": cert_dir,
@@ -119,9 +120,15 @@ class UserWebhook(ReviewRecords):
         return self
 
     def _launch_command(self) -> tuple[str, Path]:
+        binary = ""
+        if self.spec.build is not None:  # before ready_timeout starts: a build is untimed
+            built = self.directory / "bin" / "webhook"
+            built.parent.mkdir()
+            workdir = self.spec.workdir or self.root
+            binary = str(build.build(self.spec.build, built, self.log_path, workdir))
         cert_dir = self._cert_dir()
         port = ports.free_port()
-        values = self.placeholders(port, str(cert_dir))
+        values = self.placeholders(port, str(cert_dir), binary)
         command = [fill_placeholders(word, values) for word in self.spec.command or []]
         env = {**os.environ, **{k: fill_placeholders(v, values) for k, v in self.spec.env.items()}}
         env.setdefault("KUBECONFIG", str(self.kubeconfig))
