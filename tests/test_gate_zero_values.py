@@ -73,6 +73,42 @@ def test_inside_a_list_item_the_field_is_still_a_plain_field():
     }
 
 
+CLIMATE = {
+    "climate": {
+        "type": "object",
+        "properties": {"celsius": {"type": "integer"}, "vent": {"type": "boolean"}},
+    }
+}
+
+
+def test_an_object_of_zero_values_read_back_absent_is_normalised():
+    # A Go converter that leaves a pointer to a struct nil when all its fields are zero.
+    before = {"spec": {"climate": {"celsius": 0, "vent": False}}}
+    found = judged(context(spec_schema(**CLIMATE)), before, {"spec": {}})
+    note = 'spec.climate: lost (was {"celsius": 0, "vent": false}) (zero value)'
+    assert found == {"spec.climate": ("normalised", note)}
+
+
+def test_an_object_holding_a_value_or_a_defaulted_zero_stays_a_finding():
+    ctx = context(spec_schema(**CLIMATE))
+    assert judged(ctx, {"spec": {"climate": {"celsius": 3}}}, {"spec": {}}) == {
+        "spec.climate": None
+    }
+    defaulted = {
+        "climate": {
+            **CLIMATE["climate"],
+            "properties": {
+                "celsius": {"type": "integer", "default": 20},
+                "vent": {"type": "boolean"},
+            },
+        }
+    }
+    ctx = context(spec_schema(**defaulted))
+    assert judged(ctx, {"spec": {"climate": {"celsius": 0}}}, {"spec": {}}) == {
+        "spec.climate": None
+    }
+
+
 def test_a_changed_value_stays_a_finding():
     ctx = context(spec_schema(**PLAIN))
     before = {"spec": {"paused": True, "replicas": 1, "ratio": 0.5, "owner": "me"}}

@@ -46,10 +46,17 @@ class Difference:
         if self.path.endswith("]"):
             return False
         if self.change == "lost":
-            return zero(self.before)
+            return zero_or_all_zero(self.before)
         if self.change == "added":
-            return zero(self.after)
+            return zero_or_all_zero(self.after)
         return False
+
+    def zero_leaves(self) -> list[str]:
+        """The paths of the zero values a ``zero_value`` difference holds: itself, or each
+        leaf of an object whose every leaf is one (``{"targetCelsius": 0}``: a Go pointer
+        to a struct the converter left nil because all its fields were zero)."""
+        value = self.before if self.change == "lost" else self.after
+        return list(leaves(value, self.path))
 
     def describe(self) -> str:
         if self.change == "lost":
@@ -72,6 +79,16 @@ def zero(value) -> bool:
     if isinstance(value, bool):
         return value is False
     return (isinstance(value, (int, float)) and value == 0) or value == ""
+
+
+def zero_or_all_zero(value) -> bool:
+    """A Go zero value, or an object holding some and nothing else (an empty one is
+    ``empty``, not this): what ``omitempty`` on a pointer to a struct drops whole. A list,
+    even of zero values, holds items: never this."""
+    if isinstance(value, dict):
+        found = leaves(value, "")
+        return bool(found) and all(zero(v) and "[" not in p for p, v in found.items())
+    return zero(value)
 
 
 def _short(value, limit: int = 60) -> str:

@@ -167,7 +167,11 @@ class GateContext:
             # A Go reader of a plain bool or int cannot tell absent from its zero value; the
             # API server can, where a default would fill in something else on the next read.
             at = release or self.candidate
-            kinds = {schemas.zero_field(at.version(crd, v) or {}, difference.path) for v in {a, b}}
+            kinds = {
+                schemas.zero_field(at.version(crd, v) or {}, path)
+                for v in {a, b}
+                for path in {difference.path, *difference.zero_leaves()}
+            }
             if "defaulted" in kinds:
                 return None
             if kinds - {None} == {"plain"}:
