@@ -749,3 +749,25 @@ def test_a_field_lost_7_levels_down_fails_naming_it_with_no_samples(tmp_path):
     for key in pairs:
         assert checks(report)[key]["coverage"] == {"exercised": 11, "declared": 11, "uncovered": {}}
         assert checks(report)[key]["evidence"].endswith("schema paths 11/11 held")
+
+
+def test_a_crd_in_hostile_yaml_scalars_is_gated_as_kubectl_reads_it(tmp_path):
+    # `- =`, yes/no/on/off/y/n, 0777, 1e3, 08, timestamps and ~: PyYAML would stop at `=`
+    # (exit 3) or gate other values; read as kubectl reads them, the upgrade only widens two
+    # enums, each with the string kubectl reads, and everything passes.
+    code, report, output = gate(tmp_path, "hostile-scalars/gate.yaml")
+    assert code == 0, output[-3000:]
+    assert report["verdict"] == "PASS" and failed(report) == set()
+    rows = {(c["version"], c["path"], c["change"], c["detail"]) for c in report["changes"]}
+    assert rows == {
+        (v, path, "enum widened", detail)
+        for v in ("v1alpha1", "v1")
+        for path, detail in (
+            ("spec.operator", '["<"] allowed too'),
+            ("spec.window", '["2001-12-14 21:59:43.10 -5"] allowed too'),
+        )
+    }
+    assert {c["decision"] for c in report["changes"]} == {"cleared"}
+    for pair in ("v1->v1alpha1", "v1alpha1->v1"):
+        coverage = checks(report)[f"round-trip[switches.hostile.gate.example.com {pair}]"]
+        assert coverage["coverage"]["exercised"] == coverage["coverage"]["declared"] == 8
