@@ -771,3 +771,36 @@ def test_a_crd_in_hostile_yaml_scalars_is_gated_as_kubectl_reads_it(tmp_path):
     for pair in ("v1->v1alpha1", "v1alpha1->v1"):
         coverage = checks(report)[f"round-trip[switches.hostile.gate.example.com {pair}]"]
         assert coverage["coverage"]["exercised"] == coverage["coverage"]["declared"] == 8
+
+
+def test_a_singleton_crds_upgrade_is_decided_one_object_at_a_time(tmp_path):
+    # Release 1's root rule lets a Settings object be named `cluster` only: each object is
+    # created under release 1, judged under release 2 and deleted before the next (before:
+    # every object the gate named itself was refused, and the upgrade stayed undecided).
+    code, report, output = gate(tmp_path, "singleton/gate.yaml")
+    assert code == 0, output[-3000:]
+    assert report["verdict"] == "PASS" and failed(report) == set()
+    upgrade = checks(report)["upgrade[release 1->2]"]
+    assert upgrade["status"] == "pass", upgrade
+    objects = int(re.match(r"(\d+) objects read at every served version", upgrade["evidence"])[1])
+    assert objects >= 10, upgrade["evidence"]  # min_objects, each judged on its own
+    assert f"{objects} etcd keys untouched" in upgrade["evidence"]
+    assert {(c["path"], c["change"], c["decision"]) for c in report["changes"]} == {
+        ("spec.timeZone", "field added", "cleared")
+    }
+    assert report["hazards"] == [] and report["refused_objects"] == {}
+    for pair in ("v1->v1beta1", "v1beta1->v1"):
+        assert (
+            checks(report)[f"round-trip[settings.singleton.gate.example.com {pair}]"]["status"]
+            == "pass"
+        )
+    (tmp_path / "narrowed").mkdir()
+    code, report, output = gate(tmp_path / "narrowed", "singleton/gate-narrowed.yaml")
+    assert code == 1, output[-3000:]
+    assert failed(report) == {"upgrade[release 1->2]"}
+    rows = {(c["version"], c["path"], c["change"]): c for c in report["changes"]}
+    assert set(rows) == {(v, "spec.logLevel", "enum value removed") for v in ("v1beta1", "v1")}
+    for row in rows.values():
+        assert row["decision"] == "proven"
+        assert row["evidence"].startswith("cluster: the same content created again")
+        assert 'Unsupported value: "debug"' in row["evidence"]
