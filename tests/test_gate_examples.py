@@ -804,3 +804,23 @@ def test_a_singleton_crds_upgrade_is_decided_one_object_at_a_time(tmp_path):
         assert row["decision"] == "proven"
         assert row["evidence"].startswith("cluster: the same content created again")
         assert 'Unsupported value: "debug"' in row["evidence"]
+
+
+def test_a_singleton_whose_next_release_adds_a_stored_version_is_put_back_by_re_creating(tmp_path):
+    # Release 2 stores at a new v2: release 1 cannot be applied over storedVersions [v1, v2],
+    # so between two objects the CRD is re-created as release 1 had it (storedVersions [v1]).
+    code, report, output = gate(tmp_path, "singleton/gate-new-version.yaml")
+    assert code == 0, output[-3000:]
+    assert report["verdict"] == "PASS" and failed(report) == set()
+    upgrade = checks(report)["upgrade[release 1->2]"]
+    objects = int(re.match(r"(\d+) objects read at every served version", upgrade["evidence"])[1])
+    assert objects >= 4, upgrade["evidence"]
+    recreated = [
+        d for d in upgrade["details"] if d.startswith("singletons: the CRD was re-created")
+    ]
+    assert len(recreated) == 1, upgrade["details"]
+    # Once before each object (none is left over from the last: all were singletons).
+    assert int(re.search(r"re-created (\d+) times", recreated[0])[1]) == objects
+    assert report["stored_versions_after_release"]["release 2"] == {
+        "settings.singleton.gate.example.com": ["v1", "v2"]
+    }

@@ -51,6 +51,7 @@ class Judged:
     writes: int = 0
     hazards: int = 0
     untouched: int = 0
+    recreated: int = 0  # times the CRD was re-created to put the earlier release back
 
 
 # history._write_one: create one object, read it back at every served version.
@@ -81,7 +82,8 @@ def judge(ctx: GateContext, release: Release, stored_before: dict, write_one: Wr
             continue
         ctx.check_deadline(f"the singleton {crd}'s objects")
         if crd not in at_previous:
-            failed = install(ctx, previous, crd, stored_before.get(crd))
+            failed, recreated = install(ctx, previous, crd, stored_before.get(crd))
+            judged.recreated += recreated
             if failed:
                 result.details.append(f"{crd}: release {previous.index + 1} not restored: {failed}")
                 break
@@ -99,7 +101,7 @@ def judge(ctx: GateContext, release: Release, stored_before: dict, write_one: Wr
         accepted[(crd, version)] += drawn
         write_baseline(ctx, previous, [obj])
         before = etcd_snapshot(ctx, [obj])
-        failed = install(ctx, release, crd)
+        failed, _ = install(ctx, release, crd)
         at_previous.discard(crd)
         if failed:  # the history's own apply of this release says why
             _delete(ctx, release, obj)
@@ -124,6 +126,12 @@ def judge(ctx: GateContext, release: Release, stored_before: dict, write_one: Wr
             f"gate: release {release.index + 1}: {len(judged.objects)} objects of singleton "
             "CRDs judged one at a time"
         )
+    if judged.recreated:
+        result.details.append(
+            f"singletons: the CRD was re-created {judged.recreated} times to put release "
+            f"{previous.index + 1} back between two objects (its storedVersions listed a "
+            "version that release lacks)"
+        )
     return judged
 
 
@@ -147,17 +155,20 @@ def _delete(ctx: GateContext, release: Release, obj: Written) -> None:
     call(ctx.cluster, "DELETE", resource.path(at, obj.namespace, obj.name))
 
 
-def install(ctx: GateContext, release: Release, crd: str, stored: list[str] | None = None) -> str:
-    """``crd`` as ``release`` ships it (and, given ``stored``, with those storedVersions);
-    what went wrong ('' if nothing). A CRD whose storedVersions list a version the release
-    lacks is re-created: it holds no object now."""
+def install(
+    ctx: GateContext, release: Release, crd: str, stored: list[str] | None = None
+) -> tuple[str, bool]:
+    """``crd`` as ``release`` ships it (and, given ``stored``, with those storedVersions):
+    what went wrong ('' if nothing), and whether it was re-created. A CRD whose
+    storedVersions list a version the release lacks is re-created: it holds no object now."""
     manifest = ctx.pointed(release.crds[crd])
     answer = apply_crd(ctx.cluster, manifest)
-    if not answer.ok and stored is not None:
+    recreated = not answer.ok and stored is not None
+    if recreated:
         delete_crd(ctx.cluster, crd)
         answer = apply_crd(ctx.cluster, manifest)
     if not answer.ok:
-        return f"{answer.status} {answer.message[:300]}"
+        return f"{answer.status} {answer.message[:300]}", recreated
     crds.wait_settled(ctx.cluster.api_client, manifest)
     if stored:
         current = read_crd(ctx.cluster, crd) or {}
@@ -165,5 +176,6 @@ def install(ctx: GateContext, release: Release, crd: str, stored: list[str] | No
             current.setdefault("status", {})["storedVersions"] = list(stored)
             put = call(ctx.cluster, "PUT", f"{CRDS}/{crd}/status", current)
             if not put.ok:
-                return f"storedVersions {stored} not restored: {put.status} {put.message[:300]}"
-    return ""
+                why = f"storedVersions {stored} not restored: {put.status} {put.message[:300]}"
+                return why, recreated
+    return "", recreated
