@@ -203,7 +203,7 @@ def _keep(
     for body in samples:
         refusals: list[Answer] = []
         obj_name = _name(ctx, release, "r", version, entry)
-        with ctx.held(name, HISTORY_NS, obj_name, entry):
+        with ctx.held(name, HISTORY_NS if resource.namespaced else None, obj_name, entry):
             record = _write_one(ctx, release, name, entry, body, obj_name, refusals)
             if record is not None:
                 call(ctx.cluster, "DELETE", resource.path(version, record.namespace, obj_name))
