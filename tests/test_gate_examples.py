@@ -809,3 +809,78 @@ def test_our_go_webhook_release_that_loses_a_field_7_levels_down_fails_without_s
         assert checks(report)[key]["coverage"]["exercised"] == 12
     assert "coverage object: written at v1:" in output  # found by one, not a random draw
     assert_no_conduct_failure_for_null_creation_timestamp(report)
+
+
+def test_a_crd_in_hostile_yaml_scalars_is_gated_as_kubectl_reads_it(tmp_path):
+    # `- =`, yes/no/on/off/y/n, 0777, 1e3, 08, timestamps and ~: PyYAML would stop at `=`
+    # (exit 3) or gate other values; read as kubectl reads them, the upgrade only widens two
+    # enums, each with the string kubectl reads, and everything passes.
+    code, report, output = gate(tmp_path, "hostile-scalars/gate.yaml")
+    assert code == 0, output[-3000:]
+    assert report["verdict"] == "PASS" and failed(report) == set()
+    rows = {(c["version"], c["path"], c["change"], c["detail"]) for c in report["changes"]}
+    assert rows == {
+        (v, path, "enum widened", detail)
+        for v in ("v1alpha1", "v1")
+        for path, detail in (
+            ("spec.operator", '["<"] allowed too'),
+            ("spec.window", '["2001-12-14 21:59:43.10 -5"] allowed too'),
+        )
+    }
+    assert {c["decision"] for c in report["changes"]} == {"cleared"}
+    for pair in ("v1->v1alpha1", "v1alpha1->v1"):
+        coverage = checks(report)[f"round-trip[switches.hostile.gate.example.com {pair}]"]
+        assert coverage["coverage"]["exercised"] == coverage["coverage"]["declared"] == 8
+
+
+def test_a_singleton_crds_upgrade_is_decided_one_object_at_a_time(tmp_path):
+    # Release 1's root rule lets a Settings object be named `cluster` only: each object is
+    # created under release 1, judged under release 2 and deleted before the next (before:
+    # every object the gate named itself was refused, and the upgrade stayed undecided).
+    code, report, output = gate(tmp_path, "singleton/gate.yaml")
+    assert code == 0, output[-3000:]
+    assert report["verdict"] == "PASS" and failed(report) == set()
+    upgrade = checks(report)["upgrade[release 1->2]"]
+    assert upgrade["status"] == "pass", upgrade
+    objects = int(re.match(r"(\d+) objects read at every served version", upgrade["evidence"])[1])
+    assert objects >= 10, upgrade["evidence"]  # min_objects, each judged on its own
+    assert f"{objects} etcd keys untouched" in upgrade["evidence"]
+    assert {(c["path"], c["change"], c["decision"]) for c in report["changes"]} == {
+        ("spec.timeZone", "field added", "cleared")
+    }
+    assert report["hazards"] == [] and report["refused_objects"] == {}
+    for pair in ("v1->v1beta1", "v1beta1->v1"):
+        assert (
+            checks(report)[f"round-trip[settings.singleton.gate.example.com {pair}]"]["status"]
+            == "pass"
+        )
+    (tmp_path / "narrowed").mkdir()
+    code, report, output = gate(tmp_path / "narrowed", "singleton/gate-narrowed.yaml")
+    assert code == 1, output[-3000:]
+    assert failed(report) == {"upgrade[release 1->2]"}
+    rows = {(c["version"], c["path"], c["change"]): c for c in report["changes"]}
+    assert set(rows) == {(v, "spec.logLevel", "enum value removed") for v in ("v1beta1", "v1")}
+    for row in rows.values():
+        assert row["decision"] == "proven"
+        assert row["evidence"].startswith("cluster: the same content created again")
+        assert 'Unsupported value: "debug"' in row["evidence"]
+
+
+def test_a_singleton_whose_next_release_adds_a_stored_version_is_put_back_by_re_creating(tmp_path):
+    # Release 2 stores at a new v2: release 1 cannot be applied over storedVersions [v1, v2],
+    # so between two objects the CRD is re-created as release 1 had it (storedVersions [v1]).
+    code, report, output = gate(tmp_path, "singleton/gate-new-version.yaml")
+    assert code == 0, output[-3000:]
+    assert report["verdict"] == "PASS" and failed(report) == set()
+    upgrade = checks(report)["upgrade[release 1->2]"]
+    objects = int(re.match(r"(\d+) objects read at every served version", upgrade["evidence"])[1])
+    assert objects >= 4, upgrade["evidence"]
+    recreated = [
+        d for d in upgrade["details"] if d.startswith("singletons: the CRD was re-created")
+    ]
+    assert len(recreated) == 1, upgrade["details"]
+    # Once before each object (none is left over from the last: all were singletons).
+    assert int(re.search(r"re-created (\d+) times", recreated[0])[1]) == objects
+    assert report["stored_versions_after_release"]["release 2"] == {
+        "settings.singleton.gate.example.com": ["v1", "v2"]
+    }

@@ -89,7 +89,8 @@ def _copy(ctx: GateContext, release: Release, change: Change, base: dict) -> Pro
     namespace = HISTORY_NS if resource.namespaced else None
     body = copy.deepcopy(base)
     body["metadata"] = {k: v for k, v in base["metadata"].items() if k in KEPT}
-    body["metadata"]["name"] = ctx.name(f"p{release.index + 1}-{change.version}")
+    entry = release.entry(change.crd, change.version)
+    body["metadata"]["name"] = ctx.name(f"p{release.index + 1}-{change.version}", entry)
     collection = resource.path(change.version, namespace)
     created = call(ctx.cluster, "POST", collection, body)
     if not created.ok:

@@ -82,7 +82,24 @@ def _expect(ctx: GateContext, result: CheckResult, crd: str, written: dict, expe
         result.fail(f"{crd}: the candidate does not serve both {a} and {b}")
         return
     namespace = ROUND_TRIP_NS if resource.namespaced else None
-    name = ctx.name("expect")
+    name = ctx.name("expect", entry)
+    with ctx.held(crd, namespace, name, entry):  # a singleton's objects: one at a time
+        _expect_named(ctx, result, crd, written, expected, name, namespace)
+
+
+def _expect_named(
+    ctx: GateContext,
+    result: CheckResult,
+    crd: str,
+    written: dict,
+    expected: dict,
+    name: str,
+    namespace: str | None,
+) -> None:
+    manifest = ctx.candidate.crds[crd]
+    resource = Resource.of(manifest)
+    a, b = _version(written), _version(expected)
+    entry, at_b = ctx.candidate.entry(crd, a), ctx.candidate.entry(crd, b)
     refusals: list = []
     body, dropped = pruning.sendable(entry, objects.sample_body(written))
     created = ctx.create(manifest, entry, a, name, namespace, body, refusals=refusals)

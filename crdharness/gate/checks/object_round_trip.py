@@ -63,7 +63,29 @@ def run(
     release = release or ctx.candidate
     resource = Resource.of(manifest)
     namespace = ROUND_TRIP_NS if resource.namespaced else None
-    name = ctx.name(f"rt-{a}-{b}".lower())
+    name = ctx.name(f"rt-{a}-{b}".lower(), entry)
+    # A singleton's (a name the schema fixes) wait for each other: one at a time.
+    with ctx.held(manifest["metadata"]["name"], namespace, name, entry):
+        return _run_named(
+            ctx, release, manifest, entry, a, b, body, seen, sample, refusals, namespace, name
+        )
+
+
+def _run_named(
+    ctx: GateContext,
+    release: Release,
+    manifest,
+    entry,
+    a,
+    b,
+    body,
+    seen: PairRecord,
+    sample: bool,
+    refusals: list[Answer] | None,
+    namespace: str | None,
+    name: str,
+) -> RoundTripFailure | None:
+    resource = Resource.of(manifest)
     # A body found for another version (or a sample) may hold fields A's schema does not
     # declare: sent at A, the API server would prune them before any conversion, and the
     # loss would look like the webhook's. They are left out, and said so.

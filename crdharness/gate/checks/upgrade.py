@@ -35,7 +35,9 @@ from crdharness.gate.run.context import GateContext
 __all__ = ["RECREATES", "Written", "check", "decide", "etcd_snapshot", "write_baseline"]
 
 
-def check(ctx: GateContext, release: Release, written, before, stored_before) -> None:
+def check(ctx: GateContext, release: Release, written, before, stored_before, judged=None) -> None:
+    """``judged``: the singletons' objects (``phases.singletons``), read and written again
+    one at a time before; they count, and decide changes, with the others."""
     result = ctx.result("upgrade", subjects.transition(release.index))
     for obj in written:
         obj.findings, obj.excused, obj.hazarded, obj.refused = [], [], set(), set()
@@ -52,6 +54,14 @@ def check(ctx: GateContext, release: Release, written, before, stored_before) ->
     check_listed(ctx, result, release, upgraded)
     proven_untouched = check_untouched(ctx, result, written, before)
     writes, hazards = write_all_again(ctx, result, release, written)
+    if judged is not None:
+        checked, writes, hazards = (
+            checked + judged.reads,
+            writes + judged.writes,
+            hazards + judged.hazards,
+        )
+        proven_untouched += judged.untouched
+        written = [*written, *judged.objects]
     for name in ctx.live(release):
         expected = set(stored_before.get(name) or []) | {release.storage(name)}
         if not stored_before.get(name):

@@ -14,7 +14,7 @@ from crdharness.gate.checks.upgrade_writes import (
     Refusal,
     write_again,
 )
-from crdharness.gate.evidence import objects
+from crdharness.gate.evidence import names, objects
 from crdharness.gate.given.manifests import Release
 from crdharness.gate.results import CheckResult
 from crdharness.gate.run.context import GateContext
@@ -103,11 +103,12 @@ def _written_again(ctx: GateContext, release: Release, obj: Written, only: list[
     for version in release.served(obj.crd):
         if only is not None and version not in only:
             continue
-        has_status = objects.has_status(release.entry(obj.crd, version))
+        entry = release.entry(obj.crd, version)
+        has_status, rule = objects.has_status(entry), names.rule(entry)
         path = resource.path(version, obj.namespace, obj.name)
-        refused = write_again(ctx.cluster, path, version, has_status)
+        refused = write_again(ctx.cluster, path, version, has_status, rule)
         if refused:
-            repeated = {r.key for r in write_again(ctx.cluster, path, version, has_status)}
+            repeated = {r.key for r in write_again(ctx.cluster, path, version, has_status, rule)}
             refused = [r for r in refused if r.key in repeated]
         yield version, refused
 

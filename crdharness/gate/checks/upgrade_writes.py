@@ -17,10 +17,12 @@ setting the same conditions anew would (``status`` is never judged on a create).
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass
 
 from crdharness.cluster import Cluster
 from crdharness.gate.api import Answer, apply, call, write_with_retry
+from crdharness.gate.evidence.names import NameRule
 
 TOUCHED = "gate.crdharness.io/written-again"
 # What server-side apply answers for an object whose metadata.managedFields name a version the
@@ -74,8 +76,11 @@ RECREATE_STATUS = (
 )
 
 
-def write_again(cluster: Cluster, path: str, version: str, has_status: bool) -> list[Refusal]:
-    """Write the object at ``path`` (at ``version``) again; each write refused."""
+def write_again(
+    cluster: Cluster, path: str, version: str, has_status: bool, names: NameRule | None = None
+) -> list[Refusal]:
+    """Write the object at ``path`` (at ``version``) again; each write refused. ``names``:
+    what the schema at ``version`` requires of names (the re-create's must meet it)."""
     refused: list[Refusal] = []
 
     # Each write's answer is the object as it now is: the next write starts from it.
@@ -116,28 +121,48 @@ def write_again(cluster: Cluster, path: str, version: str, has_status: bool) -> 
     # Always made, even after a refusal above: that refusal may be the earlier release's own
     # hazard, and the re-create is what judges the new schema on unchanged values.
     if content is not None:
-        again = recreated_body(content)
+        again = recreated_body(content, names)
         collection = path.rsplit("/", 1)[0]
         recreated = call(cluster, "POST", f"{collection}?dryRun=All", again)
+        taken = already_exists(content, again, recreated)
         # An admission webhook with side effects refuses every dry run: that says nothing here.
-        if not recreated.ok and "dry run" not in recreated.message.lower():
+        if not recreated.ok and not taken and "dry run" not in recreated.message.lower():
             refused.append(Refusal(RECREATE, version, recreated.status, recreated.message))
-        elif has_status and "status" in content:
+        elif has_status and "status" in content and not taken:
             refusal = _status_written_anew(cluster, collection, again, content["status"])
             if refusal is not None:
                 refused.append(Refusal(RECREATE_STATUS, version, *refusal))
     return refused
 
 
-def recreated_body(content: dict) -> dict:
+def recreated_body(content: dict, names: NameRule | None = None) -> dict:
     """What a restore or re-apply would create from the object as read: its content under a
-    new name (``generateName``), without what only the server writes."""
+    name ``_recreated_name`` chooses, without what only the server writes."""
     again = _applied(content)
+    own = str((content.get("metadata") or {}).get("name", ""))
     again["metadata"] = {
-        "generateName": "gate-recreated-",
+        **_recreated_name(names or NameRule(), own),
         **{k: v for k, v in again["metadata"].items() if k not in ("name", "annotations")},
     }
     return again
+
+
+def already_exists(content: dict, again: dict, answer: Answer) -> bool:
+    """A re-create under the object's own name answered "already exists": that comes only
+    once validation and admission accepted the content (the storage's answer, after them)."""
+    own = (content.get("metadata") or {}).get("name")
+    return answer.status == 409 and again["metadata"].get("name") == own
+
+
+def _recreated_name(rule: NameRule, own: str) -> dict:
+    """The re-create's name: any (generated) where the schema says nothing of names; the
+    object's own where the schema fixes it (a singleton) or refuses it (a restore keeps it:
+    the refusal is the finding); else a new one that meets the schema."""
+    if rule == NameRule():
+        return {"generateName": "gate-recreated-"}
+    if rule.single is not None or not rule.allows(own):
+        return {"name": own}
+    return {"name": rule.name(f"gate-recreated-{secrets.token_hex(3)}")}
 
 
 def _status_written_anew(

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import copy
 import re
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis import strategies as st
@@ -60,8 +61,8 @@ def bodies(change: Change, entry: dict, samples: list[dict]) -> list[dict]:
     return built
 
 
-def _holdings(change: Change) -> list:
-    """What to put at the change's path: values, or ABSENT."""
+def _holdings(change: Change) -> list[Holding]:
+    """What to put at the change's path."""
     old, new = change.old, change.new
     kind = change.kind
     if kind in ("required added", "default added", "default changed", "default removed"):
@@ -69,86 +70,70 @@ def _holdings(change: Change) -> list:
         # that holds something else, as real ones do).
         return [ABSENT, ABSENT_AMONG_FILLED]
     if kind == "enum value removed":
-        return list(change.values[:3])
+        return [put(v) for v in change.values[:3]]
     if kind == "enum added":
         outside = [v for v in (minimal(old), "gate-unlisted") if v not in new["enum"]]
-        return outside[:1] or _fail("every value the old schema allows is in the new enum")
+        return [put(v) for v in outside[:1]] or _fail(
+            "every value the old schema allows is in the new enum"
+        )
     if kind == "bound tightened":
-        return [_at_old_bound(old, new, change.values[0])]
+        return [put(_at_old_bound(old, new, change.values[0]))]
     if kind == "pattern changed":
-        return [_old_not_new_pattern(old, new["pattern"])]
+        return [put(_old_not_new_pattern(old, new["pattern"]))]
     if kind in ("type changed", "field removed", "storage version changed under None", ONE_VERSION):
         # Beside the fewest other fields, and beside all of them (a rule that wants two
         # fields together, such as host and port).
         value = present(old)
-        return [value, AMONG_FILLED(value)]
+        return [put(value), Holding("put", value, among_filled=True)]
     if kind == "format changed":
-        return [minimal(old)]
+        return [put(minimal(old))]
     if kind == "nullable dropped":
-        return [None]
+        return [put(None)]
     if kind == "unknown fields pruned":
-        return [MERGE({"gateUnknownField": "kept-by-the-old-release"})]
+        return [Holding("merge", {"gateUnknownField": "kept-by-the-old-release"})]
     if kind in RULE_KINDS:
         rules = [str(r.get("rule", "")) for r in change.values if isinstance(r, dict)]
         return _variants(old, " ".join(rules))
     if kind == "list type changed":
-        return [_duplicated_items(old)]
+        return [put(_duplicated_items(old))]
     raise NoObject(f"no object is built for a change of class {kind!r}")
 
 
-class _Absent:
-    def __repr__(self) -> str:
-        return "ABSENT"
+How = Literal["put", "absent", "keep", "merge", "fill"]
 
 
-ABSENT = _Absent()
-ABSENT_AMONG_FILLED = _Absent()  # absent, its siblings all present
+@dataclass(frozen=True)
+class Holding:
+    """What goes at a change's path. ``how``: ``put`` places ``value`` there; ``absent``
+    leaves nothing there (an empty object in a list); ``keep`` keeps the base object's own
+    value (built if it has none) and sets each ``below`` field (parts, value) in it; ``merge``
+    adds ``value``'s fields over the object's own, ``fill`` beneath them (its own win).
+    ``among_filled``: every sibling field is present too (a rule wanting two together)."""
+
+    how: How = "put"
+    value: Any = None
+    below: tuple[tuple[tuple[str, ...], Any], ...] = ()
+    among_filled: bool = False
 
 
-class MERGE(dict):
-    """Fields to add to the object at the path (they replace its own)."""
+def put(value) -> Holding:
+    return Holding("put", value)
 
 
-class FILL(dict):
-    """Fields to add to the object at the path where it has none (its own are kept)."""
+ABSENT = Holding("absent")
+ABSENT_AMONG_FILLED = Holding("absent", among_filled=True)
+KEEP = Holding("keep")
 
 
-class SUB:
-    """A value for one field below the path, in the base object's own value there."""
+def _same(a: Holding, b: Holding) -> bool:
+    """Whether two variants count as one. A ``fill`` of a dict counts as that dict ``put``
+    whole, as the marker types this replaces compared them, so the objects built stay the
+    same (the "most fields" variant put whole is dropped after its fill)."""
 
-    def __init__(self, parts: tuple[str, ...], value) -> None:
-        self.parts, self.value = parts, value
+    def plain(h: Holding) -> Holding:
+        return put(h.value) if h.how == "fill" else h
 
-    def __eq__(self, other) -> bool:
-        return isinstance(other, SUB) and (self.parts, self.value) == (other.parts, other.value)
-
-    def __repr__(self) -> str:
-        return f"SUB({'.'.join(self.parts)}={self.value!r})"
-
-
-class SUBS(list):
-    """Several fields below the path set at once: (parts, value) pairs."""
-
-
-class AMONG_FILLED:
-    """A value placed with every sibling field present."""
-
-    def __init__(self, value) -> None:
-        self.value = value
-
-    def __eq__(self, other) -> bool:
-        return isinstance(other, AMONG_FILLED) and other.value == self.value
-
-    def __repr__(self) -> str:
-        return f"AMONG_FILLED({self.value!r})"
-
-
-class _Keep:
-    def __repr__(self) -> str:
-        return "KEEP"
-
-
-KEEP = _Keep()  # the base object's own value at the path (built if it has none)
+    return plain(a) == plain(b)
 
 
 def _fail(why: str):
@@ -184,16 +169,16 @@ def _filled(schema: dict, depth: int = 0):
     return minimal(schema)
 
 
-def _variants(old: dict, rule: str = "") -> list:
+def _variants(old: dict, rule: str = "") -> list[Holding]:
     """For a rule the schema alone cannot judge: the base object's own value (a sample's
     passes the rules a schema cannot say), the same with each value the old schema
     enumerates, with the fields the rule names set to its own literals together, with
     every optional field filled in, the fewest fields, the most, and a few drawn values
     (the API server says which the new rule refuses)."""
     filled = _filled(old)
-    fill = [FILL(filled)] if isinstance(filled, dict) else []
-    found = [KEEP, *_enumerated(old), *_literals(old, rule), *fill, minimal(old), filled]
-    drawn: list = []
+    fill = [Holding("fill", filled)] if isinstance(filled, dict) else []
+    found = [KEEP, *_enumerated(old), *_literals(old, rule), *fill, put(minimal(old)), put(filled)]
+    drawn: list = []  # draw's own text seeds hypothesis (derandomize): kept as it was
 
     @settings(
         database=None,
@@ -210,10 +195,11 @@ def _variants(old: dict, rule: str = "") -> list:
     from hypothesis import given
 
     given(objects.strategy(old))(draw)()
-    return [v for i, v in enumerate(found + drawn) if v not in (found + drawn)[:i]]
+    every = found + [put(v) for v in drawn]
+    return [v for i, v in enumerate(every) if not any(_same(v, w) for w in every[:i])]
 
 
-def _literals(node: dict, rule: str) -> list[SUBS]:
+def _literals(node: dict, rule: str) -> list[Holding]:
     """The fields ``rule`` names, set together: strings to each of its literals, enums to
     each of their values, booleans both ways (``self.protocol == 'HTTPS' ?
     self.tls.mode == 'Terminate'`` needs both fields at once)."""
@@ -237,7 +223,7 @@ def _literals(node: dict, rule: str) -> list[SUBS]:
     import itertools
 
     combined = itertools.islice(itertools.product(*choices), COMBINATIONS)
-    return [SUBS(list(assignment)) for assignment in combined]
+    return [Holding("keep", below=tuple(assignment)) for assignment in combined]
 
 
 def _leaves(node: dict, parts: tuple[str, ...] = (), depth: int = 0):
@@ -251,14 +237,14 @@ def _leaves(node: dict, parts: tuple[str, ...] = (), depth: int = 0):
             yield from _leaves(node["items"], (*parts, "[]"), depth + 1)
 
 
-def _enumerated(node: dict, parts: tuple[str, ...] = (), depth: int = 0) -> list[SUB]:
+def _enumerated(node: dict, parts: tuple[str, ...] = (), depth: int = 0) -> list[Holding]:
     """Each value the old schema enumerates below ``node`` (enums, booleans), one at a
     time in the base object: a rule that forbids an old value or flag is met by it."""
-    found: list[SUB] = []
+    found: list[Holding] = []
     if parts and "enum" in node:
-        found += [SUB(parts, v) for v in node["enum"][:ENUM_VALUES]]
+        found += [Holding("keep", below=((parts, v),)) for v in node["enum"][:ENUM_VALUES]]
     elif parts and node.get("type") == "boolean":
-        found += [SUB(parts, True), SUB(parts, False)]
+        found += [Holding("keep", below=((parts, b),)) for b in (True, False)]
     if depth < FILLED_DEPTH:
         for key, child in (node.get("properties") or {}).items():
             found += _enumerated(child, (*parts, key), depth + 1)
@@ -347,7 +333,7 @@ def _duplicated_items(old: dict) -> list:
     return [item, copy.deepcopy(item)]
 
 
-def _place(body: dict, schema: dict, parts: tuple[str, ...], holding) -> None:
+def _place(body: dict, schema: dict, parts: tuple[str, ...], holding: Holding) -> None:
     """Put ``holding`` at ``parts`` of ``body``, building what lies on the way (the
     smallest each node accepts: an object's required fields, one item of a list)."""
     target: Any = body
@@ -370,38 +356,33 @@ def _place(body: dict, schema: dict, parts: tuple[str, ...], holding) -> None:
             if not last and not isinstance(target.get(key), (dict, list)):
                 target[key] = minimal(node)
         if last:
-            if holding is ABSENT or holding is ABSENT_AMONG_FILLED:
-                if isinstance(target, dict):
-                    if holding is ABSENT_AMONG_FILLED:
-                        filled = _filled(parent)
-                        if isinstance(filled, dict):
-                            target.update(_under(filled, dict(target)))
-                    target.pop(key, None)
-                else:
-                    target[key] = {}
-            elif holding is KEEP or isinstance(holding, (SUB, SUBS)):
-                if not _has(target, key):
-                    target[key] = minimal(node)
-                if isinstance(holding, SUB):
-                    _place(target[key], node, holding.parts, holding.value)
-                for sub_parts, value in holding if isinstance(holding, SUBS) else []:
-                    _place(target[key], node, sub_parts, value)
-            elif isinstance(holding, AMONG_FILLED):
-                filled = _filled(parent)
-                if isinstance(target, dict) and isinstance(filled, dict):
-                    target.update(_under(filled, dict(target)))
-                target[key] = copy.deepcopy(holding.value)
-            elif isinstance(holding, (MERGE, FILL)):
-                current = target[key] if _has(target, key) and isinstance(target[key], dict) else {}
-                target[key] = (
-                    {**current, **holding}
-                    if isinstance(holding, MERGE)
-                    else _under(holding, current)
-                )
-            else:
-                target[key] = copy.deepcopy(holding)
+            _hold(target, key, node, parent, holding)
             return
         target = target[key]
+
+
+def _hold(target, key, node: dict, parent: dict, holding: Holding) -> None:
+    """Put ``holding`` at ``target[key]``; ``node`` is its schema, ``parent`` the target's."""
+    if holding.among_filled and isinstance(target, dict):
+        filled = _filled(parent)
+        if isinstance(filled, dict):
+            target.update(_under(filled, dict(target)))
+    if holding.how == "absent":
+        if isinstance(target, dict):
+            target.pop(key, None)
+        else:
+            target[key] = {}
+    elif holding.how == "keep":
+        if not _has(target, key):
+            target[key] = minimal(node)
+        for sub_parts, value in holding.below:
+            _place(target[key], node, sub_parts, put(value))
+    elif holding.how in ("merge", "fill"):
+        current = target[key] if _has(target, key) and isinstance(target[key], dict) else {}
+        merged = holding.how == "merge"
+        target[key] = {**current, **holding.value} if merged else _under(holding.value, current)
+    else:
+        target[key] = copy.deepcopy(holding.value)
 
 
 def _under(filled, own):

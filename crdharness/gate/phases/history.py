@@ -35,7 +35,7 @@ from crdharness.gate.checks.upgrade import Written
 from crdharness.gate.evidence import changes, coverage_objects, objects, pruning, targeted
 from crdharness.gate.evidence.changes import NOT_PROVEN, Change
 from crdharness.gate.given.manifests import Release
-from crdharness.gate.phases import install, replay
+from crdharness.gate.phases import install, replay, singletons
 from crdharness.gate.results import NotConvertible
 from crdharness.gate.run.context import HISTORY_NS, GateContext
 
@@ -88,7 +88,8 @@ def run(ctx: GateContext) -> None:
         before = {key: v for key, v in before.items() if key[0] not in ctx.refused_crds}
         if i:
             crd_behaviour.after(ctx, release)  # on copies: before the reads it must not touch
-            upgrade.check(ctx, release, written, before, stored_before)
+            judged = singletons.judge(ctx, release, stored_before, _write_one)
+            upgrade.check(ctx, release, written, before, stored_before, judged)
         deprecation.check_warnings(ctx, release, subjects.release(i))
         if from_source:  # the source cluster's objects, and its storedVersions
             fresh = replay.write_captured(ctx, release, _write_one)
@@ -147,6 +148,8 @@ def _write_version(
     # The user's samples are written for the candidate: one it refuses is a finding (any
     # other release may predate the sample's fields).
     judged = release is ctx.candidate
+    if singletons.one_at_a_time(release, name):
+        return _keep(ctx, release, name, entry, samples, [*drawn], wanted)
     batch = [(body, True) for body in samples] + [
         (b, False) for b in itertools.islice(drawn, wanted)
     ]
@@ -163,7 +166,9 @@ def _write_version(
 
     while batch:
         # Named here, in order: the same run names the same objects the same way.
-        named = [(body, sample, _name(ctx, release, prefix, version)) for body, sample in batch]
+        named = [
+            (body, sample, _name(ctx, release, prefix, version, entry)) for body, sample in batch
+        ]
         outcomes = concurrency.each(write, named, ctx.config.concurrency)
         for (body, sample), (record, refusals) in zip(batch, outcomes, strict=True):
             for answer in refusals:
@@ -174,6 +179,37 @@ def _write_version(
                 written.append(record)
         batch = [(b, False) for b in itertools.islice(drawn, max(wanted - accepted, 0))]
     return written
+
+
+def _keep(
+    ctx: GateContext,
+    release: Release,
+    name: str,
+    entry: dict,
+    samples: list[dict],
+    drawn: list[dict],
+    wanted: int,
+) -> list[Written]:
+    """A singleton's objects (``singletons``): kept, to be created and judged one at a time
+    at the next transition; the candidate's samples are judged now, each deleted after."""
+    if release is not ctx.candidate:
+        ctx.pending.setdefault(release.index, []).extend(
+            [singletons.Pending(name, entry, body, sample=True) for body in samples]
+            + [singletons.Pending(name, entry, body, wanted=wanted) for body in drawn]
+        )
+        return []
+    version = entry["name"]
+    resource = Resource.of(release.crds[name])
+    for body in samples:
+        refusals: list[Answer] = []
+        obj_name = _name(ctx, release, "r", version, entry)
+        with ctx.held(name, HISTORY_NS if resource.namespaced else None, obj_name, entry):
+            record = _write_one(ctx, release, name, entry, body, obj_name, refusals)
+            if record is not None:
+                call(ctx.cluster, "DELETE", resource.path(version, record.namespace, obj_name))
+        for answer in refusals:
+            _sample_refused(ctx, release, name, version, body, answer)
+    return []
 
 
 def _sample_refused(
@@ -217,9 +253,16 @@ def write_targeted(ctx: GateContext, release: Release, upcoming: list[Change]) -
             )
             continue
         built.append((change, entry, bodies))
+    # A singleton's are kept, to be written one at a time at the transition.
+    for change, entry, bodies in built:
+        if singletons.one_at_a_time(release, change.crd):
+            ctx.pending.setdefault(release.index, []).extend(
+                singletons.Pending(change.crd, entry, body, change=change) for body in bodies
+            )
+    built = [b for b in built if not singletons.one_at_a_time(release, b[0].crd)]
     # Built one after another (hypothesis draws on one thread), written many at once.
     items = [
-        (change, entry, body, _name(ctx, release, "t", change.version))
+        (change, entry, body, _name(ctx, release, "t", change.version, entry))
         for change, entry, bodies in built
         for body in bodies
     ]
@@ -253,9 +296,10 @@ def write_targeted(ctx: GateContext, release: Release, upcoming: list[Change]) -
     return written
 
 
-def _name(ctx: GateContext, release: Release, prefix: str, version: str) -> str:
-    """An object's name: what wrote it, under which release, at which version."""
-    return ctx.name(f"{prefix}{release.index + 1}-{version}")
+def _name(ctx: GateContext, release: Release, prefix: str, version: str, entry: dict) -> str:
+    """An object's name: what wrote it, under which release, at which version (as the
+    schema of ``entry``, that version, requires names to be)."""
+    return ctx.name(f"{prefix}{release.index + 1}-{version}", entry)
 
 
 def _write_one(

@@ -18,7 +18,7 @@ from crdharness.binaries.versions import Release as KubernetesRelease
 from crdharness.cluster import Cluster
 from crdharness.gate import diff, subjects
 from crdharness.gate.api import Answer, Resource, call, write_with_retry
-from crdharness.gate.evidence import objects, schemas
+from crdharness.gate.evidence import names, objects, schemas
 from crdharness.gate.evidence.changes import Change
 from crdharness.gate.given.config import GateConfig
 from crdharness.gate.given.manifests import Release, point_conversion
@@ -70,6 +70,7 @@ class GateContext:
         default_factory=lambda: defaultdict(Counter)
     )
     probes: dict[int, list[Any]] = field(default_factory=dict)  # release -> crd_behaviour's
+    pending: dict[int, list[Any]] = field(default_factory=dict)  # release -> singletons' kept
     hazards: dict[str, str] = field(default_factory=dict)  # writes a release itself refuses
     # The release before the candidate, run through the candidate's own checks while the
     # history has it installed (``checks.previous_release``): check:subject -> its failures'
@@ -89,6 +90,7 @@ class GateContext:
     # captured -> every write the candidate refused it (upgrade_writes' names), hazards too
     writes_refused: dict[str, set[str]] = field(default_factory=dict)
     _names: itertools.count = field(default_factory=itertools.count)
+    slots: names.Slots = field(default_factory=names.Slots, repr=False)  # fixed names held
     # The counts objects written at once (``concurrency``) add to.
     _counting: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -126,9 +128,16 @@ class GateContext:
         """The CRDs of ``release`` the history still carries (none refused before)."""
         return [name for name in release.crds if name not in self.refused_crds]
 
-    def name(self, prefix: str) -> str:
-        """A name no other object of this run has."""
-        return f"{prefix}-{next(self._names)}"
+    def name(self, prefix: str, entry: dict | None = None) -> str:
+        """A name no other object of this run has, made to meet what the schema of
+        ``entry`` (the version it is written at) requires of names: for a singleton, its
+        one name (``held`` keeps its objects one at a time)."""
+        return names.rule(entry).name(f"{prefix}-{next(self._names)}")
+
+    def held(self, crd: str, namespace: str | None, name: str, entry: dict | None):
+        """A context in which the object ``name`` (of ``crd``, written at ``entry``) is the
+        only one with that name: where the schema fixes its name, others wait for it."""
+        return self.slots.held(crd, namespace, name, names.rule(entry).single == name)
 
     def pointed(self, manifest: dict) -> dict:
         """The CRD with its conversion webhook pointed at the running webhook."""
