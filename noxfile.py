@@ -192,6 +192,17 @@ def bench_gate(session: nox.Session) -> None:
 
 
 @nox.session
+def bench_from_cluster(session: nox.Session) -> None:
+    """``gate --from-cluster`` on a second local control plane holding 1,000 and 10,000
+    objects (every 50th refused by the candidate): wall time, objects per second, and whether
+    exactly the refused ones were named; writes artifacts/bench/from_cluster.json."""
+    _install(session)
+    _prepare_binaries(session, for_e2e=False)
+    session.run("python", "-m", "benchmarks.from_cluster", *session.posargs)
+    session.run("python", "-m", "benchmarks.report")
+
+
+@nox.session
 def bench_first_run(session: nox.Session) -> None:
     """First contact: `nox -s e2e` from empty binary and Go caches, time to the first passing
     test and to the end, then a later run; `-- --up-front` builds everything first (as before

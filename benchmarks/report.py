@@ -148,6 +148,25 @@ def migration(data) -> list[str]:
     ]
 
 
+def from_cluster(data) -> list[str]:
+    rows = [
+        [
+            r["objects"],
+            r["wall_seconds"],
+            r["objects_per_second"],
+            f"{r['named']}/{r['refused_planted']}",
+            "yes" if r["named_exactly_the_refused"] else "NO",
+        ]
+        for r in data["runs"]
+    ]
+    return [
+        f"`--from-cluster` on a second local control plane, {data['cpus']} CPUs (load "
+        f"{data['load_before']:.1f} before); every 50th object refused by the candidate.",
+        "",
+        *_table(["objects", "wall s", "objects/s", "named", "exactly the refused"], rows),
+    ]
+
+
 SECTIONS = (
     ("Control plane", "control_plane", control_plane),
     ("Whole e2e suite", "suite", suite),
@@ -160,6 +179,7 @@ SECTIONS = (
     ("Reliability: interrupts", "reliability-interrupt", interrupt),
     ("Webhook soak", "webhook-soak", soak),
     ("Upgrade gate", "gate", gate),
+    ("Upgrade gate on a cluster (--from-cluster)", "from_cluster", from_cluster),
     ("Storage migration: Kubernetes' own vs crdharness.scenarios.migrate", "migration", migration),
 )
 

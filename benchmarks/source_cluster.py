@@ -94,11 +94,16 @@ def body(index: int, refused: bool) -> dict:
 def seed(cluster: Cluster, count: int, refused_every: int, workers: int = 8) -> Seeded:
     """Release 1 installed and ``count`` Tunnels created; every ``refused_every``-th one
     (0: none) in mode legacy, which the candidate refuses."""
+    bodies = [body(i, bool(refused_every) and i % refused_every == 0) for i in range(count)]
+    return seed_bodies(cluster, bodies, workers)
+
+
+def seed_bodies(cluster: Cluster, bodies: list[dict], workers: int = 8) -> Seeded:
+    """Release 1 installed and ``bodies`` (Tunnels at v1beta1, in ``NAMESPACES``) created,
+    ``workers`` at once; those in mode legacy are the ones the candidate refuses."""
     install_release_1(cluster)
     for namespace in NAMESPACES:
         _ok(cluster.http.post("/api/v1/namespaces", json={"metadata": {"name": namespace}}))
-    seeded = Seeded()
-    bodies = [body(i, bool(refused_every) and i % refused_every == 0) for i in range(count)]
 
     def create(item: dict) -> None:
         namespace = item["metadata"]["namespace"]
@@ -106,9 +111,21 @@ def seed(cluster: Cluster, count: int, refused_every: int, workers: int = 8) -> 
 
     with ThreadPoolExecutor(max_workers=workers) as pool:
         list(pool.map(create, bodies))
+    seeded = Seeded()
     for item in bodies:
         label = f"{item['metadata']['namespace']}/{item['metadata']['name']}"
         seeded.objects.append(label)
         if item["spec"]["mode"] == "legacy":
             seeded.refused.add(label)
     return seeded
+
+
+def named_in_answer(report: dict) -> set[str]:
+    """The objects an operator's answer says to fix: report.json's ``objects_to_fix`` (the
+    answer itself lists the first 20), checked against the answer's own lines."""
+    listed = {line[4:].split(":", 1)[0] for line in report["answer"] if line.startswith("  - ")}
+    listed = {label for label in listed if not label.startswith("and ")}
+    every = set(report.get("objects_to_fix", {}))
+    if not listed <= every:
+        raise AssertionError(f"the answer lists objects objects_to_fix lacks: {listed - every}")
+    return every

@@ -265,6 +265,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
     hazards = list(ctx.hazards.values())
     refused_examples = dict(ctx.refused_examples)
     answer: list[str] = []
+    objects_to_fix: dict[str, str] = {}
     setup = config.stash[SETUP]
     if ctx.redaction is not None and setup.source is not None:
         for change in [*found, *ctx.pair_changes]:
@@ -283,6 +284,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
                 ctx.writes_refused,
             )
         ]
+        fixes = operator.fix_list(ctx.object_findings, ctx.writes_refused)
+        objects_to_fix = {k: ctx.redaction.text(v) for k, v in fixes.items()}
     gate_report = report.Report(
         results,
         kubernetes,
@@ -299,6 +302,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
         debt_note="; ".join(filter(None, [ctx.previous_not_evaluated, *ctx.debt_unknowable])),
         accepted=ctx.config.accept_not_proven,
         answer=answer,
+        objects_to_fix=objects_to_fix,
         not_replayed=_not_replayed(setup.source),
     )
     directory = report.write(Path(config.getoption("--gate-artifacts")), gate_report)

@@ -186,14 +186,16 @@ def _objects(object_findings: dict[str, list[str]], writes_refused: dict[str, se
         f"- fix or delete {'this object' if len(object_findings) == 1 else 'these objects'} "
         f"first ({len(object_findings)}, refused or changed under the release):"
     ]
-    stale = []
-    for label, findings in list(object_findings.items())[:MOST_OBJECTS_LISTED]:
-        line, paths, stale_here = _object_line(label, findings)
-        if stale_here:
-            stale.append(label)
-        steps.append(f"  - {label}: {line}{_advice(paths, writes_refused.get(label))}")
-    if len(object_findings) > MOST_OBJECTS_LISTED:
-        steps.append(f"  - and {len(object_findings) - MOST_OBJECTS_LISTED} more (report.md)")
+    fixes = fix_list(object_findings, writes_refused)
+    for label in list(fixes)[:MOST_OBJECTS_LISTED]:
+        steps.append(f"  - {label}: {fixes[label]}")
+    if len(fixes) > MOST_OBJECTS_LISTED:
+        steps.append(
+            f"  - and {len(fixes) - MOST_OBJECTS_LISTED} more (every one: report.md's "
+            "'Objects to fix', report.json's objects_to_fix)"
+        )
+    listed = list(object_findings.items())[:MOST_OBJECTS_LISTED]
+    stale = [label for label, findings in listed if _object_line(label, findings)[2]]
     if stale:
         steps.append(
             f"- {', '.join(sorted(set(stale)))}: their metadata.managedFields still name a "
@@ -202,6 +204,18 @@ def _objects(object_findings: dict[str, list[str]], writes_refused: dict[str, se
             "the project to keep that version in spec.versions with served: false"
         )
     return steps
+
+
+def fix_list(
+    object_findings: dict[str, list[str]], writes_refused: dict[str, set[str]]
+) -> dict[str, str]:
+    """Every object to fix, one line each (``_object_line`` and the advice the evidence
+    allows); the answer shows the first ``MOST_OBJECTS_LISTED``."""
+    fixes = {}
+    for label, findings in object_findings.items():
+        line, paths, _ = _object_line(label, findings)
+        fixes[label] = f"{line}{_advice(paths, writes_refused.get(label))}"
+    return fixes
 
 
 def _object_line(label: str, findings: list[str]) -> tuple[str, list[str], bool]:

@@ -149,6 +149,7 @@ class Report:
     debt_note: str = ""  # why the previous release's debt could not be known
     accepted: list[Acceptance] = field(default_factory=list)  # `accept_not_proven`
     answer: list[str] = field(default_factory=list)  # --from-cluster: the operator's answer
+    objects_to_fix: dict[str, str] = field(default_factory=dict)  # --from-cluster: every one
     # --from-cluster with --max-objects: crd -> {"replayed", "held", "max_objects"}
     not_replayed: dict[str, dict[str, int]] = field(default_factory=dict)
 
@@ -206,6 +207,7 @@ def write(directory: Path, run: Report) -> Path:
             {
                 "verdict": verdict,
                 "answer": run.answer,
+                "objects_to_fix": run.objects_to_fix,
                 "objects_not_replayed": run.not_replayed,
                 "kubernetes": run.kubernetes,
                 "checks": [r.as_json() for r in results],
@@ -235,6 +237,9 @@ def write(directory: Path, run: Report) -> Path:
     md = [f"# Upgrade gate: {verdict}", ""]
     if run.answer:
         md += [run.answer[0], "", *run.answer[1:], ""]
+    if len(run.objects_to_fix) > 1:
+        md += [f"## Objects to fix ({len(run.objects_to_fix)})", ""]
+        md += [f"- {label}: {line}" for label, line in run.objects_to_fix.items()] + [""]
     md += [f"Kubernetes {run.kubernetes}", ""]
     md += ["| check | subject | result | evidence |", "| --- | --- | --- | --- |"]
     for r in results:
