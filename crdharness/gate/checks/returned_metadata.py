@@ -11,8 +11,9 @@ k8s.io/apiextensions-apiserver/pkg/apiserver/conversion/webhook_converter.go (v0
   k8s.io/apimachinery); it takes labels and annotations from the answer (absent or null:
   none) and copies every other metadata field back from the object sent.
 
-So a webhook that returns ``creationTimestamp: null`` (every Go webhook built on
-``metav1.ObjectMeta`` does) or another changed field the server restores has not
+So a webhook that returns ``creationTimestamp: null`` (Go webhooks built on
+``metav1.ObjectMeta`` before apimachinery tagged it ``omitzero`` do, for an object sent
+without one) or another changed field the server restores has not
 misbehaved: no client ever sees it. What the server refuses fails the request.
 """
 
