@@ -41,6 +41,21 @@ def test_a_loss_the_previous_release_has_is_its_debt_and_passes():
     assert not result.found and result.objects == [("release 1's debt: o", {})]
 
 
+def test_a_loss_in_a_subtree_the_previous_releases_schemas_differ_in_under_none_is_debt():
+    # Release 1's own round trips held only a zero value there (normalised, no failure); its
+    # schemas differ in that subtree for the pair under strategy None: the same loss.
+    forms = previous(check="round-trip") | {
+        "schemas-vs-strategy:widgets.gate.example.com": [
+            Form(frozenset({"status.artifact"}), "v1->v2"),
+            Form(frozenset({"spec.size"}), "v2->v1"),  # the other direction: not this pair
+        ]
+    }
+    result = lost(lost(round_trip(), "status.artifact.size"), "spec.size")
+    debts = debt.settle([result], forms, 1)
+    assert [sorted(d.form.paths) for d in debts] == [["status.artifact.size"]]
+    assert result.passed is False and "spec.size" in result.evidence
+
+
 def test_a_new_path_is_a_finding_naming_it_and_the_old_one_stays_debt():
     result = lost(lost(round_trip(), "spec.colour"), "spec.size")
     debts = debt.settle([result], previous("spec.colour"), 1)

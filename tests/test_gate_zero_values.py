@@ -195,3 +195,17 @@ def test_the_zero_value_of_a_difference():
     assert not diff.Difference("spec.a", "lost", None).zero_value  # null is not Go's zero
     assert not diff.Difference("spec.a", "changed", True, False).zero_value
     assert not diff.Difference("spec.a[0]", "lost", 0).zero_value  # a list item is data
+
+
+def test_a_duration_re_spelt_as_go_writes_it_is_normalised_another_is_a_change():
+    ctx = context(spec_schema(every={"type": "string"}))
+    same = judged(ctx, {"spec": {"every": "1h"}}, {"spec": {"every": "1h0m0s"}})
+    note = 'spec.every: "1h" -> "1h0m0s" (the same duration, as Go spells it)'
+    assert same == {"spec.every": ("normalised", note)}
+    assert judged(ctx, {"spec": {"every": "1h"}}, {"spec": {"every": "2h0m0s"}}) == {
+        "spec.every": None
+    }
+    strict = context(spec_schema(every={"type": "string"}), strict=True)
+    assert judged(strict, {"spec": {"every": "1h"}}, {"spec": {"every": "1h0m0s"}}) == {
+        "spec.every": None
+    }

@@ -21,7 +21,7 @@ from urllib.parse import quote
 
 from crdharness.gate import subjects
 from crdharness.gate.api import Answer, call
-from crdharness.gate.evidence import changes, crd_diff
+from crdharness.gate.evidence import changes, crd_diff, schemas
 from crdharness.gate.evidence.changes import Change
 from crdharness.gate.given.manifests import Release
 from crdharness.gate.run.context import HISTORY_NS, GateContext
@@ -51,6 +51,16 @@ def before(ctx: GateContext, release: Release, upcoming: list[Change], fresh: li
             change.decide(
                 changes.REPORTED,
                 f"{version} is not served by both releases: no client reaches it (see its row)",
+            )
+            continue
+        if change.kind == crd_diff.STATUS_ADDED and not schemas.declares(
+            release.entry(change.crd, version), "status"
+        ):
+            change.decide(
+                changes.CLEARED,
+                f"release {release.index + 1}'s schema at {version} declares no status: a "
+                "status sent with the object was pruned under it already, so nothing kept "
+                "before is dropped now",
             )
             continue
         base = next(

@@ -9,17 +9,19 @@ pair where the subject is a whole CRD, and every path the candidate's failure na
 a path one of the earlier release's failures of that check and subject names (one lost subtree
 is the same loss whatever part of it an object held). A failure that names no path (an
 object one version cannot store, read or write: convertibility) is the same when the earlier
-release has one that names none either. Any other path is a finding as before; the part of
-that failure that is debt is still listed apart. A check and subject the earlier release was
-not run through (a version pair it does not serve, no history, the history deselected) has no
-debt: its failures stay findings.
+release has one that names none either. A round trip's loss is also the same where the
+earlier release's own schemas already differ in that subtree for that pair under strategy
+None (its *schemas-vs-strategy* form): every object holding it loses it there. Any other
+path is a finding as before; the part of that failure that is debt is still listed apart. A
+check and subject the earlier release was not run through (a version pair it does not serve,
+no history, the history deselected) has no debt: its failures stay findings.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from crdharness.gate import diff
+from crdharness.gate import diff, subjects
 from crdharness.gate.results import CheckResult, Debt, Form, Found
 
 CHECKS = ("round-trip", "convertibility", "schemas-vs-strategy", "expected-conversion")
@@ -63,6 +65,7 @@ def settle(
         earlier = previous.get(result.key)
         if earlier is None:  # that release was not run through it: nothing is known of it
             continue
+        earlier = [*earlier, *_lost_by_strategy_none(result, previous)]
         debts: list[Debt] = []
         owed: list[Found] = []  # failures that are debt as a whole
         remaining: list[Found] = []
@@ -82,6 +85,19 @@ def settle(
         if debts and not fail_debt and not result.unexplained:
             _rebuild(result, remaining, owed, debts, release, min_objects)
     return listed
+
+
+def _lost_by_strategy_none(result: CheckResult, previous: dict[str, list[Form]]) -> list[Form]:
+    """For a round trip through a version pair: the subtrees the earlier release's own
+    schemas differ in for that pair under strategy None (its *schemas-vs-strategy* forms).
+    Every object holding one loses it there, whichever the earlier release's own objects
+    happened to hold (a zero value, normalised, where the candidate's held a 7): the same
+    loss, not this release's doing."""
+    if result.check != "round-trip":
+        return []
+    crd, _, pair = result.subject.rpartition(" ")
+    forms = previous.get(subjects.key("schemas-vs-strategy", crd), [])
+    return [Form(form.paths) for form in forms if form.pair == pair]
 
 
 def _paths(form: Form) -> str:

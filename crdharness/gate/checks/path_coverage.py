@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from crdharness.gate import concurrency
 from crdharness.gate.api import Answer
 from crdharness.gate.checks.object_round_trip import PairRecord
-from crdharness.gate.evidence import coverage, coverage_objects, objects
+from crdharness.gate.evidence import coverage, coverage_objects, objects, rule_literals
 from crdharness.gate.results import CheckResult, RoundTripFailure
 from crdharness.gate.run.context import GateContext
 
@@ -82,14 +82,7 @@ def exercise(
     budget = max(RETRIES // len(retry), 1)
     bases: list[dict | None] = [*samples[:2]] or [None]
     # Built here, on one thread (hypothesis draws the alternatives); written many at once.
-    plans = [
-        [
-            coverage_objects.single(schema, path, value, base)
-            for value in _alternatives(leaves[path])
-            for base in bases
-        ][:budget]
-        for path in retry
-    ]
+    plans = [_plan(schema, path, leaves[path], bases)[:budget] for path in retry]
     tries = concurrency.each(lambda plan: _alone(attempt, plan), plans, ctx.config.concurrency)
     for path, (records, failures, message, tried) in zip(retry, tries, strict=True):
         for record in records:
@@ -98,6 +91,20 @@ def exercise(
         if path not in seen.held and message:
             refused[path] = f"a rule refused every value tried ({tried} objects): {message[:200]}"
     return found, refused
+
+
+def _plan(schema: dict, path: str, leaf: coverage.Leaf, bases: list[dict | None]) -> list[dict]:
+    """The objects tried for one path: its first value, then that value with the siblings
+    the rules above it select set to what they ask (``rule_literals``), then its other
+    values."""
+    values = _alternatives(leaf)
+    plain = [coverage_objects.single(schema, path, v, base) for v in values for base in bases]
+    met = [
+        rule_literals.applied(body, assignment)
+        for assignment in rule_literals.assignments(schema, path)
+        for body in plain[: len(bases)]
+    ]
+    return plain[: len(bases)] + met + plain[len(bases) :]
 
 
 def _one(attempt: Attempt, body: dict):

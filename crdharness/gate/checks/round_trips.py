@@ -220,7 +220,12 @@ def _round_trip_holding(
     elif len(seen.allowed) > before[1]:
         change.decide(changes.ALLOWED, seen.allowed[-1])
     elif len(seen.normalised) > before[2]:
-        change.decide(changes.CLEARED, f"normalised, not lost: {seen.normalised[-1]}")
+        # An empty or zero value read back absent: nothing was lost, nor shown kept.
+        change.decide(
+            changes.NOT_PROVEN,
+            f"its object held only an empty or zero value there, normalised "
+            f"({seen.normalised[-1]}): a sample with a value decides it",
+        )
     elif seen.counts["compared"] > before[0]["compared"]:
         change.decide(
             changes.CLEARED, f"kept: an object holding it read back equal after {a}->{b}->{a}"

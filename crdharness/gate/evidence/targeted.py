@@ -150,10 +150,15 @@ def minimal(schema: dict):
 
 
 def present(schema: dict):
-    """The smallest value ``schema`` accepts that holds data (not "", [] or {}): what is
-    lost must be something, or losing it is only a normalisation."""
+    """The smallest value ``schema`` accepts that holds data (not "", [] or {}, and no Go
+    zero value ``false``, ``0`` anywhere in it): what is lost must be something, or losing
+    it is only a normalisation."""
+
+    def holds_data(value) -> bool:
+        return not diff.empty(value) and not any(diff.zero(v) for v in diff.leaves(value).values())
+
     try:
-        return find(objects.strategy(schema), lambda v: not diff.empty(v), settings=_FIND)
+        return find(objects.strategy(schema), holds_data, settings=_FIND)
     except (NoSuchExample, Unsatisfiable):
         return minimal(schema)
 

@@ -1,0 +1,114 @@
+"""What a CEL rule above a path asks of the path's siblings, so that an object holding the
+path can exist at all.
+
+A schema often admits a field only together with another's value: ``!has(self.sts) ||
+self.provider == 'aws'`` on ``spec``, ``self.provider == 'ldap'`` on ``spec.sts`` before
+``certSecretRef`` is allowed. An object built to hold ``spec.sts.certSecretRef`` with the other
+fields as the schema requires them least is refused by the server every time. The fields a
+rule on the path's ancestors selects (``self.provider``), set to the rule's own string
+literals, to each enum value, or to true and false, give the objects that meet it; the API
+server still says which do. No CEL is evaluated here.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import re
+
+LITERAL = re.compile(r"'((?:[^'\\]|\\.)*)'|\"((?:[^\"\\]|\\.)*)\"")  # a CEL string literal
+SELECTED = re.compile(r"\bself\.([A-Za-z_][A-Za-z0-9_]*)")  # a field of the rule's node
+HAS = re.compile(r"\bhas\(\s*self\.[A-Za-z_][A-Za-z0-9_]*\s*\)")
+VALUES_PER_FIELD = 5
+MOST = 8  # assignments per path at most
+
+Assignment = dict[str, object]  # a path as coverage writes it (``spec.a[].b``) -> its value
+
+
+def _parts(path: str) -> list[str]:
+    return re.findall(r"[^.\[\]]+|\[\]", path)
+
+
+def _join(parts: list[str]) -> str:
+    text = ""
+    for part in parts:
+        text += part if part == "[]" else (f".{part}" if text else part)
+    return text
+
+
+def _step(node: dict, part: str) -> dict | None:
+    if part == "[]":
+        child = node.get("items")
+    elif part in (node.get("properties") or {}):
+        child = node["properties"][part]
+    else:
+        child = node.get("additionalProperties")
+    return child if isinstance(child, dict) else None
+
+
+def _values(field: dict, literals: list[str]) -> list:
+    if "enum" in field:
+        return list(field["enum"][:VALUES_PER_FIELD])
+    if field.get("type") == "boolean":
+        return [True, False]
+    if field.get("type") == "string" and literals:
+        return literals[:VALUES_PER_FIELD]
+    return []
+
+
+def assignments(schema: dict, path: str) -> list[Assignment]:
+    """Values for the siblings that the rules on ``path``'s ancestors (the root included)
+    select: one assignment per combination, at most ``MOST``; none when no rule selects a
+    scalar sibling it could be met with."""
+    parts = _parts(path)
+    node: dict | None = schema
+    choices: dict[str, list] = {}  # sibling path -> the values tried for it
+    for depth in range(len(parts)):
+        if node is None:
+            break
+        on_path = parts[depth]
+        for rule in node.get("x-kubernetes-validations") or []:
+            text = str(rule.get("rule", ""))
+            literals = [a or b for a, b in LITERAL.findall(text)]
+            # A field the rule only asks the presence of (``has(self.x)``) is left alone:
+            # setting it would bring in the rule it guards.
+            compared = HAS.sub("", text)
+            for name in dict.fromkeys(SELECTED.findall(compared)):
+                field = (node.get("properties") or {}).get(name)
+                if name == on_path or not isinstance(field, dict):
+                    continue
+                values = choices.setdefault(_join([*parts[:depth], name]), [])
+                values += [v for v in _values(field, literals) if v not in values]
+        node = _step(node, on_path)
+    fields = {path: values for path, values in choices.items() if values}
+    if not fields:
+        return []
+    combined = itertools.islice(itertools.product(*fields.values()), MOST)
+    return [dict(zip(fields, values, strict=True)) for values in combined]
+
+
+def applied(body: dict, assignment: Assignment) -> dict:
+    """``body`` with each path of ``assignment`` set (a list's first item, a map's
+    ``gate-0``, created where missing)."""
+    done = copy.deepcopy(body)
+    for path, value in assignment.items():
+        target: dict | list = done
+        parts = _parts(path)
+        for i, part in enumerate(parts):
+            last = i == len(parts) - 1
+            if part == "[]":
+                assert isinstance(target, list)
+                if not target:
+                    target.append({})
+                target = target[0]
+                continue
+            key = "gate-0" if part == "*" else part
+            assert isinstance(target, dict)
+            if last:
+                target[key] = copy.deepcopy(value)
+            else:
+                nxt = parts[i + 1]
+                if not isinstance(target.get(key), (dict, list)):
+                    target[key] = [] if nxt == "[]" else {}
+                target = target[key]
+    return done
