@@ -9,6 +9,8 @@ urllib3 traceback.
 
 from __future__ import annotations
 
+import re
+
 import requests
 
 from crdharness.errors import HarnessError
@@ -54,5 +56,7 @@ def _reason(exc: Exception) -> str:
     text = str(exc)
     for marker in ("[Errno", "certificate verify failed", "alert", "Name or service"):
         if marker in text:
-            return text[text.index(marker) :].split("'")[0].split('"')[0].rstrip(")( ,")
+            words = text[text.index(marker) :].split("'")[0].split('"')[0]
+            # OpenSSL's source location ("(_ssl.c:1006)") says nothing to the reader.
+            return re.sub(r"\s*\(_ssl\.c:\d+\)?", "", words).rstrip(")( ,")
     return text[:200]

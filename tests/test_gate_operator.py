@@ -152,3 +152,31 @@ def test_ratcheting_is_said_only_where_the_same_content_update_passed():
     assert "ratchet" not in by_object[stuck]
     assert "ratchet" not in by_object[unknown] and "until fixed" not in by_object[unknown]
     assert sum("ratchet" in line for line in lines) == 1, lines
+
+
+def test_objects_no_write_is_accepted_for_come_first_and_every_one_is_in_the_fix_list():
+    labels = [f"team-a/t{i:02d}" for i in range(25)]
+    findings = {label: [_refused(label, RECREATE)] for label in labels}
+    refused = {label: {RECREATE} for label in labels}
+    refused["team-a/t24"] = {"update with what was read", RECREATE}
+    fixes = operator.fix_list(findings, refused)
+    assert list(fixes)[0] == "team-a/t24" and set(fixes) == set(labels)
+    lines = operator.answer(
+        _capture([label.rpartition("/")[2] for label in labels]),
+        CANDIDATE,
+        [_upgrade_failed("x")],
+        findings,
+        UNTOUCHED,
+        "",
+        refused,
+    )
+    listed = [line for line in lines if line.startswith("  - ")]
+    assert listed[0].startswith("  - team-a/t24:") and "until fixed" in listed[0]
+    assert listed[-1].startswith("  - and 5 more (every one: report.md's 'Objects to fix'")
+
+
+def test_a_re_create_refused_after_refused_writes_claims_no_ratcheting():
+    alone = Refusal(RECREATE, "v1", 422, "invalid").line
+    after_others = Refusal(RECREATE, "v1", 422, "invalid", alone=False).line
+    assert "pass only because the API server ratchets" in alone
+    assert "ratchet" not in after_others

@@ -103,7 +103,11 @@ def run(args: argparse.Namespace) -> int:
                 # Replayed on the source's own minor where the harness has it: validation
                 # ratcheting and defaulting differ between minors.
                 args.k8s_version = same
-                print(f"crdharness gate: replaying on Kubernetes {same}, the source's", flush=True)
+                print(
+                    f"crdharness gate: replaying on Kubernetes {same}, the source cluster's "
+                    "own minor",
+                    flush=True,
+                )
             return _run(args, config, source, Path(scratch))
         finally:
             http.close()

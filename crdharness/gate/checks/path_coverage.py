@@ -82,7 +82,7 @@ def exercise(
     budget = max(RETRIES // len(retry), 1)
     bases: list[dict | None] = [*samples[:2]] or [None]
     # Built here, on one thread (hypothesis draws the alternatives); written many at once.
-    plans = [_plan(schema, path, leaves[path], bases)[:budget] for path in retry]
+    plans = [_plan(schema, path, leaves[path], bases, budget) for path in retry]
     tries = concurrency.each(lambda plan: _alone(attempt, plan), plans, ctx.config.concurrency)
     for path, (records, failures, message, tried) in zip(retry, tries, strict=True):
         for record in records:
@@ -93,10 +93,13 @@ def exercise(
     return found, refused
 
 
-def _plan(schema: dict, path: str, leaf: coverage.Leaf, bases: list[dict | None]) -> list[dict]:
-    """The objects tried for one path: its first value, then that value with the siblings
-    the rules above it select set to what they ask (``rule_literals``), then its other
-    values."""
+def _plan(
+    schema: dict, path: str, leaf: coverage.Leaf, bases: list[dict | None], budget: int
+) -> list[dict]:
+    """The objects tried for one path, at most ``budget`` besides those meeting a rule: its
+    first value, then that value with the fields the rules above it select set to what they
+    ask (``rule_literals``, each combination: tried until the server accepts one), then its
+    other values."""
     values = _alternatives(leaf)
     plain = [coverage_objects.single(schema, path, v, base) for v in values for base in bases]
     met = [
@@ -104,7 +107,7 @@ def _plan(schema: dict, path: str, leaf: coverage.Leaf, bases: list[dict | None]
         for assignment in rule_literals.assignments(schema, path)
         for body in plain[: len(bases)]
     ]
-    return plain[: len(bases)] + met + plain[len(bases) :]
+    return (plain[: len(bases)] + met + plain[len(bases) :])[: budget + len(met)]
 
 
 def _one(attempt: Attempt, body: dict):

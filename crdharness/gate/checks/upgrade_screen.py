@@ -25,6 +25,7 @@ from crdharness.gate.checks.upgrade_writes import (
     RECREATE,
     Refusal,
     already_exists,
+    as_named,
     recreated_body,
 )
 from crdharness.gate.evidence import names
@@ -114,7 +115,9 @@ def dry_runs(
         taken = already_exists(current, body, again)
         # An admission webhook with side effects refuses every dry run: that says nothing here.
         if not again.ok and not taken and "dry run" not in again.message.lower():
-            refused.append(Refusal(RECREATE, version, again.status, again.message))
+            refused.append(
+                Refusal(RECREATE, version, again.status, as_named(again.message, current))
+            )
     return refused
 
 

@@ -17,6 +17,7 @@ setting the same conditions anew would (``status`` is never judged on a create).
 
 from __future__ import annotations
 
+import re
 import secrets
 from dataclasses import dataclass
 
@@ -48,6 +49,7 @@ class Refusal:
     version: str  # written at
     status: int
     message: str
+    alone: bool = True  # a re-create: the object's own writes before it all passed
 
     @property
     def key(self) -> tuple[str, str]:
@@ -58,11 +60,17 @@ class Refusal:
     @property
     def line(self) -> str:
         text = f"{self.write} at {self.version}: {self.status} {self.message}"
-        if self.write in (RECREATE, RECREATE_STATUS):
+        if self.write == RECREATE and self.alone:
             text += (
                 " — the writes above pass only because the API server ratchets validation "
                 "of unchanged values; a write that changes these fields, and every "
                 "re-create, is refused"
+            )
+        elif self.write == RECREATE_STATUS:
+            text += (
+                " — the object's own status update passes only because the API server "
+                "ratchets validation of unchanged values; a status written anew (changed, or "
+                "on a new object) is refused"
             )
         if STALE_MANAGED_FIELDS in self.message:
             text += f" ({MANAGED_FIELDS_ADVICE})"
@@ -127,7 +135,9 @@ def write_again(
         taken = already_exists(content, again, recreated)
         # An admission webhook with side effects refuses every dry run: that says nothing here.
         if not recreated.ok and not taken and "dry run" not in recreated.message.lower():
-            refused.append(Refusal(RECREATE, version, recreated.status, recreated.message))
+            alone = not refused  # the object's own writes above all passed
+            message = as_named(recreated.message, content)
+            refused.append(Refusal(RECREATE, version, recreated.status, message, alone))
         elif has_status and "status" in content and not taken:
             refusal = _status_written_anew(cluster, collection, again, content["status"])
             if refusal is not None:
@@ -145,6 +155,16 @@ def recreated_body(content: dict, names: NameRule | None = None) -> dict:
         **{k: v for k, v in again["metadata"].items() if k not in ("name", "annotations")},
     }
     return again
+
+
+GENERATED = re.compile(r'"gate-recreated-[a-z0-9]+"')
+
+
+def as_named(message: str, content: dict) -> str:
+    """The server's message about a re-created copy, naming the object it copies: the name
+    the gate generated means nothing to whoever reads the answer."""
+    own = (content.get("metadata") or {}).get("name", "")
+    return GENERATED.sub(f'"{own}"', message) if own else message
 
 
 def already_exists(content: dict, again: dict, answer: Answer) -> bool:

@@ -17,8 +17,8 @@ import itertools
 import re
 
 LITERAL = re.compile(r"'((?:[^'\\]|\\.)*)'|\"((?:[^\"\\]|\\.)*)\"")  # a CEL string literal
-SELECTED = re.compile(r"\bself\.([A-Za-z_][A-Za-z0-9_]*)")  # a field of the rule's node
-HAS = re.compile(r"\bhas\(\s*self\.[A-Za-z_][A-Za-z0-9_]*\s*\)")
+SELECTED = re.compile(r"\bself((?:\.[A-Za-z_][A-Za-z0-9_]*)+)")  # a field below the rule's node
+HAS = re.compile(r"\bhas\(\s*self(?:\.[A-Za-z_][A-Za-z0-9_]*)+\s*\)")
 VALUES_PER_FIELD = 5
 MOST = 8  # assignments per path at most
 
@@ -56,30 +56,43 @@ def _values(field: dict, literals: list[str]) -> list:
     return []
 
 
+def _field(node: dict, chain: list[str]) -> dict | None:
+    """The scalar field ``chain`` selects below ``node`` (``sts.provider``), if declared."""
+    for name in chain:
+        child = (node.get("properties") or {}).get(name)
+        if not isinstance(child, dict):
+            return None
+        node = child
+    return None if node.get("type") in ("object", "array") else node
+
+
 def assignments(schema: dict, path: str) -> list[Assignment]:
-    """Values for the siblings that the rules on ``path``'s ancestors (the root included)
-    select: one assignment per combination, at most ``MOST``; none when no rule selects a
-    scalar sibling it could be met with."""
+    """Values for the fields that the rules on ``path``'s ancestors (the root included)
+    select (``self.provider``, ``self.sts.provider``): one assignment per combination, at
+    most ``MOST``; none when no rule selects a scalar it could be met with. The path itself
+    and its own ancestors are never set: the path's value is what is being tried."""
     parts = _parts(path)
     node: dict | None = schema
-    choices: dict[str, list] = {}  # sibling path -> the values tried for it
+    choices: dict[str, list] = {}  # field path -> the values tried for it
     for depth in range(len(parts)):
         if node is None:
             break
-        on_path = parts[depth]
         for rule in node.get("x-kubernetes-validations") or []:
             text = str(rule.get("rule", ""))
             literals = [a or b for a, b in LITERAL.findall(text)]
             # A field the rule only asks the presence of (``has(self.x)``) is left alone:
             # setting it would bring in the rule it guards.
             compared = HAS.sub("", text)
-            for name in dict.fromkeys(SELECTED.findall(compared)):
-                field = (node.get("properties") or {}).get(name)
-                if name == on_path or not isinstance(field, dict):
+            for selected in dict.fromkeys(SELECTED.findall(compared)):
+                chain = selected.strip(".").split(".")
+                if chain == parts[depth : depth + len(chain)]:
+                    continue  # the path, or an object on its way
+                field = _field(node, chain)
+                if field is None:
                     continue
-                values = choices.setdefault(_join([*parts[:depth], name]), [])
+                values = choices.setdefault(_join([*parts[:depth], *chain]), [])
                 values += [v for v in _values(field, literals) if v not in values]
-        node = _step(node, on_path)
+        node = _step(node, parts[depth])
     fields = {path: values for path, values in choices.items() if values}
     if not fields:
         return []

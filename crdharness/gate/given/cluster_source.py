@@ -76,6 +76,11 @@ class Capture:
     def object_count(self) -> int:
         return sum(len(found) for found in self.objects.values())
 
+    def _held(self) -> str:
+        """How many objects the cluster holds, and how many were replayed under a cap."""
+        held = self.object_count + self.left_out
+        return f"{held} ({self.object_count} replayed)" if self.left_out else str(held)
+
     @property
     def truncated(self) -> dict[str, tuple[int, int]]:
         """CRDs with more objects than were replayed: name -> (replayed, held)."""
@@ -97,7 +102,7 @@ class Capture:
         crds = f"{len(self.crds)} CRD{'' if len(self.crds) == 1 else 's'}"
         return (
             f"context {self.context} ({self.server}, Kubernetes {self.kubernetes or '?'}), "
-            f"{self.object_count} objects of {crds}{where}, storedVersions {stored or 'none'}"
+            f"{self._held()} objects of {crds}{where}, storedVersions {stored or 'none'}"
         )
 
 

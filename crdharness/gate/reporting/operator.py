@@ -31,7 +31,7 @@ MADE_UP = re.compile(
     r"gate-history/|gate-recreated-|\b(?:[rt]\d+-v\d+\w*|rt-v\d+\w*-v\d+\w*|deprecation|expect)"
     r"-\d+\b"
 )
-LINE = 300  # characters of one server message shown per object
+LINE = 600  # characters of one server message shown per object (it names the bad value late)
 WRITES = 200  # characters naming the writes refused, before the message
 HEADLINE_ORDER = ("migration", "install", "upgrade")  # what decides the first line
 UPDATE = "update with what was read"
@@ -194,8 +194,8 @@ def _objects(object_findings: dict[str, list[str]], writes_refused: dict[str, se
             f"  - and {len(fixes) - MOST_OBJECTS_LISTED} more (every one: report.md's "
             "'Objects to fix', report.json's objects_to_fix)"
         )
-    listed = list(object_findings.items())[:MOST_OBJECTS_LISTED]
-    stale = [label for label, findings in listed if _object_line(label, findings)[2]]
+    listed = list(fixes)[:MOST_OBJECTS_LISTED]
+    stale = [label for label in listed if _object_line(label, object_findings[label])[2]]
     if stale:
         steps.append(
             f"- {', '.join(sorted(set(stale)))}: their metadata.managedFields still name a "
@@ -215,7 +215,9 @@ def fix_list(
     for label, findings in object_findings.items():
         line, paths, _ = _object_line(label, findings)
         fixes[label] = f"{line}{_advice(paths, writes_refused.get(label))}"
-    return fixes
+    # The worst first: objects no write is accepted for, then the rest as they were found.
+    stuck = [label for label in fixes if UPDATE in (writes_refused.get(label) or set())]
+    return {label: fixes[label] for label in [*stuck, *(k for k in fixes if k not in stuck)]}
 
 
 def _object_line(label: str, findings: list[str]) -> tuple[str, list[str], bool]:
