@@ -8,7 +8,9 @@ inside the bytes is the persisted version.
 from __future__ import annotations
 
 import base64
+import builtins
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -101,6 +103,34 @@ class EtcdInspector:
         self, group: str, plural: str, name: str, namespace: str | None = None
     ) -> StoredObject | None:
         return self.get(custom_resource_key(group, plural, name, namespace))
+
+    def put_many(self, items: Sequence[tuple[str, bytes]]) -> None:
+        """Write each (key, value) in transactions of at most ``TXN_OPS`` puts and
+        ``TXN_BYTES`` (etcd's own limits are 128 operations and 1.5 MiB a request)."""
+        batch: builtins.list[dict] = []  # ``list`` is this class's method
+        size = 0
+        for key, value in items:
+            if batch and (len(batch) >= TXN_OPS or size + len(value) > TXN_BYTES):
+                self._txn(batch)
+                batch, size = [], 0
+            batch.append({"request_put": {"key": _b64(key), "value": _b64(value)}})
+            size += len(key) + len(value)
+        if batch:
+            self._txn(batch)
+
+    def _txn(self, puts: Sequence[dict]) -> None:
+        response = self._http.post(
+            f"{self.client_url}/v3/kv/txn", json={"success": puts}, timeout=60
+        )
+        response.raise_for_status()
+        if not response.json().get("succeeded", False):
+            raise RuntimeError(
+                f"etcd refused a transaction of {len(puts)} puts: {response.text[:300]}"
+            )
+
+
+TXN_OPS = 100
+TXN_BYTES = 1_000_000
 
 
 if TYPE_CHECKING:  # mypy checks it against the protocol clusters are typed with

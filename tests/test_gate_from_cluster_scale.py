@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.source_cluster import (
+    CRD,
     EXAMPLE,
     body,
     named_in_answer,
@@ -80,3 +81,34 @@ def test_an_empty_field_is_a_shape_of_its_own_when_a_cap_chooses(tmp_path, reque
         code, report, output = _gate(plane.kubeconfig, tmp_path / "gate", "--max-objects", "50")
     assert code == 1, output[-3000:]
     assert named_in_answer(report) == seeded.refused == {"team-a/tunnel-00150"}
+
+
+def test_objects_the_installed_crd_no_longer_admits_are_replayed_as_the_cluster_holds_them(
+    tmp_path, request
+):
+    # Created while release 1 allowed mode legacy; the cluster's CRD was then narrowed, so
+    # a create through the API server refuses them. Screened objects are stored straight into
+    # etcd, as the cluster holds them: replayed, and what both releases refuse is release
+    # 1's hazard, not the candidate's finding.
+    bodies = [body(i, refused=i in (100, 101, 203)) for i in range(FULL_WRITES + 100)]
+    k8s = request.config.getoption("--k8s-version")
+    with source_plane(k8s) as (plane, cluster):
+        seed_bodies(cluster, bodies)
+        narrowed = cluster.http.get(
+            f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{CRD}"
+        )
+        crd = narrowed.json()
+        for version in crd["spec"]["versions"]:
+            mode = version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["mode"]
+            mode["enum"] = ["direct", "relay"]
+        answer = cluster.http.put(
+            f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{CRD}", json=crd
+        )
+        assert answer.status_code == 200, answer.text
+        code, report, output = _gate(plane.kubeconfig, tmp_path / "gate")
+    hazards = "\n".join(report["hazards"])
+    for label in ("team-c/tunnel-00101", "team-c/tunnel-00203"):  # screened: stored directly
+        assert f"refuses re-creating {label}" in hazards and label not in report["objects_to_fix"]
+    assert "team-b/tunnel-00100" in hazards  # written in full: its create refused, not replayed
+    assert report["objects_to_fix"] == {}, report["objects_to_fix"]
+    assert code in (0, 2), output[-3000:]

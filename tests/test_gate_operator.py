@@ -160,7 +160,7 @@ def test_objects_no_write_is_accepted_for_come_first_and_every_one_is_in_the_fix
     refused = {label: {RECREATE} for label in labels}
     refused["team-a/t24"] = {"update with what was read", RECREATE}
     fixes = operator.fix_list(findings, refused)
-    assert list(fixes)[0] == "team-a/t24" and set(fixes) == set(labels)
+    assert next(iter(fixes)) == "team-a/t24" and set(fixes) == set(labels)
     lines = operator.answer(
         _capture([label.rpartition("/")[2] for label in labels]),
         CANDIDATE,

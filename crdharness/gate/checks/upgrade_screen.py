@@ -143,6 +143,13 @@ def screen_baseline(ctx: GateContext, release: Release, screened: list[Written])
     tally.finish()
     for obj, refused in zip(screened, refusals, strict=True):
         obj.baseline |= {r.key for r in refused}
+        if refused:  # stored as the cluster holds it, which its own CRD no longer admits
+            ctx.hazards.setdefault(
+                f"{obj.crd}:captured:{obj.label}",
+                f"release {release.index + 1} (the cluster's own {obj.crd}) refuses re-creating "
+                f"{obj.label}: {refused[0].message[:300]} (a restore of it fails on that "
+                "cluster today)",
+            )
     return sum(1 for refused in refusals if refused)
 
 

@@ -20,6 +20,7 @@ from crdharness.gate.checks.upgrade import Written
 from crdharness.gate.evidence import objects
 from crdharness.gate.given.cluster_source import Capture, CapturedObject
 from crdharness.gate.given.manifests import Release
+from crdharness.gate.phases import replay_etcd
 from crdharness.gate.run.context import GateContext
 from crdharness.progress import Tally
 from crdharness.scenarios import crds
@@ -51,8 +52,9 @@ def write_captured(ctx: GateContext, release: Release, write: Writer) -> list[Wr
     ``/status``), under its own name and namespace, ``concurrency`` at once, saying how far
     it is every few seconds. One the installed CRD itself refuses (a restore of it fails on
     that cluster today) is a hazard of release 1, and not replayed. Past
-    ``upgrade_screen.FULL_WRITES`` objects, most are *screened*: read back by LIST, not one
-    GET a version each."""
+    ``upgrade_screen.FULL_WRITES`` objects, most are *screened*: stored straight into etcd
+    where the harness can write it (``replay_etcd``: objects the installed schema no longer
+    admits included), read back by LIST, not one GET a version each."""
     assert ctx.source is not None
     captured = [obj for name in ctx.live(release) for obj in ctx.source.objects.get(name, [])]
     full = upgrade_screen.written_in_full(captured)
@@ -93,10 +95,24 @@ def write_captured(ctx: GateContext, release: Release, write: Writer) -> list[Wr
         record.screened = screened
         return record
 
+    items = list(enumerate(captured))
+    direct: dict[int, Written] = {}
+    if replay_etcd.available(ctx):  # the screened ones as etcd holds them, in seconds
+        stored = [(i, obj) for i, obj in items if i not in full]
+        replay_etcd.write(ctx, release, [obj for _, obj in stored])
+        direct = {i: _record(obj) for i, obj in stored}
+        tally.add(len(direct))
+        items = [(i, obj) for i, obj in items if i in full]
     # In the objects' order, whatever order their requests end in.
-    written = [
-        w for w in concurrency.each(replay, list(enumerate(captured)), ctx.config.concurrency) if w
-    ]
+    through_api = dict(
+        zip(
+            (i for i, _ in items),
+            concurrency.each(replay, items, ctx.config.concurrency),
+            strict=True,
+        )
+    )
+    outcomes = direct | through_api
+    written = [w for i in sorted(outcomes) if (w := outcomes[i]) is not None]
     tally.finish()
     screened = [w for w in written if w.screened]
     for obj, reads in upgrade_screen.read_by_list(ctx, release, screened).items():
@@ -106,6 +122,13 @@ def write_captured(ctx: GateContext, release: Release, write: Writer) -> list[Wr
         + (f" ({len(screened)} to be screened by dry runs)" if screened else "")
     )
     return written
+
+
+def _record(obj: CapturedObject) -> Written:
+    """A screened object stored straight into etcd (``replay_etcd``): read later by LIST."""
+    record = Written(obj.crd, obj.version, obj.name, obj.namespace, sent=objects.intent(obj.body))
+    record.captured = record.sample = record.screened = True
+    return record
 
 
 def replay_stored_versions(ctx: GateContext, release: Release) -> None:
