@@ -341,6 +341,22 @@ def test_a_webhook_fixed_in_the_candidate_passes_the_upgrade_with_old_losses_as_
     assert failed(report) == set(), failed(report)
 
 
+def test_a_loss_a_releases_own_webhook_already_made_is_its_debt(tmp_path):
+    # Both webhooks drop `image`: release 1 ran its own, so its round trips' losses are known
+    # (not "the candidate's webhook under both releases"): the candidate's same losses are
+    # release 1's debt, listed apart; the upgrade loses nothing release 1 had not lost.
+    code, report, output = gate(tmp_path, "release-webhook/gate-still-lossy.yaml")
+    assert code == 0, output[-3000:]
+    assert "webhook under both" not in report["debt_not_evaluated"]
+    owed = {(d["release"], d["check"], d["subject"], tuple(d["paths"])) for d in report["debt"]}
+    assert owed == {
+        (1, "round-trip", "crontabs.gate.example.com v1beta1->v1", ("image",)),
+        (1, "round-trip", "crontabs.gate.example.com v1->v1beta1", ("image",)),
+    }, report["debt"]
+    assert checks(report)["upgrade[release 1->2]"]["status"] == "pass"
+    assert any("through release 1's own webhook" in h for h in report["hazards"])
+
+
 def test_an_added_optional_field_keeps_old_objects_writable(tmp_path):
     code, report, output = gate(tmp_path, "narrowed/gate.yaml")
     assert code == 0, output[-3000:]
