@@ -290,3 +290,32 @@ def test_a_release_webhook_that_exits_at_start_is_named_and_every_webhook_stoppe
         if str(marker) in " ".join(p.info["cmdline"] or [])
     ]
     assert left == [], left
+
+
+def test_a_release_webhook_on_a_cluster_that_cannot_reach_this_machine_is_refused(tmp_path):
+    from crdharness.errors import HarnessError
+    from crdharness.gate.given.config import GateConfig, WebhookSpec
+    from crdharness.gate.given.manifests import Release
+    from crdharness.gate.webhook import launch
+
+    class Kind:  # what the gate asks of a kind cluster: no loopback to this machine
+        backend = "kind"
+
+        def can(self, capability) -> bool:
+            return False
+
+    releases = [Release(0, "r1", webhook=WebhookSpec(command=["x"])), Release(1, "r2")]
+    started: dict = {}
+    with pytest.raises(HarnessError) as raised:
+        launch.start_releases(
+            GateConfig(tmp_path / "gate.yaml", [[], []]),
+            releases,
+            Kind(),
+            tmp_path.joinpath,
+            started,
+        )
+    assert str(raised.value) == (
+        "crds[0].webhook: a release's own webhook needs the local backend (the kind cluster "
+        "runs only the top-level webhook)"
+    )
+    assert started == {}

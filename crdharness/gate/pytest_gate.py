@@ -149,9 +149,14 @@ def gate_run(cluster, request: pytest.FixtureRequest, tmp_path_factory):
         with _bounded(run):
             yield run
     finally:
-        for each in [webhook, *own.values()]:
-            if each is not None:
-                each.stop()
+        _stop_all([w for w in (webhook, *own.values()) if w is not None])
+
+
+def _stop_all(webhooks: list) -> None:
+    """Stop every webhook the run started, each even when stopping another one failed."""
+    with contextlib.ExitStack() as stack:
+        for webhook in webhooks:
+            stack.callback(webhook.stop)
 
 
 @contextlib.contextmanager
