@@ -339,3 +339,71 @@ def test_debt_fail_makes_the_previous_releases_debt_fail(tmp_path):
     assert not load(write(tmp_path, "crds: [crd.yaml]\n")).fail_debt
     assert load(write(tmp_path, "crds: [crd.yaml]\ndebt: list\n")).fail_debt is False
     assert load(write(tmp_path, "crds: [crd.yaml]\ndebt: fail\n")).fail_debt is True
+
+
+def test_a_release_may_name_its_own_webhook(tmp_path):
+    config = load(
+        write(
+            tmp_path,
+            """
+crds:
+  - path: crd.yaml
+    webhook:
+      command: "old-webhook --port={port}"
+      path: /old
+      convert: [a.example.com]
+  - path: crd.yaml
+    migrate: rewrite
+  - crd.yaml
+webhook: {command: "new-webhook --port={port}"}
+""",
+        )
+    )
+    # Release 1 runs its own; release 2 (naming none) and the candidate the top-level one.
+    assert set(config.release_webhooks) == {0}
+    own = config.release_webhooks[0]
+    assert own.command == ["old-webhook", "--port={port}"]
+    assert own.path == "/old" and own.convert == ["a.example.com"]
+    assert config.webhook is not None and config.webhook.command == ["new-webhook", "--port={port}"]
+    assert set(config.migrations) == {1}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "crds: [{path: crd.yaml, webhook: {comand: x}}, crd.yaml]\n",
+            ":1: crds[0].webhook.comand: unknown key (known: args, build, ca,",
+        ),
+        (
+            "crds: [{path: crd.yaml, webhook: {port: 1}}, crd.yaml]\n",
+            "crds[0].webhook: needs exactly one of command, image, url",
+        ),
+        (
+            "crds: [{path: crd.yaml, webhook: {command: '{binary}'}}, crd.yaml]\n",
+            "crds[0].webhook.command[0]: {binary} needs crds[0].webhook.build",
+        ),
+        (
+            "crds: [{path: crd.yaml, webhook: {command: x, build: {}}}, crd.yaml]\n",
+            "crds[0].webhook.build: needs exactly one of go, command",
+        ),
+        (
+            "crds: [{path: crd.yaml, webhook: {url: 'http://h'}}, crd.yaml]\n",
+            "crds[0].webhook.url: must start with https://",
+        ),
+        (
+            "crds: [crd.yaml, {path: crd.yaml, webhook: {command: x}}]\n",
+            "crds[1].webhook: the candidate's webhook is the top-level `webhook:`",
+        ),
+        (
+            "crds: [{path: crd.yaml, webhook: x}, crd.yaml]\n",
+            "crds[0].webhook: must be a mapping",
+        ),
+    ],
+)
+def test_a_bad_release_webhook_is_refused_in_one_line(tmp_path, text, expected):
+    with pytest.raises(GateConfigError) as raised:
+        load(write(tmp_path, text))
+    message = str(raised.value)
+    assert "\n" not in message
+    assert expected in message, message

@@ -300,6 +300,63 @@ def test_a_webhook_loss_is_round_trips_finding_once_never_debt_nor_the_upgrades(
     ), upgrade["details"]
 
 
+def test_a_webhook_that_breaks_in_the_candidate_fails_the_upgrade_naming_the_field(tmp_path):
+    # Release 1 ran its own faithful webhook; the candidate's drops `image`. The CRD is the
+    # same: the loss is the webhook change's, so `upgrade` fails naming it, and the round
+    # trips (the candidate's own webhook) too; release 1's round trips lost nothing: no debt.
+    code, report, output = gate(tmp_path, "release-webhook/gate-breaks.yaml")
+    assert code == 1, output[-3000:]
+    upgrade = checks(report)["upgrade[release 1->2]"]
+    assert upgrade["status"] == "FAIL", upgrade
+    assert "image: lost" in upgrade["evidence"], upgrade["evidence"]
+    assert not any("not a change of this release" in d for d in upgrade["details"])
+    assert {
+        "upgrade[release 1->2]",
+        "round-trip[crontabs.gate.example.com v1beta1->v1]",
+    } <= failed(report)
+    round_trip = checks(report)["round-trip[crontabs.gate.example.com v1beta1->v1]"]
+    assert "image" in round_trip["evidence"]
+    assert report["debt"] == [] and "webhook under both" not in report["debt_not_evaluated"]
+    assert report["hazards"] == [], report["hazards"]
+
+
+def test_a_webhook_fixed_in_the_candidate_passes_the_upgrade_with_old_losses_as_hazards(
+    tmp_path,
+):
+    # Release 1's own webhook dropped `image`; the candidate's is fixed. What release 1's
+    # writes lost under its own webhook is its hazard; nothing more is lost under release 2.
+    code, report, output = gate(tmp_path, "release-webhook/gate-fixes.yaml")
+    assert code == 0, output[-3000:]
+    upgrade = checks(report)["upgrade[release 1->2]"]
+    assert upgrade["status"] == "pass", upgrade
+    assert not any("not a change of this release" in d for d in upgrade["details"])
+    assert report["hazards"], "release 1's losses are listed as its hazards"
+    assert all(
+        h.startswith("release 1: crontabs.gate.example.com written again at ")
+        and "through release 1's own webhook" in h
+        and "loses image" in h
+        for h in report["hazards"]
+    ), report["hazards"]
+    assert "hazards of earlier releases (not findings)" in output
+    assert failed(report) == set(), failed(report)
+
+
+def test_a_loss_a_releases_own_webhook_already_made_is_its_debt(tmp_path):
+    # Both webhooks drop `image`: release 1 ran its own, so its round trips' losses are known
+    # (not "the candidate's webhook under both releases"): the candidate's same losses are
+    # release 1's debt, listed apart; the upgrade loses nothing release 1 had not lost.
+    code, report, output = gate(tmp_path, "release-webhook/gate-still-lossy.yaml")
+    assert code == 0, output[-3000:]
+    assert "webhook under both" not in report["debt_not_evaluated"]
+    owed = {(d["release"], d["check"], d["subject"], tuple(d["paths"])) for d in report["debt"]}
+    assert owed == {
+        (1, "round-trip", "crontabs.gate.example.com v1beta1->v1", ("image",)),
+        (1, "round-trip", "crontabs.gate.example.com v1->v1beta1", ("image",)),
+    }, report["debt"]
+    assert checks(report)["upgrade[release 1->2]"]["status"] == "pass"
+    assert any("through release 1's own webhook" in h for h in report["hazards"])
+
+
 def test_an_added_optional_field_keeps_old_objects_writable(tmp_path):
     code, report, output = gate(tmp_path, "narrowed/gate.yaml")
     assert code == 0, output[-3000:]

@@ -11,6 +11,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import psutil
 import pytest
 import yaml
 
@@ -242,3 +243,79 @@ def test_a_webhook_no_crd_would_call_is_refused_naming_the_crds(tmp_path):
     assert done.returncode == 3, done.stdout + done.stderr
     assert "no CRD would call it: crontabs.gate.example.com" in done.stderr
     assert "webhook.convert" in done.stderr
+
+
+def test_a_release_webhook_for_a_release_that_converts_nothing_is_refused(tmp_path):
+    crd = yaml.safe_load(CRD.read_text())
+    crd["spec"]["conversion"] = {"strategy": "None"}
+    (tmp_path / "crd.yaml").write_text(yaml.safe_dump(crd))
+    gate_file = tmp_path / "gate.yaml"
+    gate_file.write_text(
+        f"crds:\n  - path: {tmp_path / 'crd.yaml'}\n    webhook: {{command: 'true'}}\n"
+        f"  - {CRD}\nwebhook:\n  command: 'true'\n"
+    )
+    done, _ = run_gate(tmp_path, gate_file)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "crds[0].webhook: release 1 (" in done.stderr
+    assert "converts nothing through a webhook" in done.stderr
+    assert len((done.stdout + done.stderr).strip().splitlines()) == 1, done.stdout + done.stderr
+
+
+@pytest.mark.e2e
+def test_a_release_webhook_that_exits_at_start_is_named_and_every_webhook_stopped(tmp_path):
+    marker = tmp_path / "top-level-records"  # in the top-level webhook's command line only
+    top = (
+        "{python} -m crdconvert --host 127.0.0.1 --port {port} --tls-cert {tls_cert} "
+        f"--tls-key {{tls_key}} --path /crdconvert --record-file {marker}"
+    )
+    exits = (
+        "{python} -c \"import sys; print('flag provided but not defined: -old-flag'); sys.exit(2)\""
+    )
+    gate_file = tmp_path / "gate.yaml"
+    gate_file.write_text(
+        f"crds:\n  - path: {CRD}\n    webhook:\n      command: {json.dumps(exits)}\n"
+        f"  - {CRD}\nwebhook:\n  command: {json.dumps(top)}\ngenerate: 2\n"
+    )
+    done, artifacts = run_gate(tmp_path, gate_file)
+    line = assert_could_not_run(
+        done, artifacts, "crds[0].webhook (release 1's own)", "exited before it was ready"
+    )
+    assert "`command:`" in line, line
+    assert "    flag provided but not defined: -old-flag" in done.stdout
+    # The top-level webhook had started (it answered reviews) and was stopped with the run.
+    assert marker.exists(), "the top-level webhook was started first"
+    left = [
+        p.info["pid"]
+        for p in psutil.process_iter(["pid", "cmdline"])
+        if str(marker) in " ".join(p.info["cmdline"] or [])
+    ]
+    assert left == [], left
+
+
+def test_a_release_webhook_on_a_cluster_that_cannot_reach_this_machine_is_refused(tmp_path):
+    from crdharness.errors import HarnessError
+    from crdharness.gate.given.config import GateConfig, WebhookSpec
+    from crdharness.gate.given.manifests import Release
+    from crdharness.gate.webhook import launch
+
+    class Kind:  # what the gate asks of a kind cluster: no loopback to this machine
+        backend = "kind"
+
+        def can(self, capability) -> bool:
+            return False
+
+    releases = [Release(0, "r1", webhook=WebhookSpec(command=["x"])), Release(1, "r2")]
+    started: dict = {}
+    with pytest.raises(HarnessError) as raised:
+        launch.start_releases(
+            GateConfig(tmp_path / "gate.yaml", [[], []]),
+            releases,
+            Kind(),
+            tmp_path.joinpath,
+            started,
+        )
+    assert str(raised.value) == (
+        "crds[0].webhook: a release's own webhook needs the local backend (the kind cluster "
+        "runs only the top-level webhook)"
+    )
+    assert started == {}

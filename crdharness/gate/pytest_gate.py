@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from crdharness.cluster import HOST_LOOPBACK, IMAGE_LOADER, SERVICE_ROUTING
 from crdharness.errors import HarnessError
 from crdharness.gate.checks import expectations
 from crdharness.gate.given import cluster_source, gate_file, manifests
@@ -24,7 +23,7 @@ from crdharness.gate.given.manifests import Release
 from crdharness.gate.redaction import Redaction
 from crdharness.gate.reporting import operator, report
 from crdharness.gate.run import plan, preflight
-from crdharness.gate.webhook.kind_webhook import KindUserWebhook
+from crdharness.gate.webhook import launch
 from crdharness.gate.webhook.user_webhook import UserWebhook
 from crdharness.progress import to_stderr
 from crdharness.pytest_support import harness_work, live
@@ -65,8 +64,14 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     try:
         parsed = gate_file.load(path)
-        releases = manifests.load_history(parsed.crds, parsed.root)
+        releases = manifests.load_history(parsed.crds, parsed.root, parsed.release_webhooks)
         samples = manifests.samples_by_crd(parsed.samples, releases)
+        if source is not None and parsed.release_webhooks:
+            first = min(parsed.release_webhooks)
+            raise HarnessError(
+                f"crds[{first}].webhook: from a cluster, the earlier releases are the "
+                "cluster's own: a release's own webhook is for a history of releases only"
+            )
         if source is not None:  # the cluster, then the candidate (with what it ships)
             releases = source.releases(releases)
             shipped = parsed.migrations.get(len(parsed.crds) - 1)
@@ -109,13 +114,16 @@ def gate_run(cluster, request: pytest.FixtureRequest, tmp_path_factory):
 
     setup = request.config.stash[SETUP]
     webhook = None
+    own: dict[int, UserWebhook] = {}  # release index -> its own webhook, once ready
     try:
         with harness_work(request.config, "crdharness gate"):
             started = time.perf_counter()
-            converts = any(manifests.uses_webhook(r, setup.config.webhook) for r in setup.releases)
-            if converts or setup.admission:
+            if launch.needs_top_level(setup.config, setup.releases, setup.admission):
                 directory = tmp_path_factory.mktemp("gate-webhook")
-                webhook = _start_webhook(setup, cluster, directory)
+                webhook = launch.start_top_level(setup.config, setup.releases, cluster, directory)
+            launch.start_releases(
+                setup.config, setup.releases, cluster, tmp_path_factory.mktemp, own
+            )
             webhook_seconds = round(time.perf_counter() - started, 2)
             _apply_admission(setup, cluster, webhook)
         ctx = GateContext(
@@ -127,6 +135,7 @@ def gate_run(cluster, request: pytest.FixtureRequest, tmp_path_factory):
             webhook,
             setup.kubernetes_path,
             setup.checks,
+            own,
         )
         if setup.source is not None:
             ctx.source = setup.source.capture
@@ -140,8 +149,14 @@ def gate_run(cluster, request: pytest.FixtureRequest, tmp_path_factory):
         with _bounded(run):
             yield run
     finally:
-        if webhook is not None:
-            webhook.stop()
+        _stop_all([w for w in (webhook, *own.values()) if w is not None])
+
+
+def _stop_all(webhooks: list) -> None:
+    """Stop every webhook the run started, each even when stopping another one failed."""
+    with contextlib.ExitStack() as stack:
+        for webhook in webhooks:
+            stack.callback(webhook.stop)
 
 
 @contextlib.contextmanager
@@ -161,53 +176,6 @@ def _bounded(run):
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-
-
-def _start_webhook(setup: GateSetup, cluster, directory: Path):
-    spec = setup.config.webhook
-    if spec is None:
-        raise HarnessError(
-            "a release uses conversion strategy Webhook (or `admission:` is given), but the "
-            "gate file has no `webhook:` saying how to run it"
-        )
-    path, desired = _probe_target(setup)
-    webhook: UserWebhook | KindUserWebhook
-    if cluster.can(HOST_LOOPBACK):
-        webhook = UserWebhook(
-            spec,
-            directory,
-            cluster.kubeconfig,
-            setup.config.root,
-            ready_path=path,
-            ready_version=desired,
-        )
-    elif cluster.can(SERVICE_ROUTING) and cluster.can(IMAGE_LOADER):
-        # kind: the API server runs in a container; the image goes behind a Service
-        assert cluster.load_image is not None  # IMAGE_LOADER says so
-        webhook = KindUserWebhook(
-            spec, directory, cluster, cluster.load_image, ready_path=path, ready_version=desired
-        )
-    else:
-        raise HarnessError(
-            f"the {cluster.backend} cluster can neither reach a webhook on this machine nor "
-            "run one behind a Service"
-        )
-    to_stderr(f"gate: starting the webhook ({spec.form}), ready at {path or '/'}")
-    return webhook.start()
-
-
-def _probe_target(setup: GateSetup) -> tuple[str | None, str | None]:
-    """The path and a desired version for a readiness review: the candidate's first webhook
-    CRD, as the API server will call it. (None, None) for a webhook serving only admission."""
-    spec = setup.config.webhook
-    for release in reversed(setup.releases):
-        for crd in release.crds.values():
-            pointed = manifests.point_conversion(crd, lambda path: {"path": path}, spec)
-            hook = (pointed["spec"].get("conversion") or {}).get("webhook")
-            if hook:
-                path = hook["clientConfig"]["path"]
-                return path, f"{crd['spec']['group']}/{release.storage(crd['metadata']['name'])}"
-    return None, None
 
 
 def _apply_admission(setup: GateSetup, cluster, webhook) -> None:

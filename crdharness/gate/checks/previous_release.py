@@ -1,5 +1,6 @@
 """The release before the candidate through the candidate's own checks, while the history has
-it installed (its CRDs, on this cluster, behind the same webhook): what ``checks.debt`` needs
+it installed (its CRDs, on this cluster, behind the webhook it runs under: its own where it
+names one, else the candidate's): what ``checks.debt`` needs
 to tell that release's debt from what the candidate breaks.
 
 For each CRD the candidate also has and each ordered pair of the versions it serves: its
@@ -94,10 +95,14 @@ def _run(ctx: GateContext, release: Release) -> None:
 
 
 def _through_a_webhook(ctx: GateContext, release: Release, name: str) -> bool:
-    """Whether ``name``'s conversions, under ``release`` or the candidate, are the webhook's:
-    then what the previous release "already loses" is the candidate's webhook losing it."""
+    """Whether ``name``'s conversions, under ``release`` or the candidate, are the candidate's
+    webhook's: then what the previous release "already loses" is that webhook losing it. A
+    release that names its own webhook (``crds[i].webhook``) runs its round trips through it:
+    what they lose is its own, knowable debt."""
+    if ctx.own_webhook(release, name):
+        return False
     return any(
-        (ctx.pointed(r.crds[name])["spec"].get("conversion") or {}).get("strategy") == "Webhook"
+        (ctx.pointed(r.crds[name], r)["spec"].get("conversion") or {}).get("strategy") == "Webhook"
         for r in (release, ctx.candidate)
     )
 

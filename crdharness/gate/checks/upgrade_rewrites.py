@@ -25,10 +25,11 @@ def write_baseline(ctx: GateContext, release: Release, written: list[Written]) -
     """The writes ``upgrade`` will judge under the next release, made now under ``release``
     on the same objects: what this release already refuses is its own hazard (reported
     apart, once), so the next transition is judged on its own doing only. Data these writes
-    lose by strategy None is this release's hazard; data they lose through the user's
-    webhook is the webhook's own doing (the gate runs the candidate's webhook under every
-    release), which ``round-trip`` reports: noted on the transition, never its finding —
-    one finding, one place. What the next release's writes lose beyond it stays one."""
+    lose by strategy None, or through the release's own webhook (``crds[i].webhook``), is
+    this release's hazard; data they lose through the top-level webhook is the candidate's
+    webhook's doing (it runs under every release naming none), which ``round-trip`` reports:
+    noted on the transition, never its finding — one finding, one place. What the next
+    release's writes lose beyond it stays one (a webhook changed between the releases too)."""
     upcoming = ctx.result("upgrade", subjects.transition(release.index + 1))
     screened = [obj for obj in written if obj.screened]
     if screened:
@@ -43,10 +44,11 @@ def write_baseline(ctx: GateContext, release: Release, written: list[Written]) -
     def write(obj: Written) -> tuple[CheckResult, dict[str, str]]:
         tally.add()
         part, hazards = upcoming.part(), dict[str, str]()
-        # Lost by the user's webhook: the candidate's, whatever release it runs under.
-        # Lost by strategy None: this release's own hazard.
-        own = ctx.pointed(release.crds[obj.crd])["spec"].get("conversion") or {}
-        by_none = own.get("strategy", "None") != "Webhook"
+        # Lost by the candidate's webhook (any release naming none runs it): round-trip's.
+        # Lost by strategy None, or by this release's own webhook: its own hazard.
+        pointed = ctx.pointed(release.crds[obj.crd], release)
+        by_webhook = (pointed["spec"].get("conversion") or {}).get("strategy") == "Webhook"
+        by_none = not by_webhook or ctx.own_webhook(release, obj.crd)
         # A source cluster's object is written only at versions the next release serves
         # too (those its writes are judged at): a write at any other version would leave a
         # managedFields entry the real object does not have.
@@ -72,8 +74,9 @@ def write_baseline(ctx: GateContext, release: Release, written: list[Written]) -
 
 
 def _judge_baseline(ctx, part, hazards, release: Release, obj: Written, version, by_none) -> None:
-    """What a baseline write at ``version`` lost: by strategy None, this release's hazard;
-    through the webhook, round-trip's finding (noted)."""
+    """What a baseline write at ``version`` lost: by strategy None or through the release's
+    own webhook (``by_none``), this release's hazard; through the candidate's webhook,
+    round-trip's finding (noted)."""
     _check_unchanged_by_writes(
         ctx,
         part,
@@ -231,8 +234,8 @@ def _check_unchanged_by_writes(
             paths = ", ".join(dict.fromkeys(d.path for d in found))
             hazards.setdefault(
                 f"{obj.crd}:lost:{version}:{paths}",
-                f"release {release.index + 1}: {obj.crd} written again at {version} (strategy "
-                f"{release.strategy(obj.crd)}) loses {paths} (read at {at}), under this "
+                f"release {release.index + 1}: {obj.crd} written again at {version} "
+                f"({_how(ctx, release, obj.crd)}) loses {paths} (read at {at}), under this "
                 "release itself",
             )
         elif found and webhooks_own:
@@ -259,3 +262,10 @@ def _check_unchanged_by_writes(
             )
             result.objects.append((f"{obj.label} at {at} before the writes", before))
             result.objects.append((f"{obj.label} at {at} after the writes at {version}", got.body))
+
+
+def _how(ctx: GateContext, release: Release, crd: str) -> str:
+    """How ``release`` converts ``crd``, for its hazard's line."""
+    if ctx.own_webhook(release, crd):
+        return f"through release {release.index + 1}'s own webhook"
+    return f"strategy {release.strategy(crd)}"

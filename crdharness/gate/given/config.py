@@ -152,7 +152,9 @@ class FromCluster:
 class GateConfig:
     source: Path
     crds: list[list[Path]]  # release history, oldest first; each entry one or more paths
-    webhook: WebhookSpec | None = None
+    webhook: WebhookSpec | None = None  # the candidate's, and every release's naming none
+    # release index -> the webhook that release runs under, where it names its own
+    release_webhooks: dict[int, WebhookSpec] = field(default_factory=dict)
     admission: list[Path] = field(default_factory=list)
     samples: list[Path] = field(default_factory=list)
     generate: int = 20

@@ -7,7 +7,6 @@ documented in README.md ("Gate your own CRDs"); this module is its single source
 
 from __future__ import annotations
 
-import shlex
 from pathlib import Path
 
 import yaml
@@ -16,7 +15,6 @@ from crdharness.gate.given.config import (
     DEBT_CHOICES,
     MIGRATION_KINDS,
     PLACEHOLDERS,
-    WEBHOOK_PLACEHOLDERS,
     Acceptance,
     Allowance,
     Expectation,
@@ -24,10 +22,10 @@ from crdharness.gate.given.config import (
     GateConfig,
     GateConfigError,
     Migration,
-    WebhookBuild,
     WebhookSpec,
     fill_placeholders,
 )
+from crdharness.gate.given.gate_webhook import webhook, words
 from crdharness.gate.given.yaml_reader import Reader
 from crdharness.gate.subjects import CHECKS
 
@@ -57,29 +55,7 @@ TOP_KEYS = {
 FROM_CLUSTER_KEYS = {"kubeconfig", "context", "namespaces", "max_objects", "show_values"}
 
 
-RELEASE_KEYS = {"path", "migrate"}
-
-
-WEBHOOK_KEYS = {
-    "command",
-    "build",
-    "image",
-    "url",
-    "ca",
-    "workdir",
-    "env",
-    "args",
-    "port",
-    "cert_dir",
-    "ready_timeout",
-    "convert",
-    "path",
-    "review_versions",
-    "latency_budget_ms",
-}
-
-
-BUILD_KEYS = {"go", "flags", "command"}
+RELEASE_KEYS = {"path", "migrate", "webhook"}
 
 
 ALLOW_KEYS = {"path", "between", "reason"}
@@ -100,10 +76,10 @@ def load(source: Path | str) -> GateConfig:
     top = reader.mapping(reader.node, "", TOP_KEYS)
     if "crds" not in top:
         raise reader.fail(reader.node, "crds", "missing: list the CRD release history")
-    crds, migrations = _history(reader, top["crds"])
-    config = GateConfig(source=source, crds=crds, migrations=migrations)
+    crds, migrations, webhooks = _history(reader, top["crds"])
+    config = GateConfig(source=source, crds=crds, migrations=migrations, release_webhooks=webhooks)
     if "webhook" in top:
-        config.webhook = _webhook(reader, top["webhook"])
+        config.webhook = webhook(reader, top["webhook"])
     if "admission" in top:
         config.admission = [
             reader.path(n, f"admission[{i}]")
@@ -175,10 +151,14 @@ def _sequence(reader: Reader, top: dict, key: str) -> list[yaml.Node]:
     return node.value
 
 
-def _history(reader: Reader, node) -> tuple[list[list[Path]], dict[int, Migration]]:
+def _history(
+    reader: Reader, node
+) -> tuple[list[list[Path]], dict[int, Migration], dict[int, WebhookSpec]]:
+    """The releases' paths, and by release index what its upgrade ships (``migrate``) and
+    the webhook it runs under, where not the top-level one (``webhook``)."""
     if not isinstance(node, yaml.SequenceNode) or not node.value:
         raise reader.fail(node, "crds", "must be a non-empty list of releases, oldest first")
-    history, migrations = [], {}
+    history, migrations, webhooks = [], {}, {}
     for i, entry in enumerate(node.value):
         key = f"crds[{i}]"
         if isinstance(entry, yaml.MappingNode):  # {path: ..., migrate: ...}
@@ -187,6 +167,15 @@ def _history(reader: Reader, node) -> tuple[list[list[Path]], dict[int, Migratio
                 raise reader.fail(entry, f"{key}.path", "missing: the release's CRD files")
             if "migrate" in keys:
                 migrations[i] = _migration(reader, keys["migrate"], f"{key}.migrate")
+            if "webhook" in keys:
+                if i == len(node.value) - 1:  # one place for the candidate's: no two
+                    raise reader.fail(
+                        keys["webhook"],
+                        f"{key}.webhook",
+                        "the candidate's webhook is the top-level `webhook:`; only an earlier "
+                        "release may name its own",
+                    )
+                webhooks[i] = webhook(reader, keys["webhook"], f"{key}.webhook")
             entry = keys["path"]
             key = f"{key}.path"
         if isinstance(entry, yaml.SequenceNode):  # one release made of several paths
@@ -196,7 +185,7 @@ def _history(reader: Reader, node) -> tuple[list[list[Path]], dict[int, Migratio
         if not paths:
             raise reader.fail(entry, key, "an empty release")
         history.append(paths)
-    return history, migrations
+    return history, migrations, webhooks
 
 
 def _migration(reader: Reader, node, key: str) -> Migration:
@@ -206,10 +195,10 @@ def _migration(reader: Reader, node, key: str) -> Migration:
         if "command" not in keys:
             raise reader.fail(node, f"{key}.command", "missing")
         command = keys["command"]
-        words = _words(reader, command, f"{key}.command")
-        for j, word in enumerate(words):
+        split = words(reader, command, f"{key}.command")
+        for j, word in enumerate(split):
             _check_placeholders(reader, command, f"{key}.command[{j}]", word)
-        return Migration("command", tuple(words))
+        return Migration("command", tuple(split))
     kind = reader.scalar(node, key, str)
     if kind not in MIGRATION_KINDS[:2]:
         raise reader.fail(
@@ -218,132 +207,11 @@ def _migration(reader: Reader, node, key: str) -> Migration:
     return Migration(kind)
 
 
-def _webhook(reader: Reader, node) -> WebhookSpec:
-    keys = reader.mapping(node, "webhook", WEBHOOK_KEYS)
-    forms = [k for k in ("command", "image", "url") if k in keys]
-    if len(forms) != 1:
-        problem = "needs exactly one of command, image, url" + (
-            f" (found {', '.join(forms)})" if forms else ""
-        )
-        raise reader.fail(node, "webhook", problem)
-    spec = WebhookSpec()
-    if "command" in keys:
-        spec.command = _words(reader, keys["command"], "webhook.command")
-    if "build" in keys:
-        if "command" not in keys:
-            raise reader.fail(keys["build"], "webhook.build", "needs webhook.command ({binary})")
-        spec.build = _build(reader, keys["build"])
-    for i, word in enumerate(spec.command or []):
-        _check_webhook_placeholders(reader, keys["command"], f"webhook.command[{i}]", word, spec)
-    if "image" in keys:
-        spec.image = reader.scalar(keys["image"], "webhook.image", str)
-    if "url" in keys:
-        spec.url = reader.scalar(keys["url"], "webhook.url", str)
-        if not spec.url.startswith("https://"):
-            raise reader.fail(keys["url"], "webhook.url", "must start with https://")
-        if "ca" not in keys:
-            raise reader.fail(node, "webhook.ca", "missing: a url needs the CA of its certificate")
-    if "ca" in keys:
-        spec.ca = reader.path(keys["ca"], "webhook.ca")
-    if "workdir" in keys:
-        spec.workdir = reader.path(keys["workdir"], "webhook.workdir")
-    if "env" in keys:
-        env = reader.mapping(keys["env"], "webhook.env", _AnyKey())
-        spec.env = {k: reader.scalar(v, f"webhook.env.{k}", str) for k, v in env.items()}
-        for k, v in spec.env.items():
-            _check_webhook_placeholders(reader, env[k], f"webhook.env.{k}", v, spec)
-    if "args" in keys:
-        spec.args = reader.strings(keys["args"], "webhook.args")
-    if "port" in keys:
-        spec.port = reader.scalar(keys["port"], "webhook.port", int)
-    if "cert_dir" in keys:
-        spec.cert_dir = reader.scalar(keys["cert_dir"], "webhook.cert_dir", str)
-    if "ready_timeout" in keys:
-        spec.ready_timeout = reader.scalar(keys["ready_timeout"], "webhook.ready_timeout", float)
-    if "convert" in keys:
-        spec.convert = reader.strings(keys["convert"], "webhook.convert")
-    if "path" in keys:
-        spec.path = reader.scalar(keys["path"], "webhook.path", str)
-        if not spec.path.startswith("/"):
-            raise reader.fail(keys["path"], "webhook.path", "must start with /")
-    if "latency_budget_ms" in keys:
-        spec.latency_budget_ms = reader.scalar(
-            keys["latency_budget_ms"], "webhook.latency_budget_ms", float
-        )
-    if "review_versions" in keys:
-        spec.review_versions = reader.strings(keys["review_versions"], "webhook.review_versions")
-    return spec
-
-
-class _AnyKey(set):
-    """``known`` for mappings whose keys are free (environment variables)."""
-
-    def __contains__(self, item) -> bool:
-        return True
-
-
 def _check_placeholders(reader: Reader, node, key: str, text: str) -> None:
     try:
         fill_placeholders(text, dict.fromkeys(PLACEHOLDERS, ""))
     except GateConfigError as exc:
         raise reader.fail(node, key, str(exc)) from None
-
-
-def _check_webhook_placeholders(
-    reader: Reader, node, key: str, text: str, spec: WebhookSpec
-) -> None:
-    """A webhook's placeholders: those of every command, and ``{binary}`` with ``build``."""
-    values = dict.fromkeys(WEBHOOK_PLACEHOLDERS, "")
-    try:
-        filled = fill_placeholders(text, {**values, "binary": "\0"})
-    except GateConfigError as exc:
-        raise reader.fail(node, key, str(exc)) from None
-    if "\0" in filled and spec.build is None:
-        raise reader.fail(node, key, "{binary} needs webhook.build (what the gate builds first)")
-
-
-def _words(reader: Reader, node, key: str) -> list[str]:
-    """A command: a list of words, or a string split as a shell would (never run by one)."""
-    if isinstance(node, yaml.ScalarNode):
-        try:
-            words = shlex.split(reader.scalar(node, key, str))
-        except ValueError as exc:
-            raise reader.fail(node, key, f"cannot split: {exc}") from None
-    else:
-        words = reader.strings(node, key)
-    if not words:
-        raise reader.fail(node, key, "is empty")
-    return words
-
-
-def _build(reader: Reader, node) -> WebhookBuild:
-    """``{go: DIR, flags: [...]}`` (the webhook's Go main package) or ``{command: ...}``
-    (which writes ``{binary}``): built before the webhook starts."""
-    keys = reader.mapping(node, "webhook.build", BUILD_KEYS)
-    if ("go" in keys) == ("command" in keys):
-        raise reader.fail(node, "webhook.build", "needs exactly one of go, command")
-    if "command" in keys:
-        if "flags" in keys:
-            raise reader.fail(keys["flags"], "webhook.build.flags", "only with go")
-        words = _words(reader, keys["command"], "webhook.build.command")
-        filled = []
-        for i, word in enumerate(words):
-            try:
-                filled.append(fill_placeholders(word, {"binary": "\0"}))
-            except GateConfigError as exc:
-                raise reader.fail(
-                    keys["command"], f"webhook.build.command[{i}]", str(exc)
-                ) from None
-        if not any("\0" in word for word in filled):
-            raise reader.fail(keys["command"], "webhook.build.command", "must write {binary}")
-        return WebhookBuild(command=tuple(words))
-    package = reader.path(keys["go"], "webhook.build.go")
-    if not package.is_dir():
-        raise reader.fail(keys["go"], "webhook.build.go", f"{package} is not a directory")
-    flags = reader.strings(keys["flags"], "webhook.build.flags") if "flags" in keys else []
-    if any(flag in ("-o", "--o") or flag.startswith(("-o=", "--o=")) for flag in flags):
-        raise reader.fail(keys["flags"], "webhook.build.flags", "-o is the gate's ({binary})")
-    return WebhookBuild(package, tuple(flags))
 
 
 def _allowance(reader: Reader, node, key: str) -> Allowance:

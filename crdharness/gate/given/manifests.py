@@ -16,6 +16,7 @@ from pathlib import Path
 
 from crdharness import manifests_yaml
 from crdharness.errors import HarnessError
+from crdharness.gate.given.config import WebhookSpec
 
 CRD_API = "apiextensions.k8s.io/v1"
 ADMISSION_KINDS = ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")
@@ -46,11 +47,13 @@ def documents(paths: list[Path]) -> list[tuple[Path, dict]]:
 
 @dataclass
 class Release:
-    """One entry of the history: the CRDs as that release ships them."""
+    """One entry of the history: the CRDs as that release ships them, and the webhook it
+    runs under where it names its own (``crds[i].webhook``; else the top-level one)."""
 
     index: int
     label: str  # where it came from, for the report
     crds: dict[str, dict] = field(default_factory=dict)  # CRD name -> manifest
+    webhook: WebhookSpec | None = None
 
     def versions(self, crd: str) -> list[dict]:
         return self.crds[crd]["spec"]["versions"] if crd in self.crds else []
@@ -85,17 +88,19 @@ class Release:
 
     def subset(self, names: list[str]) -> Release:
         """This release with only the CRDs ``names``."""
-        return Release(self.index, self.label, {n: self.crds[n] for n in names})
+        return Release(self.index, self.label, {n: self.crds[n] for n in names}, self.webhook)
 
     def strategy(self, crd: str) -> str:
         return (self.crds[crd]["spec"].get("conversion") or {}).get("strategy", "None")
 
 
-def load_history(history: list[list[Path]], root: Path) -> list[Release]:
+def load_history(
+    history: list[list[Path]], root: Path, webhooks: dict[int, WebhookSpec] | None = None
+) -> list[Release]:
     releases = []
     for index, paths in enumerate(history):
         label = ", ".join(_relative(p, root) for p in paths)
-        release = Release(index, label)
+        release = Release(index, label, webhook=(webhooks or {}).get(index))
         for file, doc in documents(paths):
             if doc.get("kind") != "CustomResourceDefinition":
                 continue

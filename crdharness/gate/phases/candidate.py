@@ -27,7 +27,7 @@ def run(ctx: GateContext) -> None:
         manifest = ctx.candidate.crds[name]
         if read_crd(ctx.cluster, name) is not None:
             delete_crd(ctx.cluster, name)
-        answer = apply_crd(ctx.cluster, ctx.pointed(manifest))
+        answer = apply_crd(ctx.cluster, ctx.pointed(manifest, ctx.candidate))
         if not answer.ok:
             for check in ("round-trip", "convertibility"):
                 for subject in round_trips.pairs(ctx, name):

@@ -28,7 +28,7 @@ def apply_release(
     statuses: set[int] = set()  # the API server's answers to those
     for name in live:
         manifest = (first or release.crds)[name]
-        answer = apply_crd(ctx.cluster, ctx.pointed(manifest))
+        answer = apply_crd(ctx.cluster, ctx.pointed(manifest, release))
         if not answer.ok:
             result.fail(
                 f"the API server refused {name}: {answer.message}",

@@ -143,7 +143,7 @@ def replay_stored_versions(ctx: GateContext, release: Release) -> None:
             manifest = (
                 release.crds[name] if version is None else with_storage(release.crds[name], version)
             )
-            answer = apply_crd(ctx.cluster, ctx.pointed(manifest))
+            answer = apply_crd(ctx.cluster, ctx.pointed(manifest, release))
             if not answer.ok:
                 result.fail(
                     f"the source's {name} could not be replayed: {answer.message}",
@@ -185,7 +185,7 @@ def migrate_first(
             why = outcome.failures[0] if outcome.failures else trimmed.message
             result.details.append(f"{name}: the replay could not be migrated first: {why}")
             continue
-        answer = apply_crd(ctx.cluster, ctx.pointed(release.crds[name]))
+        answer = apply_crd(ctx.cluster, ctx.pointed(release.crds[name], release))
         if not answer.ok:
             result.details.append(f"{name}: refused again after migrating: {answer.message}")
             continue

@@ -161,7 +161,7 @@ def install(
     """``crd`` as ``release`` ships it (and, given ``stored``, with those storedVersions):
     what went wrong ('' if nothing), and whether it was re-created. A CRD whose
     storedVersions list a version the release lacks is re-created: it holds no object now."""
-    manifest = ctx.pointed(release.crds[crd])
+    manifest = ctx.pointed(release.crds[crd], release)
     answer = apply_crd(ctx.cluster, manifest)
     recreated = not answer.ok and stored is not None
     if recreated:

@@ -48,9 +48,11 @@ class GateContext:
     releases: list[Release]  # oldest first; the last is the candidate
     samples: dict[str, list[dict]]  # CRD name -> the user's sample objects
     report: Callable[[str], None]  # a progress line for the terminal
-    webhook: UserWebhook | KindUserWebhook | None = None
+    webhook: UserWebhook | KindUserWebhook | None = None  # the candidate's (top-level)
     kubernetes_path: list[KubernetesRelease] = field(default_factory=list)  # oldest first
     planned: list[PlannedCheck] = field(default_factory=list)
+    # release index -> the running webhook of a release that names its own (``crds[i].webhook``)
+    release_webhooks: dict[int, UserWebhook] = field(default_factory=dict)
 
     results: dict[str, CheckResult] = field(default_factory=dict)  # check:subject -> result
     timings: dict[str, float] = field(default_factory=dict)  # seconds per phase and step
@@ -139,11 +141,23 @@ class GateContext:
         only one with that name: where the schema fixes its name, others wait for it."""
         return self.slots.held(crd, namespace, name, names.rule(entry).single == name)
 
-    def pointed(self, manifest: dict) -> dict:
-        """The CRD with its conversion webhook pointed at the running webhook."""
+    def pointed(self, manifest: dict, release: Release) -> dict:
+        """The CRD, as ``release`` ships it, with its conversion webhook pointed at the
+        webhook that release runs under: its own where it names one, else the top-level."""
+        own = self.release_webhooks.get(release.index)
+        if own is not None and release.webhook is not None:
+            return point_conversion(manifest, own.reach, release.webhook)
         if self.webhook is None:
             return manifest
         return point_conversion(manifest, self.webhook.reach, self.config.webhook)
+
+    def own_webhook(self, release: Release, crd: str) -> bool:
+        """Whether ``crd`` converts, under ``release``, through that release's own webhook
+        (not the candidate's): what is lost there is that release's doing."""
+        if release.webhook is None or release.index not in self.release_webhooks:
+            return False
+        pointed = self.pointed(release.crds[crd], release)
+        return (pointed["spec"].get("conversion") or {}).get("strategy") == "Webhook"
 
     def sample_bodies(self, crd: str, version: str) -> list[dict]:
         """The user's samples of ``crd`` written at ``version``, as bodies to create."""

@@ -6,6 +6,8 @@ starts: a run that would silently ignore part of the file is worse than no run.
 - ``webhook:`` given while no CRD would call it (several versions, no ``spec.conversion``
   stanza, not in ``webhook.convert``) and no ``admission:``: the webhook would never be
   started, and ``schemas-vs-strategy`` would blame the project for it.
+- a release's own ``webhook:`` (``crds[i].webhook``) while none of its CRDs converts through
+  a webhook: it would never be called.
 """
 
 from __future__ import annotations
@@ -25,9 +27,16 @@ def check(config: GateConfig, releases: list[Release], admission: list[dict]) ->
                 f"{', '.join(_crd_names(releases))}; write it as report.md prints paths "
                 "(e.g. spec.routes[].regex), from the object's root"
             )
+    for release in releases:
+        if release.webhook is not None and not uses_webhook(release, release.webhook):
+            raise HarnessError(
+                f"crds[{release.index}].webhook: release {release.index + 1} "
+                f"({release.label}) converts nothing through a webhook (no CRD with strategy "
+                "Webhook, none in its webhook.convert): its webhook would never be called"
+            )
     if config.webhook is None or admission:
         return
-    if any(uses_webhook(release, config.webhook) for release in releases):
+    if any(uses_webhook(r, config.webhook) for r in releases if r.webhook is None):
         return
     unconverted = sorted(
         name
