@@ -88,7 +88,6 @@ def test_the_actions_gate_step_writes_the_summary_outputs_and_annotations(tmp_pa
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=600,
         check=False,
     )
     assert run.returncode == 0, run.stdout[-3000:]  # the action's last step fails the job

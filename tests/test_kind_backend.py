@@ -301,7 +301,6 @@ def test_other_backends_deselect_local_only_tests_and_say_so():
         cwd=root,
         capture_output=True,
         text=True,
-        timeout=120,
         check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr

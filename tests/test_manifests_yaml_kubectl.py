@@ -66,7 +66,6 @@ def kubectl_reads(kubectl: Path, path: Path, home: Path) -> subprocess.Completed
         [*command, "-f", str(path)],
         capture_output=True,
         text=True,
-        timeout=60,
         check=False,
         env={"PATH": os.environ.get("PATH", ""), "HOME": str(home)},  # no kubeconfig
     )

@@ -40,7 +40,6 @@ def test_example_project_passes_with_only_the_plugin(tmp_path, request):
         cwd=project,
         capture_output=True,
         text=True,
-        timeout=600,
         check=False,
         env={**os.environ, "PYTEST_ADDOPTS": ""},
     )
@@ -69,7 +68,7 @@ def test_a_failure_names_its_behaviours_with_their_claims(tmp_path):
     from tests.inner_session import run_inner_pytest
 
     claim = next(b.summary for b in catalogue() if b.id == "SV-03")
-    done = run_inner_pytest(tmp_path, FAILING_TEST, timeout=120)
+    done = run_inner_pytest(tmp_path, FAILING_TEST)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "behaviours this test covers" in done.stdout, done.stdout
     assert f"SV-03: {claim}" in done.stdout, done.stdout

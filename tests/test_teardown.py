@@ -127,7 +127,7 @@ def assert_nothing_left(info: dict) -> None:
 @pytest.mark.parametrize(("mode", "exit_code"), [("pass", 0), ("fail", 1)])
 def test_session_end_stops_everything(tmp_path, request, mode, exit_code):
     proc, info = run_inner(tmp_path, request, mode)
-    output, _ = proc.communicate(timeout=600)
+    output, _ = proc.communicate()
     assert proc.returncode == exit_code, output
     assert_nothing_left(json.loads(info.read_text()))
 
@@ -140,14 +140,14 @@ def test_interrupted_session_stops_everything(tmp_path, request, signum):
     info = wait_for_cluster(proc, info_path)
     assert all(is_alive(p) for p in info["pids"])
     proc.send_signal(signum)
-    proc.communicate(timeout=120)
+    proc.communicate()
     assert proc.returncode != 0
     assert_nothing_left(info)
 
 
 def test_keep_cluster_leaves_it_running_until_down(tmp_path, request):
     proc, info_path = run_inner(tmp_path, request, "pass", "--keep-cluster")
-    output, _ = proc.communicate(timeout=600)
+    output, _ = proc.communicate()
     assert proc.returncode == 0, output
     assert "cluster kept running: KUBECONFIG=" in output
     info = json.loads(info_path.read_text())
@@ -159,7 +159,6 @@ def test_keep_cluster_leaves_it_running_until_down(tmp_path, request):
             [sys.executable, "-m", "crdharness", "down", info["workspace"]],
             capture_output=True,
             text=True,
-            timeout=120,
             check=False,
         )
     assert down.returncode == 0, down.stderr
@@ -181,7 +180,7 @@ def assert_no_private_key_in(texts: list[str], workspace: Path) -> None:
 
 def test_failure_writes_a_bundle_and_keeps_the_cluster_on_failure(tmp_path, request):
     proc, info_path = run_inner(tmp_path, request, "fail", "--keep-cluster=on-failure")
-    output, _ = proc.communicate(timeout=600)
+    output, _ = proc.communicate()
     assert proc.returncode == 1, output
     info = json.loads(info_path.read_text())
     try:
@@ -206,7 +205,6 @@ def test_failure_writes_a_bundle_and_keeps_the_cluster_on_failure(tmp_path, requ
             [sys.executable, "-m", "crdharness", "down", info["workspace"]],
             capture_output=True,
             text=True,
-            timeout=120,
             check=False,
         )
     assert_nothing_left(info)
@@ -215,7 +213,7 @@ def test_failure_writes_a_bundle_and_keeps_the_cluster_on_failure(tmp_path, requ
 
 def test_passing_run_writes_no_bundle(tmp_path, request):
     proc, _ = run_inner(tmp_path, request, "pass")
-    output, _ = proc.communicate(timeout=600)
+    output, _ = proc.communicate()
     assert proc.returncode == 0, output
     assert "failure bundle" not in output
 
@@ -232,20 +230,20 @@ def test_shared_control_plane_ends_with_the_run(tmp_path, request, signum):
     workers outlive it for a moment."""
     proc, info_path = run_inner(tmp_path, request, "pass" if signum is None else "wait", *XDIST)
     if signum is None:
-        output, _ = proc.communicate(timeout=600)
+        output, _ = proc.communicate()
         assert proc.returncode == 0, output
         assert "attached to the run's shared control plane (session)" in output
         info = json.loads(info_path.read_text())
     else:
         info = wait_for_cluster(proc, info_path)
         proc.send_signal(signum)
-        proc.communicate(timeout=120)
+        proc.communicate()
     assert_nothing_left(info)
 
 
 def test_reuse_cluster_keeps_it_for_the_next_run_until_down(tmp_path, request):
     first, info_path = run_inner(tmp_path, request, "pass", "--reuse-cluster")
-    output, _ = first.communicate(timeout=600)
+    output, _ = first.communicate()
     assert first.returncode == 0, output
     assert "no kept control plane to reuse" in output
     info = json.loads(info_path.read_text())
@@ -258,7 +256,6 @@ def test_reuse_cluster_keeps_it_for_the_next_run_until_down(tmp_path, request):
             ),
             capture_output=True,
             text=True,
-            timeout=600,
             check=False,
         )
         assert second.returncode == 0, second.stdout + second.stderr
@@ -269,7 +266,6 @@ def test_reuse_cluster_keeps_it_for_the_next_run_until_down(tmp_path, request):
             [sys.executable, "-m", "crdharness", "down", info["workspace"]],
             capture_output=True,
             text=True,
-            timeout=120,
             check=False,
         )
     assert_nothing_left(info)
