@@ -941,3 +941,14 @@ def test_a_singleton_whose_next_release_adds_a_stored_version_is_put_back_by_re_
     assert report["stored_versions_after_release"]["release 2"] == {
         "settings.singleton.gate.example.com": ["v1", "v2"]
     }
+
+
+def test_strategy_none_to_webhook_runs_the_round_trips_under_each_releases_strategy(tmp_path):
+    code, report, output = gate(tmp_path, "kettle-stale-sample/gate-none-to-webhook.yaml")
+    assert code == 0, output[-3000:]
+    row = next(c for c in report["changes"] if c["change"] == "conversion strategy changed")
+    assert row["decision"] == "cleared", row
+    assert "schemas-vs-strategy" in output and "strategy Webhook" in output
+    # Release 1's own round trips ran under None: its debt is knowable (none here).
+    assert report["debt_not_evaluated"] == "", report["debt_not_evaluated"]
+    assert checks(report)["webhook-conduct[webhook]"]["status"] == "pass"

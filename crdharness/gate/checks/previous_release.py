@@ -95,16 +95,15 @@ def _run(ctx: GateContext, release: Release) -> None:
 
 
 def _through_a_webhook(ctx: GateContext, release: Release, name: str) -> bool:
-    """Whether ``name``'s conversions, under ``release`` or the candidate, are the candidate's
-    webhook's: then what the previous release "already loses" is that webhook losing it. A
-    release that names its own webhook (``crds[i].webhook``) runs its round trips through it:
-    what they lose is its own, knowable debt."""
+    """Whether ``name``'s conversions under ``release`` are the candidate's webhook's: then
+    what the previous release "already loses" is that webhook losing it. A release that
+    names its own webhook (``crds[i].webhook``) runs its round trips through it, and one
+    with strategy None through the API server alone: what they lose is their own, knowable
+    debt (a candidate moving to a webhook that loses the same is not worse)."""
     if ctx.own_webhook(release, name):
         return False
-    return any(
-        (ctx.pointed(r.crds[name], r)["spec"].get("conversion") or {}).get("strategy") == "Webhook"
-        for r in (release, ctx.candidate)
-    )
+    conversion = ctx.pointed(release.crds[name], release)["spec"].get("conversion") or {}
+    return conversion.get("strategy") == "Webhook"
 
 
 def _bodies(
