@@ -94,7 +94,15 @@ def _decide_on_the_source(ctx: GateContext, release: Release, change: Change, wr
     proof = (
         _named_by(change, mine)
         if change.path
-        else next((w.findings[0] for w in mine if w.findings), None)
+        else next(
+            (
+                f
+                for w in mine
+                for f in w.findings
+                if not change.version or f" {change.version}" in f  # about its version
+            ),
+            None,
+        )
     )
     if proof is not None:
         change.decide(changes.PROVEN, proof)
@@ -133,15 +141,29 @@ def _labels(ctx: GateContext, crd: str) -> set[str]:
 def _named_by(change: Change, written: list[Written]) -> str | None:
     """A finding about one of ``written`` (of the change's CRD) that names the change's path
     (or a path below it): the server's message, or the read that changed. A rule on the
-    whole object is named by any."""
+    whole object is named by any. A CEL rule added is proven only by its own refusal: its
+    message, or the rule itself where it has none (the API server's "failed rule: ..."),
+    not by another refusal or loss under the same node."""
     for obj in written:
         if obj.crd != change.crd:
             continue
         for finding in obj.findings:
             named = [diff.schema_path(p) for p in diff.named_paths(finding)]
-            if not change.path or any(diff.at_or_under(p, change.path) for p in named):
+            if change.path and not any(diff.at_or_under(p, change.path) for p in named):
+                continue
+            if _the_rules_own(change, finding):
                 return finding
     return None
+
+
+def _the_rules_own(change: Change, finding: str) -> bool:
+    """Whether ``finding`` is the refusal of the rule ``change`` added (any finding, for
+    changes that are not a CEL rule, or whose message is computed: messageExpression)."""
+    rule = change.values[0] if change.kind == "rule added" and change.values else None
+    if not isinstance(rule, dict) or rule.get("messageExpression"):
+        return True
+    said = str(rule.get("message") or "").strip() or str(rule.get("rule") or "").strip()
+    return not said or " ".join(said.split()) in " ".join(finding.split())
 
 
 def enough_evidence(ctx: GateContext, result: CheckResult, release: Release, written) -> None:
