@@ -110,11 +110,19 @@ def _run_named(
         seen.counts["refused"] += 1
         return None
     seen.counts["created"] += 1
-    # Accepted, so every declared path it holds goes through the round trip (a loss on the
-    # way in is the round trip's finding, on a path it held).
-    seen.held |= coverage.held(objects.body_schema(entry), objects.intent(body))
+    held = coverage.held(objects.body_schema(entry), objects.intent(body))
+    compared = seen.counts["compared"]
     try:
-        return _compare(ctx, release, resource, namespace, name, a, b, body, created, seen)
+        found = _compare(ctx, release, resource, namespace, name, a, b, body, created, seen)
+        # A path is exercised once the object went the whole way round, or where the
+        # round trip failed on it; the others of an object it stopped early for were not
+        # (another object must hold them).
+        if seen.counts["compared"] > compared:
+            seen.held |= held
+        elif found is not None:
+            failed = [diff.schema_path(p) for p in found.paths]
+            seen.held |= {p for p in held if any(diff.at_or_under(p, f) for f in failed)}
+        return found
     finally:
         # At the storage version where it is served: the answer needs no conversion.
         crd = _crd_of(ctx, resource)
