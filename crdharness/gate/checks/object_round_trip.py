@@ -30,6 +30,7 @@ class PairRecord:
     allowed: list[str] = field(default_factory=list)  # excused by an `allow` entry
     normalised: list[str] = field(default_factory=list)  # {}, [] or false read back absent
     held: set[str] = field(default_factory=set)  # declared leaf paths objects held with data
+    stopped: set[str] = field(default_factory=set)  # held only by objects stopped early
     pruned: list[str] = field(default_factory=list)  # the gate's own request's, not the webhook's
 
     def add(self, other: PairRecord) -> None:
@@ -38,6 +39,7 @@ class PairRecord:
         self.allowed += [note for note in other.allowed if note not in self.allowed]
         self.normalised += [note for note in other.normalised if note not in self.normalised]
         self.held |= other.held
+        self.stopped |= other.stopped
         self.note_pruned(other.pruned)
 
     def note_pruned(self, notes: list[str]) -> None:
@@ -121,7 +123,9 @@ def _run_named(
             seen.held |= held
         elif found is not None:
             failed = [diff.schema_path(p) for p in found.paths]
-            seen.held |= {p for p in held if any(diff.at_or_under(p, f) for f in failed)}
+            went = {p for p in held if any(diff.at_or_under(p, f) for f in failed)}
+            seen.held |= went
+            seen.stopped |= held - went
         return found
     finally:
         # At the storage version where it is served: the answer needs no conversion.

@@ -8,7 +8,7 @@ a pair that found nothing is "not proven", never a pass.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Set
 from dataclasses import dataclass, field
 
 from crdharness.gate import concurrency
@@ -150,14 +150,22 @@ def _alternatives(leaf: coverage.Leaf) -> list:
     return values
 
 
-def judge(entry: dict, held: set[str], refused: dict[str, str]) -> Coverage:
+def judge(
+    entry: dict, held: set[str], refused: dict[str, str], stopped: Set[str] = frozenset()
+) -> Coverage:
     """Every declared leaf path of ``entry``'s version, and for each one ``held`` lacks,
-    why: the builder's reason, the server's refusal, or none found."""
+    why: the builder's reason, the server's refusal, a round trip that stopped at another
+    path's failure (``stopped``), or none found."""
     found = Coverage(coverage.declared(objects.body_schema(entry)))
     for leaf in coverage.leaves(objects.body_schema(entry)):
         if leaf.path in held:
             continue
-        if leaf.path in refused:
+        if leaf.path in stopped:
+            why = (
+                "its objects' round trips stopped at a failure on another path first (fix "
+                "that, or give a sample holding it)"
+            )
+        elif leaf.path in refused:
             why = refused[leaf.path]
         elif leaf.reason:
             why = leaf.reason

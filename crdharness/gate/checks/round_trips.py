@@ -181,7 +181,9 @@ def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
                 f"no object could be created at {a} (refused: {refused}): add "
                 "samples that the API server accepts"
             )
-    path_coverage.settle(round_trip, path_coverage.judge(entry, seen.held, refused_paths), a)
+    path_coverage.settle(
+        round_trip, path_coverage.judge(entry, seen.held, refused_paths, seen.stopped), a
+    )
 
 
 def _round_trip_holding(
