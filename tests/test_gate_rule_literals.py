@@ -53,10 +53,12 @@ def test_no_rule_above_the_path_gives_nothing():
     assert rule_literals.assignments(sts, "kind") == []  # the path's own field: its values
 
 
-def test_an_assignment_is_applied_through_lists_and_maps():
-    body = {"spec": {"sts": {"certRef": {"name": "a"}}}}
-    done = rule_literals.applied(body, {"spec.provider": "aws", "spec.items[].on": True})
+def test_an_assignment_is_applied_where_the_object_holding_it_exists():
+    body = {"spec": {"sts": {"certRef": {"name": "a"}}, "items": [{}]}}
+    done = rule_literals.applied(
+        body, {"spec.provider": "aws", "spec.items[].on": True, "spec.tls.mode": "x"}
+    )
     assert done == {
-        "spec": {"sts": {"certRef": {"name": "a"}}, "provider": "aws", "items": [{"on": True}]}
-    }
-    assert body == {"spec": {"sts": {"certRef": {"name": "a"}}}}  # the original untouched
+        "spec": {"sts": {"certRef": {"name": "a"}}, "items": [{"on": True}], "provider": "aws"}
+    }  # no spec.tls made up: it may require more than the rule names
+    assert body == {"spec": {"sts": {"certRef": {"name": "a"}}, "items": [{}]}}

@@ -102,26 +102,20 @@ def assignments(schema: dict, path: str) -> list[Assignment]:
 
 def applied(body: dict, assignment: Assignment) -> dict:
     """``body`` with each path of ``assignment`` set (a list's first item, a map's
-    ``gate-0``, created where missing)."""
+    ``gate-0``) where the object holding it exists: a rule about ``self.sts.provider`` says
+    nothing until there is an ``sts``, and making one would bring in what it requires."""
     done = copy.deepcopy(body)
     for path, value in assignment.items():
-        target: dict | list = done
         parts = _parts(path)
-        for i, part in enumerate(parts):
-            last = i == len(parts) - 1
+        target: object = done
+        for part in parts[:-1]:
             if part == "[]":
-                assert isinstance(target, list)
-                if not target:
-                    target.append({})
-                target = target[0]
-                continue
-            key = "gate-0" if part == "*" else part
-            assert isinstance(target, dict)
-            if last:
-                target[key] = copy.deepcopy(value)
+                target = target[0] if isinstance(target, list) and target else None
             else:
-                nxt = parts[i + 1]
-                if not isinstance(target.get(key), (dict, list)):
-                    target[key] = [] if nxt == "[]" else {}
-                target = target[key]
+                key = "gate-0" if part == "*" else part
+                target = target.get(key) if isinstance(target, dict) else None
+            if target is None:
+                break
+        if isinstance(target, dict):
+            target[parts[-1]] = copy.deepcopy(value)
     return done
