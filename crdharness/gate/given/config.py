@@ -169,7 +169,7 @@ class GateConfig:
     debt: str = "list"  # one of DEBT_CHOICES; `strict` makes it "fail"
     min_objects: int = 10  # fewer compared per version pair: round trips are "not proven"
     shrink_seconds: float = 20.0  # time a version pair's search may spend shrinking a failure
-    concurrency: int = 8  # objects whose requests are in flight at once (per CRD and version)
+    concurrency: int = 16  # objects whose requests are in flight at once (per CRD and version)
     expect: list[Expectation] = field(default_factory=list)
     accept_not_proven: list[Acceptance] = field(default_factory=list)
     from_cluster: FromCluster | None = None
