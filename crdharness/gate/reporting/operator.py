@@ -13,6 +13,7 @@ import re
 
 from crdharness.gate import diff
 from crdharness.gate.checks.upgrade_writes import (
+    GENERATED,
     RECREATE,
     RECREATE_STATUS,
     STALE_MANAGED_FIELDS,
@@ -24,7 +25,6 @@ from crdharness.gate.results import CheckResult
 MOST_OBJECTS_LISTED = 20
 RATCHETED = " — the writes above pass only because"
 STALE_ADVICE = " (the object's metadata.managedFields"
-RECREATED_NAME = re.compile(r'"gate-recreated-[a-z0-9]+"')
 # Objects the gate makes up: its history's (r2-v1-3, t1-v1beta1-4 in gate-history), round
 # trips' (rt-v1-v2-5), deprecation and expectation probes, re-created copies.
 MADE_UP = re.compile(
@@ -230,7 +230,7 @@ def _object_line(label: str, findings: list[str]) -> tuple[str, list[str], bool]
     for finding in findings:
         text = finding.removeprefix(f"{label}: ").split(RATCHETED)[0].split(STALE_ADVICE)[0]
         # The server names the gate's copy; the operator knows the object by its name.
-        text = RECREATED_NAME.sub(f'"{label.rpartition("/")[2]}"', text)
+        text = GENERATED.sub(f'"{label.rpartition("/")[2]}"', text)
         stale = stale or STALE_MANAGED_FIELDS in text
         write = next((w for w in SHORT if text.startswith(f"{w} at ")), None)
         if write is None:
