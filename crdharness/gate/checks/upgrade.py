@@ -88,8 +88,14 @@ def check(ctx: GateContext, release: Release, written, before, stored_before, ju
         result.evidence = (
             f"{len(written)} object{'' if len(written) == 1 else 's'} read at every served "
             f"version ({checked} reads), unchanged{etcd}; written again {writes} times "
-            "(update, annotation, server-side apply, status, re-create), all accepted and "
-            "read back unchanged"
+            "(update, annotation, server-side apply, status, re-create"
+            + (
+                f"; {screened} objects only as dry-run re-creates and LIST reads, written in "
+                "full where refused"
+                if (screened := sum(1 for w in written if w.screened))
+                else ""
+            )
+            + "), all accepted and read back unchanged"
             + (f" but for {len(result.allowed)} excused by `allow`" if result.allowed else "")
             + (f"; not checked: {', '.join(left_out)} (refused, see install)" if left_out else "")
             + (
