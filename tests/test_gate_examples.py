@@ -808,6 +808,21 @@ def test_a_field_lost_7_levels_down_fails_naming_it_with_no_samples(tmp_path):
         assert checks(report)[key]["evidence"].endswith("schema paths 11/11 held")
 
 
+def test_an_object_losing_one_field_each_way_reports_both_on_that_object(tmp_path):
+    # A loss met at B used to end the round trip: the other, made on the way back, showed
+    # only once the first was fixed (and an earlier release's debt was known only in part).
+    code, report, output = gate(tmp_path, "deep-lossy/gate-one-way.yaml")
+    assert code == 1, output[-3000:]
+    channel = "spec.stages[].steps[].notify.chat.channel"
+    retries = "spec.stages[].steps[].retries"
+    pair = checks(report)["round-trip[pipelines.gate.example.com v1->v1alpha1]"]
+    assert pair["status"] == "FAIL", pair
+    # The pair's first failure is one object's: both losses in its one headline.
+    evidence = re.sub(r"\[\d+\]", "[]", pair["evidence"])
+    assert f"read at v1alpha1: {channel}" in evidence, evidence  # lost at B
+    assert f"v1->v1alpha1->v1 changed {retries}" in evidence, evidence  # lost on the way back
+
+
 GREENHOUSE = "greenhouses.greenhouse.gate.example.com"
 GREENHOUSE_PAIRS = {
     f"round-trip[{GREENHOUSE} v1->v1alpha1]",

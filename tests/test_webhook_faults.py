@@ -183,6 +183,14 @@ def test_drop_field_removes_a_path_from_every_converted_object():
     assert record["faults"] == ["drop-field=port", "drop-field=metadata.labels.keep"]
 
 
+def test_drop_field_with_a_version_drops_only_in_answers_converting_to_it():
+    # The review converts to example.com/v1: a drop meant for v1beta1 only leaves it.
+    _, payload, record = answer_with("drop-field=v1:port", "drop-field=v1beta1:host")
+    converted = objects(payload)
+    assert all("port" not in o and o["host"] for o in converted)
+    assert record["faults"] == ["drop-field=v1:port", "drop-field=v1beta1:host"]
+
+
 def test_drop_field_needs_a_path():
     with pytest.raises(faults.UnknownFault):
         faults.Faults.parse(["drop-field="])

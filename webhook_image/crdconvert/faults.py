@@ -187,7 +187,7 @@ NAMES = (
     *REWRITES,
     *HTTP_FAULTS,
     "delay=<seconds>",
-    "drop-field=<path>",
+    "drop-field=[<version>:]<path>",
     "swap-fields=<path>+<path>",
 )
 
@@ -227,6 +227,10 @@ def _swap(obj: dict, first: str, second: str) -> None:
         a[a_key], b[b_key] = b[b_key], a[a_key]
 
 
+def _converts_to(request: dict, version: str) -> bool:
+    return str(request.get("desiredAPIVersion", "")).rpartition("/")[2] == version
+
+
 ENV_VAR = "CRDCONVERT_FAULTS"
 
 
@@ -239,7 +243,9 @@ class Faults:
     rewrites: list[str] = field(default_factory=list)
     http_status: int | None = None
     delay: float = 0.0
-    dropped: list[str] = field(default_factory=list)  # drop-field=<path>, repeatable
+    # drop-field=[<version>:]<path>, repeatable: with a version, only in answers converting
+    # to it (a converter that forgets a field one way only: lost on the way back alone).
+    dropped: list[str] = field(default_factory=list)
     swapped: list[tuple[str, str]] = field(default_factory=list)  # swap-fields=<a>+<b>
 
     @classmethod
@@ -290,8 +296,10 @@ class Faults:
             REWRITES[name](answer, request)
         if self.dropped or self.swapped:  # a rewrite above may have removed the response
             for obj in _objects(answer):
-                for path in self.dropped:
-                    _drop(obj, path)
+                for spec in self.dropped:
+                    version, _, path = spec.rpartition(":")
+                    if not version or _converts_to(request, version):
+                        _drop(obj, path)
                 for first, second in self.swapped:
                     _swap(obj, first, second)
         return answer

@@ -139,26 +139,33 @@ def _compare(
     ctx: GateContext, release: Release, resource, namespace, name, a, b, body, created, seen
 ):
     """``created`` is the server's answer to the write at A: the object as stored and read
-    back at A (the server decodes what it wrote to etcd and converts it to A), so no GET."""
+    back at A (the server decodes what it wrote to etcd and converts it to A), so no GET.
+
+    A difference at one step does not end the round trip: the object goes the whole way
+    round and every step's differences are reported together. A second loss on the way
+    back, hidden behind the first, would otherwise show only after the first was fixed, and
+    the previous release's debt would be known only in part (seen: prometheus-operator's
+    ``continue`` lost at B hid ``updateAlerts`` lost on the way back to A)."""
     crd = _crd_of(ctx, resource)
     schema = objects.body_schema(release.entry(crd, a))
     sent = objects.manifest(release.crds[crd], a, name, namespace, body)
     original = created
     shown = [(f"written at {a}", _clean(original))]
+    steps = _Steps(schema)
     # What was written must read back at the same version: a version other than the
     # storage version goes through the webhook on the way in, and can lose data there.
     lost, notes = lost_on_write(release.entry(crd, a), a, body, sent["metadata"], original)
     seen.note_pruned(notes)
     lost = _judged(ctx, release, seen, lost, crd, a, b)
     if lost:
-        read_back = [(f"sent at {a}", sent), (f"read back at {a}", _clean(original))]
-        return _data_changed(
-            schema, f"written at {a}, read back at {a}: changed {{paths}}", lost, read_back
-        )
+        shown = [(f"sent at {a}", sent), (f"read back at {a}", _clean(original))]
+        steps.add(f"written at {a}, read back at {a}: changed {{paths}}", lost)
     at_b = call(ctx.cluster, "GET", resource.path(b, namespace, name))
     if not at_b.ok:
-        return _not_convertible(
-            f"an object valid at {a} cannot be read at {b}", f"GET at {b}", at_b, shown
+        return steps.or_else(
+            _not_convertible(
+                f"an object valid at {a} cannot be read at {b}", f"GET at {b}", at_b, shown
+            )
         )
     if _version_of(at_b.body) != _version_of(original):
         return _written_meanwhile(seen)
@@ -171,7 +178,7 @@ def _compare(
     if moved:
         headline = f"written at {a}, read at {b}: {{paths}} (same path and type at both) lost "
         headline += f"or changed at {b}"
-        return _data_changed(schema, headline, moved, shown, detail=f"at {a} -> at {b}: ")
+        steps.add(headline, moved, detail=f"at {a} -> at {b}: ")
 
     def touch(current: dict) -> dict:
         current.setdefault("metadata", {}).setdefault("annotations", {})[TOUCH] = b
@@ -184,8 +191,13 @@ def _compare(
     if updated.status == 409:
         return _written_meanwhile(seen)
     if not updated.ok:
-        return _not_convertible(
-            f"an object read at {b} cannot be written back at {b}", f"PUT at {b}", updated, shown
+        return steps.or_else(
+            _not_convertible(
+                f"an object read at {b} cannot be written back at {b}",
+                f"PUT at {b}",
+                updated,
+                shown,
+            )
         )
     if objects.has_status(release.entry(crd, b)):  # through its own endpoint
         status = call(ctx.cluster, "PUT", path + "/status", updated.body)
@@ -193,16 +205,20 @@ def _compare(
             return _written_meanwhile(seen)
         updated = status
         if not status.ok:
-            return _not_convertible(
-                f"an object read at {b} cannot have its status written at {b}",
-                f"PUT {b}/status",
-                status,
-                shown,
+            return steps.or_else(
+                _not_convertible(
+                    f"an object read at {b} cannot have its status written at {b}",
+                    f"PUT {b}/status",
+                    status,
+                    shown,
+                )
             )
     back = call(ctx.cluster, "GET", resource.path(a, namespace, name))
     if not back.ok:
-        return _not_convertible(
-            f"an object written at {b} cannot be read at {a}", f"GET at {a}", back, shown
+        return steps.or_else(
+            _not_convertible(
+                f"an object written at {b} cannot be read at {a}", f"GET at {a}", back, shown
+            )
         )
     if _version_of(back.body) != _version_of(updated.body):
         return _written_meanwhile(seen)
@@ -211,10 +227,47 @@ def _compare(
     found = diff.differences(
         diff.comparable(original), diff.comparable(back.body, ignore_annotations=(TOUCH,))
     )
-    found = _judged(ctx, release, seen, found, crd, a, b)
+    # A field already lost or changed at B is lost on the way back too: one loss, named once.
+    found = [d for d in _judged(ctx, release, seen, found, crd, a, b) if d.path not in steps.named]
     if found:
-        return _data_changed(schema, f"{a}->{b}->{a} changed {{paths}}", found, shown)
-    return None
+        steps.add(f"{a}->{b}->{a} changed {{paths}}", found)
+    return steps.failure(shown)
+
+
+class _Steps:
+    """The differences each step of one object's round trip found, reported together as one
+    failure: each step's headline with its own paths, the paths of all of them."""
+
+    def __init__(self, schema: dict) -> None:
+        self.schema = schema  # A's body schema: the fields it declares are named first
+        self.headlines: list[str] = []
+        self.details: list[str] = []
+        self.found: list[diff.Difference] = []
+        self.named: set[str] = set()
+
+    def add(self, headline: str, found: list, detail: str = "") -> None:
+        found = sorted(found, key=lambda d: coverage.headline_order(self.schema, d.path))
+        self.headlines.append(
+            headline.format(paths=", ".join(dict.fromkeys(d.path for d in found)))
+        )
+        self.details += [detail + d.describe() for d in found]
+        self.found += found
+        self.named |= {d.path for d in found}
+
+    def failure(self, shown: list) -> DataChanged | None:
+        if not self.found:
+            return None
+        return DataChanged("; ".join(self.headlines), self.details, shown, _paths(self.found))
+
+    def or_else(self, failure: NotConvertible) -> RoundTripFailure:
+        """A step the server refused ends the round trip: the data already lost before it
+        is the finding to show first (its paths are what a debt is known by); the refusal
+        is added to its details."""
+        lost = self.failure(failure.shown)
+        if lost is None:
+            return failure
+        lost.details.append(f"then {failure.evidence}")
+        return lost
 
 
 def lost_on_write(
@@ -268,17 +321,6 @@ def _read_differently(release: Release, crd: str, a: str, b: str, at_a: dict, at
 
 def _crd_of(ctx: GateContext, resource: Resource) -> str:
     return f"{resource.plural}.{resource.group}"
-
-
-def _data_changed(
-    schema: dict, headline: str, found: list, shown: list, detail: str = ""
-) -> DataChanged:
-    """Data a round trip lost or changed: ``headline`` names the ``{paths}``, the fields
-    ``schema`` (A's body schema) declares first."""
-    found = sorted(found, key=lambda d: coverage.headline_order(schema, d.path))
-    paths = ", ".join(dict.fromkeys(d.path for d in found))
-    details = [detail + d.describe() for d in found]
-    return DataChanged(headline.format(paths=paths), details, shown, _paths(found))
 
 
 def _not_convertible(what: str, request: str, answer: Answer, shown: list) -> NotConvertible:
