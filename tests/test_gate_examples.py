@@ -823,6 +823,21 @@ def test_an_object_losing_one_field_each_way_reports_both_on_that_object(tmp_pat
     assert f"v1->v1alpha1->v1 changed {retries}" in evidence, evidence  # lost on the way back
 
 
+def test_a_release_adding_a_version_through_a_lossy_webhook_fails_round_trip_only(tmp_path):
+    # An old object written again at the new version loses spec.colour, and so does a new
+    # one: the webhook's loss, reported by round-trip, not again by upgrade.
+    code, report, output = gate(tmp_path, "kettle-stale-sample/gate-adds-lossy-version.yaml")
+    assert code == 1, output[-3000:]
+    assert failed(report) == {
+        "round-trip[kettles.gate.example.com v1->v2]",
+        "round-trip[kettles.gate.example.com v2->v1]",
+    }
+    upgrade = checks(report)["upgrade[release 1->2]"]
+    assert upgrade["status"] == "pass", upgrade
+    noted = [d for d in upgrade["details"] if "not served by release 1" in d]
+    assert noted and all("spec.colour" in d and "so does a new object" in d for d in noted)
+
+
 GREENHOUSE = "greenhouses.greenhouse.gate.example.com"
 GREENHOUSE_PAIRS = {
     f"round-trip[{GREENHOUSE} v1->v1alpha1]",

@@ -105,8 +105,9 @@ def check(ctx: GateContext, release: Release, written, before, stored_before, ju
                 else ""
             )
             + (
-                f"; {len(webhooks)} losses the webhook already makes under release "
-                f"{release.index} are round-trip's findings, not this release's (details)"
+                f"; {len(webhooks)} losses the webhook makes on objects of any release (under "
+                f"release {release.index}, or new ones at a version it did not serve) are "
+                "round-trip's findings, not this release's (details)"
                 if (webhooks := [d for d in result.details if d.startswith(WEBHOOKS_OWN)])
                 else ""
             )

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from crdharness.gate import concurrency, diff, subjects
 from crdharness.gate.api import call
-from crdharness.gate.checks import upgrade_screen
+from crdharness.gate.checks import upgrade_fresh, upgrade_screen
 from crdharness.gate.checks.upgrade_objects import WEBHOOKS_OWN, Written, declared_first, finding
 from crdharness.gate.checks.upgrade_writes import (
     TOUCHED,
@@ -245,6 +245,8 @@ def _check_unchanged_by_writes(
                 f"{', '.join(sorted({d.path for d in found}))} through the webhook (read at "
                 f"{at}); round-trip reports the webhook's losses"
             )
+        elif found and (new := _lost_by_new_object(ctx, release, obj, version, at, before, found)):
+            result.details.append(new)
         elif found:
             finding(
                 ctx,
@@ -262,6 +264,25 @@ def _check_unchanged_by_writes(
             )
             result.objects.append((f"{obj.label} at {at} before the writes", before))
             result.objects.append((f"{obj.label} at {at} after the writes at {version}", got.body))
+
+
+def _lost_by_new_object(
+    ctx: GateContext, release: Release, obj: Written, version: str, at: str, before, found
+) -> str | None:
+    """At a version the release before did not serve, a loss a new object shows through
+    the same write under this release too: round-trip's finding, noted here
+    (``upgrade_fresh``)."""
+    if not upgrade_fresh.new_version(ctx, release, obj.crd, version):
+        return None
+    evidence = upgrade_fresh.lost_by_new_object(ctx, release, obj.crd, version, at, before, found)
+    if evidence is None:
+        return None
+    paths = ", ".join(dict.fromkeys(d.path for d in found))
+    return (
+        f"{WEBHOOKS_OWN}: {obj.label} written again at {version} (not served by release "
+        f"{release.index}) loses {paths} (read at {at}), and so does a new object under release "
+        f"{release.index + 1} ({evidence[:300]}); round-trip reports the webhook's losses"
+    )
 
 
 def _how(ctx: GateContext, release: Release, crd: str) -> str:

@@ -1,0 +1,62 @@
+"""Part of check *upgrade*: whether a loss an old object shows when written again at a
+version the release before did not serve is this upgrade's doing at all. There is no same
+write under the old release to compare with (the version is new), so the same write is made
+on a **new** object under the candidate: a round trip between the version read and the new
+one (``object_round_trip``). If a new object loses the same paths, the loss is the
+candidate's webhook's, whatever the upgrade did, and *round-trip* reports it (it runs every
+pair of the candidate's versions, with objects built to hold every path): one finding, one
+place. Before this, a release that only added a version through a lossy webhook failed
+*upgrade* for round-trip's finding too (seen on prometheus-operator v0.57.0)."""
+
+from __future__ import annotations
+
+import threading
+
+from crdharness.gate import diff
+from crdharness.gate.api import ensure_namespace
+from crdharness.gate.checks import object_round_trip
+from crdharness.gate.checks.object_round_trip import PairRecord
+from crdharness.gate.evidence import objects
+from crdharness.gate.given.manifests import Release
+from crdharness.gate.run.context import ROUND_TRIP_NS, GateContext
+
+_lock = threading.Lock()  # objects are written again many at once (``concurrency``)
+
+
+def new_version(ctx: GateContext, release: Release, crd: str, version: str) -> bool:
+    """``version`` is one the candidate ``release`` serves and the release before it did
+    not: its writes have no baseline. Only for the candidate, where *round-trip* runs (an
+    earlier transition's loss would be reported nowhere else)."""
+    if release is not ctx.candidate or release.index == 0:
+        return False
+    return version not in ctx.releases[release.index - 1].served(crd)
+
+
+def lost_by_new_object(
+    ctx: GateContext, release: Release, crd: str, version: str, at: str, old: dict, lost: list
+) -> str | None:
+    """The round trip of a new object like ``old`` (as read at ``at``) through ``version``,
+    under the candidate: its failure's evidence when it loses every path of ``lost`` too,
+    else None (the loss is the upgrade's finding)."""
+    a = at if at != version else release.storage(crd)
+    if a == version:
+        return None  # written and read at the storage version: no conversion to blame
+    paths = frozenset(diff.schema_path(d.path) for d in lost)
+    key = (crd, a, version, paths)
+    with _lock:
+        if key in ctx.fresh_losses:
+            return ctx.fresh_losses[key]
+    manifest, entry = release.crds[crd], release.entry(crd, a)
+    if ctx.resource(crd).namespaced:
+        ensure_namespace(ctx.cluster, ROUND_TRIP_NS)
+    body = objects.sample_body(diff.comparable(old))
+    failure = object_round_trip.run(
+        ctx, manifest, entry, a, version, body, PairRecord(), release=release
+    )
+    same = failure is not None and all(
+        any(diff.at_or_under(p, q) for q in failure.paths) for p in paths
+    )
+    evidence = failure.evidence if same and failure is not None else None
+    with _lock:
+        ctx.fresh_losses[key] = evidence
+    return evidence
