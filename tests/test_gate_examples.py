@@ -838,6 +838,19 @@ def test_a_release_adding_a_version_through_a_lossy_webhook_fails_round_trip_onl
     assert noted and all("spec.colour" in d and "so does a new object" in d for d in noted)
 
 
+def test_a_webhook_answering_a_value_the_schema_refuses_fails_convertibility(tmp_path):
+    # retentionDays: 0 (a Go int without omitempty) passes every update of the object, which
+    # ratcheting lets through; a re-create of the object as read, as a restore would, is
+    # refused. No data is lost, so round-trip passes.
+    code, report, output = gate(tmp_path, "backup-webhook/gate-zero-retention.yaml")
+    assert code == 1, output[-3000:]
+    pairs = {"backups.gate.example.com v1->v1alpha1", "backups.gate.example.com v1alpha1->v1"}
+    assert failed(report) == {f"convertibility[{pair}]" for pair in pairs}
+    for pair in pairs:
+        evidence = checks(report)[f"convertibility[{pair}]"]["evidence"]
+        assert "created again" in evidence and "spec.retentionDays: Invalid value: 0" in evidence
+
+
 GREENHOUSE = "greenhouses.greenhouse.gate.example.com"
 GREENHOUSE_PAIRS = {
     f"round-trip[{GREENHOUSE} v1->v1alpha1]",

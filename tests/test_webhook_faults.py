@@ -191,6 +191,21 @@ def test_drop_field_with_a_version_drops_only_in_answers_converting_to_it():
     assert record["faults"] == ["drop-field=v1:port", "drop-field=v1beta1:host"]
 
 
+def test_fill_field_answers_an_absent_field_with_a_value():
+    specs = ("fill-field=metadata.finalizers=null", "fill-field=port=0", "fill-field=spec.tags=[]")
+    _, payload, record = answer_with(*specs)
+    converted = objects(payload)
+    assert all(o["metadata"]["finalizers"] is None for o in converted), converted
+    assert all(o["port"] not in (0, None) for o in converted)  # present: left as it is
+    assert all("spec" not in o for o in converted)  # no parent: nothing made up
+    assert record["faults"] == list(specs)
+
+
+def test_fill_field_needs_a_json_value():
+    with pytest.raises(faults.UnknownFault, match="JSON value"):
+        faults.Faults.parse(["fill-field=spec.size=nothing"])
+
+
 def test_drop_field_needs_a_path():
     with pytest.raises(faults.UnknownFault):
         faults.Faults.parse(["drop-field="])

@@ -9,6 +9,8 @@ the webhook to check that the suite notices) or, when the server runs with
 
 from __future__ import annotations
 
+import copy
+import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -189,6 +191,7 @@ NAMES = (
     "delay=<seconds>",
     "drop-field=[<version>:]<path>",
     "swap-fields=<path>+<path>",
+    "fill-field=<path>=<json>",
 )
 
 
@@ -209,6 +212,16 @@ def _drop(obj: dict, path: str) -> None:
     for node in nodes if isinstance(nodes, list) else []:
         if isinstance(node, dict):
             _drop(node, rest)
+
+
+def _fill(obj: dict, path: str, value: object) -> None:
+    """``a.b.c`` answered as ``value`` where ``a.b`` exists without ``c``."""
+    *parents, last = path.split(".")
+    node: object = obj
+    for part in parents:
+        node = node.get(part) if isinstance(node, dict) else None
+    if isinstance(node, dict) and last not in node:
+        node[last] = copy.deepcopy(value)
 
 
 def _swap(obj: dict, first: str, second: str) -> None:
@@ -247,6 +260,9 @@ class Faults:
     # to it (a converter that forgets a field one way only: lost on the way back alone).
     dropped: list[str] = field(default_factory=list)
     swapped: list[tuple[str, str]] = field(default_factory=list)  # swap-fields=<a>+<b>
+    # fill-field=<path>=<json>, repeatable: the field answered with the value where the object
+    # has none, as a Go field without omitempty answers its zero value (0, "", null).
+    filled: list[tuple[str, object]] = field(default_factory=list)
 
     @classmethod
     def parse(cls, specs: list[str]) -> Faults:
@@ -259,6 +275,14 @@ class Faults:
                 faults.http_status = HTTP_FAULTS[name]
             elif name == "drop-field" and value:
                 faults.dropped.append(value)
+            elif name == "fill-field" and "=" in value:
+                path, _, given = value.partition("=")
+                try:
+                    faults.filled.append((path, json.loads(given)))
+                except ValueError:
+                    raise UnknownFault(
+                        f"fill-field needs a JSON value, e.g. fill-field=spec.size=0 (got {spec!r})"
+                    ) from None
             elif name == "swap-fields" and value.count("+") == 1:
                 first, second = value.split("+")
                 faults.swapped.append((first, second))
@@ -279,7 +303,14 @@ class Faults:
 
     @property
     def active(self) -> bool:
-        return bool(self.rewrites or self.http_status or self.delay or self.dropped or self.swapped)
+        return bool(
+            self.rewrites
+            or self.http_status
+            or self.delay
+            or self.dropped
+            or self.swapped
+            or self.filled
+        )
 
     def describe(self) -> list[str]:
         names = list(self.rewrites)
@@ -289,12 +320,13 @@ class Faults:
             names.append(f"delay={self.delay:g}")
         names += [f"drop-field={path}" for path in self.dropped]
         names += [f"swap-fields={a}+{b}" for a, b in self.swapped]
+        names += [f"fill-field={path}={json.dumps(value)}" for path, value in self.filled]
         return names
 
     def apply(self, answer: dict, request: dict) -> dict:
         for name in self.rewrites:
             REWRITES[name](answer, request)
-        if self.dropped or self.swapped:  # a rewrite above may have removed the response
+        if self.dropped or self.swapped or self.filled:  # a rewrite may have removed it
             for obj in _objects(answer):
                 for spec in self.dropped:
                     version, _, path = spec.rpartition(":")
@@ -302,4 +334,6 @@ class Faults:
                         _drop(obj, path)
                 for first, second in self.swapped:
                     _swap(obj, first, second)
+                for path, value in self.filled:
+                    _fill(obj, path, value)
         return answer

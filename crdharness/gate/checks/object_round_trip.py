@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 
 from crdharness.gate import diff
 from crdharness.gate.api import Answer, Resource, call
-from crdharness.gate.evidence import coverage, objects, pruning, schemas
+from crdharness.gate.checks import upgrade_writes
+from crdharness.gate.evidence import coverage, names, objects, pruning, schemas
 from crdharness.gate.given.manifests import Release
 from crdharness.gate.results import DataChanged, NotConvertible, RoundTripFailure
 from crdharness.gate.run.context import ROUND_TRIP_NS, GateContext
@@ -170,6 +171,7 @@ def _compare(
     if _version_of(at_b.body) != _version_of(original):
         return _written_meanwhile(seen)
     shown.append((f"read at {b}", _clean(at_b.body)))
+    remade = _created_again(ctx, release, crd, resource, namespace, name, b, at_b.body, shown)
     # A field with the same path and type at both versions means the same at both: a
     # webhook that swaps two fields both ways survives A->B->A, yet every client of B
     # reads wrong values.
@@ -231,7 +233,35 @@ def _compare(
     found = [d for d in _judged(ctx, release, seen, found, crd, a, b) if d.path not in steps.named]
     if found:
         steps.add(f"{a}->{b}->{a} changed {{paths}}", found)
-    return steps.failure(shown)
+    return steps.or_else(remade) if remade is not None else steps.failure(shown)
+
+
+def _created_again(
+    ctx: GateContext, release: Release, crd: str, resource, namespace, name, b, read, shown
+) -> NotConvertible | None:
+    """What was read at B must be writable as read: a restore, a GitOps re-apply or
+    ``kubectl get -o yaml | kubectl apply`` creates or applies it again. An update of the
+    object passes on ratcheting (values it leaves unchanged are not judged again), so only
+    these (as dry runs) show a value the webhook made that B's schema refuses (seen: a Go
+    field without ``omitempty`` answered as ``""`` where the schema says ``minLength: 1``,
+    a nil slice answered as ``receivers: null``). The refusal, as a failure, or None."""
+    path = resource.path(b, namespace, name)
+    rule = names.rule(release.entry(crd, b))
+    refused = upgrade_writes.refused_as_read(ctx.cluster, path, read, rule)
+
+    if not refused:
+        return None
+    lines = [
+        f"{write} at {b} as read there (dry run): {answer.status} "
+        f"{upgrade_writes.as_named(answer.message, read)}"
+        for write, answer in refused
+    ]
+    return NotConvertible(
+        f"an object read at {b} cannot be written as read (a restore, or kubectl get -o yaml "
+        f"| kubectl apply): {lines[0]}",
+        lines,
+        list(shown),
+    )
 
 
 class _Steps:

@@ -129,12 +129,9 @@ def write_again(
     # Always made, even after a refusal above: that refusal may be the earlier release's own
     # hazard, and the re-create is what judges the new schema on unchanged values.
     if content is not None:
-        again = recreated_body(content, names)
         collection = path.rsplit("/", 1)[0]
-        recreated = call(cluster, "POST", f"{collection}?dryRun=All", again)
-        taken = already_exists(content, again, recreated)
-        # An admission webhook with side effects refuses every dry run: that says nothing here.
-        if not recreated.ok and not taken and "dry run" not in recreated.message.lower():
+        again, recreated, taken = recreate_dry_run(cluster, collection, content, names)
+        if recreated is not None:
             alone = not refused  # the object's own writes above all passed
             message = as_named(recreated.message, content)
             refused.append(Refusal(RECREATE, version, recreated.status, message, alone))
@@ -142,6 +139,38 @@ def write_again(
             refusal = _status_written_anew(cluster, collection, again, content["status"])
             if refusal is not None:
                 refused.append(Refusal(RECREATE_STATUS, version, *refusal))
+    return refused
+
+
+def recreate_dry_run(
+    cluster: Cluster, collection: str, content: dict, names: NameRule | None = None
+) -> tuple[dict, Answer | None, bool]:
+    """``content`` (an object as read) created again in ``collection`` as a dry run: (the
+    body sent, the server's refusal or None, whether it answered "already exists" for the
+    object's own name, which comes only after validation accepted the content)."""
+    again = recreated_body(content, names)
+    answer = call(cluster, "POST", f"{collection}?dryRun=All", again)
+    taken = already_exists(content, again, answer)
+    # An admission webhook with side effects refuses every dry run: that says nothing here.
+    if answer.ok or taken or "dry run" in answer.message.lower():
+        return again, None, taken
+    return again, answer, taken
+
+
+def refused_as_read(
+    cluster: Cluster, path: str, content: dict, names: NameRule | None = None
+) -> list[tuple[str, Answer]]:
+    """``content`` (the object at ``path`` as read) written as its clients write what they
+    read, as dry runs: created again, and applied server-side. Each write refused, with the
+    server's answer. An update passes on ratcheting (values it leaves unchanged are not
+    judged again); these two judge every value, as the server decodes them."""
+    refused = []
+    _, recreated, _ = recreate_dry_run(cluster, path.rsplit("/", 1)[0], content, names)
+    if recreated is not None:
+        refused.append(("created again", recreated))
+    applied = apply(cluster, path, _applied(content), MANAGER, dry_run=True)
+    if not applied.ok and "dry run" not in applied.message.lower():
+        refused.append(("applied server-side", applied))
     return refused
 
 
