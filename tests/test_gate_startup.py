@@ -261,6 +261,25 @@ def test_a_release_webhook_for_a_release_that_converts_nothing_is_refused(tmp_pa
     assert len((done.stdout + done.stderr).strip().splitlines()) == 1, done.stdout + done.stderr
 
 
+def test_a_candidate_that_dropped_its_webhook_is_told_to_give_the_earlier_release_its_own(
+    tmp_path,
+):
+    # Release 1 converted through a webhook; the candidate serves one version, strategy None.
+    crd = yaml.safe_load(CRD.read_text())
+    crd["spec"]["conversion"] = {"strategy": "None"}
+    crd["spec"]["versions"] = [v for v in crd["spec"]["versions"] if v["storage"]]
+    (tmp_path / "candidate.yaml").write_text(yaml.safe_dump(crd))
+    gate_file = tmp_path / "gate.yaml"
+    gate_file.write_text(f"crds:\n  - {CRD}\n  - {tmp_path / 'candidate.yaml'}\n")
+    done, _ = run_gate(tmp_path, gate_file)
+    output = done.stdout + done.stderr
+    assert done.returncode == 3, output
+    assert "release 1 (" in done.stderr and "converts through a webhook" in done.stderr, output
+    assert len(output.strip().splitlines()) == 1, output  # before anything starts
+    assert "the candidate needs none" in done.stderr and "webhook: {command:" in done.stderr
+    assert "A webhook per release" in done.stderr, output
+
+
 @pytest.mark.e2e
 def test_a_release_webhook_that_exits_at_start_is_named_and_every_webhook_stopped(tmp_path):
     marker = tmp_path / "top-level-records"  # in the top-level webhook's command line only

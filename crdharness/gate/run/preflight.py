@@ -8,6 +8,9 @@ starts: a run that would silently ignore part of the file is worse than no run.
   started, and ``schemas-vs-strategy`` would blame the project for it.
 - a release's own ``webhook:`` (``crds[i].webhook``) while none of its CRDs converts through
   a webhook: it would never be called.
+- no ``webhook:`` while a release naming none of its own converts through one (or
+  ``admission:`` is given): said with the releases, and, where the candidate itself dropped
+  its webhook, how to give an earlier release its own.
 """
 
 from __future__ import annotations
@@ -34,6 +37,10 @@ def check(config: GateConfig, releases: list[Release], admission: list[dict]) ->
                 f"({release.label}) converts nothing through a webhook (no CRD with strategy "
                 "Webhook, none in its webhook.convert): its webhook would never be called"
             )
+    if config.webhook is None and (
+        admission or any(uses_webhook(r, None) for r in releases if r.webhook is None)
+    ):
+        raise HarnessError(missing_webhook(releases))
     if config.webhook is None or admission:
         return
     if any(uses_webhook(r, config.webhook) for r in releases if r.webhook is None):
@@ -51,6 +58,26 @@ def check(config: GateConfig, releases: list[Release], admission: list[dict]) ->
             "spec.conversion, as controller-gen writes it before kustomize patches it in): "
             "list them under webhook.convert"
         )
+
+
+def missing_webhook(releases: list[Release]) -> str:
+    """What to say when a release converts through a webhook and the gate file names none to
+    run: which releases, and, where the candidate itself needs none (it dropped its webhook),
+    how to give an earlier release its own."""
+    using = [r for r in releases if r.webhook is None and uses_webhook(r, None)]
+    if not using:
+        return "`admission:` is given, but the gate file has no `webhook:` saying how to run it"
+    named = ", ".join(f"release {r.index + 1} ({r.label})" for r in using)
+    line = f"{named} converts through a webhook, but the gate file has no `webhook:` saying "
+    line += "how to run it"
+    if using[-1] is not releases[-1]:  # the candidate converts without one
+        path = using[0].label if ", " not in using[0].label else "..."
+        line += (
+            "; the candidate needs none, so give each release that does its own webhook: "
+            f"`crds: [{{path: {path}, webhook: {{command: ...}}}}, ...]` (README, "
+            '"A webhook per release")'
+        )
+    return line
 
 
 def _declared_anywhere(path: str, releases: list[Release]) -> bool:
