@@ -477,6 +477,25 @@ def test_a_new_default_that_changes_stored_objects_fails_unless_allowed(tmp_path
     assert changes(report) == {("spec.mode", "default added"): "allowed"}
 
 
+def test_a_removed_default_a_value_never_stored_only_noted_unless_strict(tmp_path):
+    # Release 3 takes back release 2's default: objects etcd holds without a mode read as
+    # under release 1 again. Not data lost; a finding only under `strict: true`.
+    code, report, output = gate(tmp_path, "default-removed/gate.yaml")
+    assert code == 1, output[-3000:]
+    assert failed(report) == {"upgrade[release 1->2]"}  # the default added
+    later = checks(report)["upgrade[release 2->3]"]
+    assert "which release 3 removed (never stored: noted, details)" in later["evidence"], later
+    noted = [d for d in later["details"] if "etcd never held" in d]
+    assert noted and all("spec.mode" in d for d in noted), later["details"]
+    assert changes(report)[("spec.mode", "default removed")] == "cleared"
+    assert "never stored it now come without it" in evidence(report, "spec.mode", "default removed")
+    code, report, output = gate(tmp_path / "strict", "default-removed/gate-strict.yaml")
+    assert code == 1, output[-3000:]
+    later = checks(report)["upgrade[release 2->3]"]
+    assert later["status"] == "FAIL" and "etcd never held" in later["evidence"], later
+    assert changes(report)[("spec.mode", "default removed")] == "proven"
+
+
 def test_a_removed_status_subresource_fails_on_a_status_written_through_it(tmp_path):
     code, report, output = gate(tmp_path, "lamps/gate-status-removed.yaml")
     assert code == 1, output[-3000:]

@@ -60,10 +60,10 @@ class Difference:
 
     def describe(self) -> str:
         if self.change == "lost":
-            return f"{self.path}: lost (was {_short(self.before)})"
+            return f"{self.path}: lost (was {short(self.before)})"
         if self.change == "added":
-            return f"{self.path}: appeared ({_short(self.after)})"
-        return f"{self.path}: {_short(self.before)} -> {_short(self.after)}"
+            return f"{self.path}: appeared ({short(self.after)})"
+        return f"{self.path}: {short(self.before)} -> {short(self.after)}"
 
 
 def empty(value) -> bool:
@@ -91,7 +91,7 @@ def zero_or_all_zero(value) -> bool:
     return zero(value)
 
 
-def _short(value, limit: int = 60) -> str:
+def short(value, limit: int = 60) -> str:
     import json
 
     text = json.dumps(value, sort_keys=True)

@@ -23,6 +23,7 @@ from crdharness.gate.checks.upgrade_objects import (  # what other phases use, f
     etcd_snapshot,
 )
 from crdharness.gate.checks.upgrade_reads import (
+    NO_LONGER_DEFAULTED,
     check_listed,
     check_untouched,
     read_again,
@@ -102,6 +103,12 @@ def check(ctx: GateContext, release: Release, written, before, stored_before, ju
                 f"; {hazards} writes release {release.index} already refused are its own "
                 "hazards (see the report)"
                 if hazards
+                else ""
+            )
+            + (
+                f"; {len(undefaulted)} reads of a value only release {release.index}'s default "
+                f"gave, which release {release.index + 1} removed (never stored: noted, details)"
+                if (undefaulted := [d for d in result.details if d.startswith(NO_LONGER_DEFAULTED)])
                 else ""
             )
             + (

@@ -7,6 +7,7 @@ from __future__ import annotations
 from crdharness.gate import diff, subjects
 from crdharness.gate.checks import crd_changes
 from crdharness.gate.checks.upgrade_objects import RECREATES, Written
+from crdharness.gate.checks.upgrade_reads import NO_LONGER_DEFAULTED
 from crdharness.gate.evidence import changes, targeted
 from crdharness.gate.evidence.changes import Change
 from crdharness.gate.given.manifests import Release
@@ -81,8 +82,26 @@ def decide(ctx: GateContext, release: Release, written: list[Written]) -> None:
                     "samples)"
                     if change.kind in targeted.RULE_KINDS
                     else ""
-                ),
+                )
+                + _read_only_by_default(ctx, release, change),
             )
+
+
+def _read_only_by_default(ctx: GateContext, release: Release, change: Change) -> str:
+    """For a default removed: the objects that read its value only through it, noted by
+    ``upgrade_reads`` (never stored), said beside the clearing."""
+    if change.kind != "default removed":
+        return ""
+    result = ctx.result("upgrade", subjects.transition(release.index))
+    noted = [
+        d for d in result.details if d.startswith(NO_LONGER_DEFAULTED) and f" {change.path}" in d
+    ]
+    if not noted:
+        return ""
+    return (
+        f"; {len(noted)} reads of objects that never stored it now come without it (release "
+        f"{release.index}'s default filled it in; noted, not a finding: `strict: true` fails them)"
+    )
 
 
 def _decide_on_the_source(ctx: GateContext, release: Release, change: Change, written) -> None:

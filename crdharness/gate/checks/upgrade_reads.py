@@ -12,6 +12,9 @@ from crdharness.gate.given.manifests import Release
 from crdharness.gate.results import CheckResult
 from crdharness.gate.run.context import GateContext
 
+# A note (no finding): a value an old object read only through a default the release removed.
+NO_LONGER_DEFAULTED = "no longer defaulted on read, never stored (not a finding)"
+
 
 def read_again(
     ctx: GateContext, result: CheckResult, release: Release, obj: Written
@@ -108,7 +111,23 @@ def _judge_read(
             f"{obj.label} at {version}: {d.path} defaulted on read: {d.describe()}",
             paths=[d.path],
         )
-    changed = declared_first(entry, [d for d in found if d not in defaulted])
+    undefaulted = _no_longer_defaulted(ctx, release, obj, version, found, defaulted)
+    for d in undefaulted:
+        line = (
+            f"{obj.crd} {obj.label} (stored under release {release.index}) reads at {version} "
+            f"without {d.path}, which etcd never held: release {release.index}'s default only "
+            f"filled it in on read ({diff.short(d.before)}), and release {release.index + 1} "
+            "removed that default"
+        )
+        if ctx.config.strict:
+            finding(
+                ctx, result, obj, line, f"{obj.label} at {version}: {d.describe()}", paths=[d.path]
+            )
+        else:
+            # The object reads as it was stored, as before that default came: no data lost,
+            # and a client must handle the field absent anyway (objects older than it).
+            result.details.append(f"{NO_LONGER_DEFAULTED}: {line} (a finding with `strict: true`)")
+    changed = declared_first(entry, [d for d in found if d not in defaulted + undefaulted])
     if changed:
         finding(
             ctx,
@@ -122,6 +141,38 @@ def _judge_read(
     if len(obj.findings) > known:
         result.objects.append((f"{obj.label} at {version} before", obj.seen[version]))
         result.objects.append((f"{obj.label} at {version} after", body))
+
+
+def _no_longer_defaulted(
+    ctx: GateContext, release: Release, obj: Written, version: str, found: list, defaulted: list
+) -> list:
+    """The values ``obj`` read at ``version`` only through the earlier release's default,
+    which the new release removed: lost on read, while etcd never held them (read from etcd
+    itself: the gate's own writes may have stored a default, or dropped it)."""
+    etcd = ctx.cluster.etcd
+    earlier = ctx.releases[release.index - 1]
+    candidates = [
+        d for d in found if d not in defaulted and default_removed(earlier, release, obj.crd, d)
+    ]
+    if not candidates or etcd is None:
+        return []  # without etcd a stored value cannot be told from a default: a finding
+    resource = ctx.resource(obj.crd)
+    stored = etcd.custom_resource(resource.group, resource.plural, obj.name, obj.namespace)
+    if stored is None:
+        return []
+    held = stored.json
+    return [d for d in candidates if not schemas.present(held, d.path)]
+
+
+def default_removed(earlier: Release, release: Release, crd: str, d) -> bool:
+    """``d`` is a value lost on read that ``earlier`` filled in by default and ``release``
+    no longer does. The API server defaults what it reads from etcd by the storage version's
+    schema, whichever version is read."""
+    return (
+        d.change == "lost"
+        and schemas.defaulted(earlier.entry(crd, earlier.storage(crd)), d.path)
+        and not schemas.defaulted(release.entry(crd, release.storage(crd)), d.path)
+    )
 
 
 def check_untouched(ctx: GateContext, result, written, before) -> int:

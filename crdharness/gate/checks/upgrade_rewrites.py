@@ -7,14 +7,15 @@ from __future__ import annotations
 
 from crdharness.gate import concurrency, diff, subjects
 from crdharness.gate.api import call
-from crdharness.gate.checks import upgrade_fresh, upgrade_screen
+from crdharness.gate.checks import upgrade_fresh, upgrade_reads, upgrade_screen
 from crdharness.gate.checks.upgrade_objects import WEBHOOKS_OWN, Written, declared_first, finding
+from crdharness.gate.checks.upgrade_reads import NO_LONGER_DEFAULTED
 from crdharness.gate.checks.upgrade_writes import (
     TOUCHED,
     Refusal,
     write_again,
 )
-from crdharness.gate.evidence import names, objects
+from crdharness.gate.evidence import names, objects, schemas
 from crdharness.gate.given.manifests import Release
 from crdharness.gate.results import CheckResult
 from crdharness.gate.run.context import GateContext
@@ -230,6 +231,29 @@ def _check_unchanged_by_writes(
             if ctx.excused(d, version, storage, obj.crd, release) is None
         ]
         found = declared_first(release.version(obj.crd, version) or {}, found)
+        if found and webhooks_own:
+            result.details.append(
+                f"{WEBHOOKS_OWN}: {obj.label} written again at {version} under "
+                f"release {release.index + 1} already loses "
+                f"{', '.join(sorted({d.path for d in found}))} through the webhook (read at "
+                f"{at}); round-trip reports the webhook's losses"
+            )
+            continue
+        masked = [d for d in found if not hazard and _hidden_by_default(ctx, release, obj, d)]
+        for d in masked:
+            line = (
+                f"{obj.crd} {obj.label} written again at {version} loses {d.path} (read at "
+                f"{at}: {d.describe()}); the same write under release {release.index} dropped "
+                f"it from storage too, hidden on read by release {release.index}'s default, "
+                f"which release {release.index + 1} removed"
+            )
+            if ctx.config.strict:
+                finding(ctx, result, obj, line, f"{obj.label}: {line}", paths=[d.path])
+            else:
+                result.details.append(
+                    f"{NO_LONGER_DEFAULTED}: {line} (a finding with `strict: true`)"
+                )
+        found = [d for d in found if d not in masked]
         if found and hazard:
             paths = ", ".join(dict.fromkeys(d.path for d in found))
             hazards.setdefault(
@@ -237,13 +261,6 @@ def _check_unchanged_by_writes(
                 f"release {release.index + 1}: {obj.crd} written again at {version} "
                 f"({_how(ctx, release, obj.crd)}) loses {paths} (read at {at}), under this "
                 "release itself",
-            )
-        elif found and webhooks_own:
-            result.details.append(
-                f"{WEBHOOKS_OWN}: {obj.label} written again at {version} under "
-                f"release {release.index + 1} already loses "
-                f"{', '.join(sorted({d.path for d in found}))} through the webhook (read at "
-                f"{at}); round-trip reports the webhook's losses"
             )
         elif found and (new := _lost_by_new_object(ctx, release, obj, version, at, before, found)):
             result.details.append(new)
@@ -283,6 +300,19 @@ def _lost_by_new_object(
         f"{release.index}) loses {paths} (read at {at}), and so does a new object under release "
         f"{release.index + 1} ({evidence[:300]}); round-trip reports the webhook's losses"
     )
+
+
+def _hidden_by_default(ctx: GateContext, release: Release, obj: Written, d) -> bool:
+    """A value lost by a write under ``release`` that equals the earlier release's default
+    there, a default ``release`` removed: under the earlier release the same write dropped
+    it from storage too, and its default filled it in again on every read."""
+    if release.index == 0:
+        return False
+    earlier = ctx.releases[release.index - 1]
+    if not upgrade_reads.default_removed(earlier, release, obj.crd, d):
+        return False
+    has, value = schemas.default_of(earlier.entry(obj.crd, earlier.storage(obj.crd)), d.path)
+    return has and diff.same(value, d.before)
 
 
 def _how(ctx: GateContext, release: Release, crd: str) -> str:

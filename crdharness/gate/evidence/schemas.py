@@ -88,6 +88,16 @@ def defaulted(version: dict, path: str) -> bool:
     return False
 
 
+def default_of(version: dict, path: str) -> tuple[bool, object]:
+    """(whether the schema gives ``path`` itself a ``default``, that default)."""
+    node = (version.get("schema") or {}).get("openAPIV3Schema") or {}
+    for part in re.findall(r"[^.\[\]]+|\[\d+\]", path):
+        node = (
+            node.get("items") if part.startswith("[") else (node.get("properties") or {}).get(part)
+        ) or {}
+    return ("default" in node, node.get("default"))
+
+
 def present(obj, path: str) -> bool:
     """Whether ``obj`` has a value at ``path``."""
     for part in re.findall(r"[^.\[\]]+|\[\d+\]", path):
