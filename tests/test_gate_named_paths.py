@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from crdharness.gate.diff import named_paths
-from crdharness.gate.reporting.report import failure_block
+from crdharness.gate.reporting.terminal import failure_block
 from crdharness.gate.results import CheckResult
 
 STATUS_WRITE = 'team-a/lab: status update through /status at v1: 422 Tunnel.x "lab" is invalid: '
@@ -37,5 +37,5 @@ def test_a_finding_names_the_paths_it_is_about(text, paths):
 def test_a_failure_block_names_the_field_not_the_status_write():
     result = CheckResult("upgrade", "release 1->2")
     result.fail(STATUS_WRITE + 'data.mode: Unsupported value: "legacy"')
-    lines = failure_block(result, set())
+    lines = failure_block(result, {})
     assert "  paths: data.mode" in lines, lines
