@@ -306,6 +306,10 @@ def test_shown_values_never_include_a_secret_like_one(source, tmp_path):
     assert (artifacts / "junit.xml").is_file() and (artifacts / "report.md").is_file()
     shown = list((artifacts / "objects").glob("*.yaml"))
     assert shown, "the refused object is not under objects/"
+    # Named by the object, and as the cluster holds it: without the gate's own annotations.
+    assert (artifacts / "objects" / "Tunnel_team-a_old-office.upgrade.yaml").is_file(), shown
+    for path in shown:
+        assert "gate.crdharness.io" not in path.read_text(), path
     assert SHOWN in everything, "--show-values showed no value of the cluster's objects"
     for secret in (PASSWORD, ANNOTATED, TOKEN):
         assert secret not in everything, f"{secret} was shown"
