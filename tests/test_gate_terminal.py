@@ -131,3 +131,50 @@ def test_every_failures_paths_are_named_and_no_note_added_beside_them():
     assert terminal.failure_paths(result)[-1] == "status.addresses[].value"
     assert "spec.legacy" not in terminal.failure_paths(result)
     assert "status.phase" not in terminal.failure_paths(result)
+
+
+def test_webhook_conducts_block_names_no_path_the_server_restores():
+    # The check itself: answers the webhook never gave, beside answers whose metadata the
+    # server restores (Go's creationTimestamp: null).
+    from types import SimpleNamespace
+
+    from crdharness.gate.checks import conduct
+    from crdharness.gate.webhook.proxy import Exchange
+
+    def review(uid: str) -> dict:
+        objects = [{"apiVersion": "example.com/v1", "metadata": {"name": "a", "uid": "1"}}]
+        request = {"uid": uid, "desiredAPIVersion": "example.com/v2", "objects": objects}
+        return {
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "ConversionReview",
+            "request": request,
+        }
+
+    back = [
+        {
+            "apiVersion": "example.com/v2",
+            "metadata": {"name": "a", "uid": "1", "creationTimestamp": None},
+        }
+    ]
+    answer = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "ConversionReview",
+        "response": {"uid": "u1", "result": {"status": "Success"}, "convertedObjects": back},
+    }
+    aborted = "('Connection aborted.', RemoteDisconnected('Remote end closed connection'))"
+    exchanges = [
+        Exchange("/convert", review("u1"), 200, answer, 0.01),
+        Exchange("/convert", review("u2"), 0, None, 0.01, error=aborted),
+        Exchange("/convert", review("u3"), 0, None, 0.01, error=aborted),
+    ]
+    result = CheckResult("webhook-conduct", "webhook")
+    ctx = SimpleNamespace(
+        webhook=SimpleNamespace(proxy=SimpleNamespace(exchanges=exchanges)),
+        config=SimpleNamespace(webhook=None),
+        result=lambda check, subject: result,
+    )
+    conduct.run(ctx)  # type: ignore[arg-type]
+    assert result.passed is False and any("creationTimestamp" in d for d in result.details)
+    block = failure_block(result, {})
+    assert "unreachable" in block[1], block
+    assert not any(line.startswith("  paths:") for line in block), block
