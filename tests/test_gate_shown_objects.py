@@ -114,3 +114,15 @@ def test_a_redacted_object_shows_none_of_the_gates_own_either():
     (_, shown), *_ = result.objects
     assert len(shown["metadata"]["managedFields"]) == 1, shown["metadata"]["managedFields"]
     assert "gate.crdharness.io" not in yaml.safe_dump(shown)
+
+
+def test_an_earlier_runs_object_files_do_not_stay_beside_this_runs(tmp_path):
+    failed = CheckResult("upgrade", "release 1->2").fail("team-a/dup: refused")
+    failed.objects = [("team-a/dup as read at v1, refused", _gateway("team-a", "dup"))]
+    report.write(tmp_path, report.Report([failed], "1.37"))
+    other = CheckResult("upgrade", "release 1->2").fail("team-a/web: refused")
+    other.objects = [("team-a/web as read at v1, refused", _gateway("team-a", "web"))]
+    report.write(tmp_path, report.Report([other], "1.37"))
+    assert [p.name for p in (tmp_path / "objects").iterdir()] == ["Gateway_team-a_web.upgrade.yaml"]
+    report.write(tmp_path, report.Report([CheckResult("upgrade", "release 1->2")], "1.37"))
+    assert not (tmp_path / "objects").exists()

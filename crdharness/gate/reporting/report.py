@@ -224,9 +224,14 @@ def write(directory: Path, run: Report) -> Path:
 
 def _write_objects(directory: Path, results: list[CheckResult]) -> None:
     """Every failing object shown, one file each, named by the object (kind, namespace,
-    name) and the check; the check, subject and title in its first line."""
+    name) and the check; the check, subject and title in its first line. An earlier run's
+    files go first: named by object, they would otherwise stay beside this run's."""
+    for earlier in directory.glob("*.yaml") if directory.is_dir() else []:
+        earlier.unlink()
     shown = [(r, title, obj) for r in results for title, obj in r.objects]
     if not shown:
+        if directory.is_dir() and not any(directory.iterdir()):
+            directory.rmdir()
         return
     directory.mkdir(exist_ok=True)
     stems = [
