@@ -28,6 +28,8 @@ STATUS_WRITE = 'team-a/lab: status update through /status at v1: 422 Tunnel.x "l
         ("spec.ports[1].name: Too long: may not be longer than 15", ["spec.ports[1].name"]),
         ("status update through /status at v1: 409 conflict", []),
         ("update with what was read at v1: 422 y -> z", []),
+        ("cannot be read at v1alpha1: Internal error occurred: StorageError", []),
+        ("read back at v2: Invalid value: 3", []),
     ],
 )
 def test_a_finding_names_the_paths_it_is_about(text, paths):
