@@ -78,7 +78,7 @@ def test_a_lossy_converter_fails_and_names_the_path(tmp_path):
     }
     for key in failed(report):
         assert "image" in checks(report)[key]["evidence"]
-    shown = list((tmp_path / "gate" / "objects").glob("round-trip-*.yaml"))
+    shown = list((tmp_path / "gate" / "objects").glob("*.round-trip*.yaml"))
     assert shown, "the failing objects are written as YAML"
     assert any("image:" in path.read_text() for path in shown)
 

@@ -306,6 +306,49 @@ def test_shown_values_never_include_a_secret_like_one(source, tmp_path):
     assert (artifacts / "junit.xml").is_file() and (artifacts / "report.md").is_file()
     shown = list((artifacts / "objects").glob("*.yaml"))
     assert shown, "the refused object is not under objects/"
+    # Named by the object, and as the cluster holds it: without the gate's own annotations.
+    assert (artifacts / "objects" / "Tunnel_team-a_old-office.upgrade.yaml").is_file(), shown
+    for path in shown:
+        assert "gate.crdharness.io" not in path.read_text(), path
     assert SHOWN in everything, "--show-values showed no value of the cluster's objects"
     for secret in (PASSWORD, ANNOTATED, TOKEN):
         assert secret not in everything, f"{secret} was shown"
+
+
+def _with_status(manifest: dict, value: dict) -> dict:
+    """The example's release with a status subresource holding ``addresses[].value``."""
+    for entry in manifest["spec"]["versions"]:
+        entry["subresources"] = {"status": {}}
+        address = {"type": "object", "properties": {"value": {"type": "string", **value}}}
+        entry["schema"]["openAPIV3Schema"]["properties"]["status"] = {
+            "type": "object",
+            "properties": {"addresses": {"type": "array", "items": address}},
+        }
+    return manifest
+
+
+def test_a_status_only_refusal_names_the_status_field_to_fix(source, tmp_path):
+    # The candidate narrows status.addresses[].value: the object's update, re-create and own
+    # status update pass (ratcheting); its status written anew is refused.
+    plane, cluster, _ = source
+    for name, value in (("release-1.yaml", {}), ("release-2.yaml", {"pattern": "^[0-9.]+$"})):
+        manifest = _with_status(yaml.safe_load((EXAMPLE / name).read_text()), value)
+        (tmp_path / name).write_text(yaml.safe_dump(manifest))
+    gate_file = tmp_path / "gate.yaml"
+    gate_file.write_text("crds: [release-1.yaml, release-2.yaml]\ngenerate: 5\n")
+    _apply_crd(cluster, yaml.safe_load((tmp_path / "release-1.yaml").read_text()))
+    _namespace(cluster, "team-b")
+    _create(cluster, "v1beta1", "team-b", "status-bad-ip", {"mode": "direct"})
+    path = f"/apis/{GROUP}/v1beta1/namespaces/team-b/{PLURAL}/status-bad-ip"
+    current = _ok(cluster.http.get(path))
+    current["status"] = {"addresses": [{"value": "pending"}]}
+    _ok(cluster.http.put(f"{path}/status", json=current))
+    reader = _reader(plane, cluster, tmp_path)
+
+    code, report, output = _gate(reader, tmp_path / "gate", gate_file)
+
+    assert code == 1, output[-3000:]
+    line = report["objects_to_fix"].get("team-b/status-bad-ip", "")
+    assert line.startswith("status written to a new copy at v1beta1 refused: 422"), report
+    assert line.endswith("fix status.addresses[0].value"), line
+    assert "  paths: status.addresses[].value" in output, output[-3000:]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from crdharness.gate.diff import named_paths
-from crdharness.gate.reporting.report import failure_block
+from crdharness.gate.reporting.terminal import failure_block
 from crdharness.gate.results import CheckResult
 
 STATUS_WRITE = 'team-a/lab: status update through /status at v1: 422 Tunnel.x "lab" is invalid: '
@@ -28,6 +28,8 @@ STATUS_WRITE = 'team-a/lab: status update through /status at v1: 422 Tunnel.x "l
         ("spec.ports[1].name: Too long: may not be longer than 15", ["spec.ports[1].name"]),
         ("status update through /status at v1: 409 conflict", []),
         ("update with what was read at v1: 422 y -> z", []),
+        ("cannot be read at v1alpha1: Internal error occurred: StorageError", []),
+        ("read back at v2: Invalid value: 3", []),
     ],
 )
 def test_a_finding_names_the_paths_it_is_about(text, paths):
@@ -37,5 +39,5 @@ def test_a_finding_names_the_paths_it_is_about(text, paths):
 def test_a_failure_block_names_the_field_not_the_status_write():
     result = CheckResult("upgrade", "release 1->2")
     result.fail(STATUS_WRITE + 'data.mode: Unsupported value: "legacy"')
-    lines = failure_block(result, set())
+    lines = failure_block(result, {})
     assert "  paths: data.mode" in lines, lines

@@ -4,7 +4,7 @@ evidence only (ratcheting where the same-content update passed)."""
 
 from __future__ import annotations
 
-from crdharness.gate.checks.upgrade_writes import RECREATE, Refusal
+from crdharness.gate.checks.upgrade_writes import RECREATE, RECREATE_STATUS, Refusal
 from crdharness.gate.given.cluster_source import Capture, CapturedObject
 from crdharness.gate.given.manifests import Release
 from crdharness.gate.reporting import operator
@@ -180,3 +180,42 @@ def test_a_re_create_refused_after_refused_writes_claims_no_ratcheting():
     after_others = Refusal(RECREATE, "v1", 422, "invalid", alone=False).line
     assert "pass only because the API server ratchets" in alone
     assert "ratchet" not in after_others
+
+
+def test_a_status_only_refusal_names_the_status_field_to_fix():
+    # The server words a oneOf's cause under `status`, then the path below it; the line
+    # names the field the value is at (as it does for spec), and what is refused.
+    label = "team-b/status-bad-ip"
+    message = (
+        'Tunnel.example.com "gate-recreated-vlf8x" is invalid: [status: Invalid value: "": '
+        '"addresses[0]" must validate one and only one schema (oneOf). Found none valid, '
+        'status: Invalid value: "": "addresses[0].value" must validate at least one schema '
+        '(anyOf), status.addresses[0].value: Invalid value: "pending": addresses[0].value in '
+        'body must be of type ipv4: "pending", <nil>: Invalid value: null: some validation '
+        "rules were not checked because the object was invalid]"
+    )
+    finding = f"{label}: {Refusal(RECREATE_STATUS, 'v1beta1', 422, message).line}"
+    fixes = operator.fix_list({label: [finding]}, {label: {RECREATE_STATUS}})
+    line = fixes[label]
+    assert line.startswith("status written to a new copy at v1beta1 refused: 422 "), line
+    assert line.endswith(
+        " — its status written anew (a controller setting it on a new copy, a restore with "
+        "status) is refused, while its own status update passes only because the API server "
+        "ratchets validation of unchanged values: fix status.addresses[0].value"
+    ), line
+    assert line.count("ratchets") == 1, line
+    refused = {label: {"status update through /status"}}
+    status_update = Refusal("status update through /status", "v1beta1", 422, message).line
+    stuck = operator.fix_list({label: [f"{label}: {status_update}"]}, refused)[label]
+    assert stuck.endswith(
+        "every write of its status is refused, its controller's too: set "
+        "status.addresses[0].value to what the release accepts"
+    ), stuck
+
+
+def test_the_fields_named_are_the_servers_causes_deepest_first_seen():
+    assert operator.refused_fields(
+        'x is invalid: [spec.addresses: Invalid value: "array": must be unique, '
+        'spec.addresses[1].value: Invalid value: "x": bad, spec: Invalid value: "": '
+        '"listeners[0]" must validate]'
+    ) == ["spec.addresses", "spec.addresses[1].value", "spec.listeners[0]"]

@@ -717,7 +717,7 @@ def test_a_pairs_not_proven_names_its_own_refusals_not_the_runs(monkeypatch):
 
 
 def test_a_person_sees_only_what_a_finding_names_of_an_object():
-    from crdharness.gate.reporting.report import relevant
+    from crdharness.gate.reporting.terminal import relevant
 
     obj = {
         "apiVersion": "example.com/v1",
@@ -784,7 +784,7 @@ def test_an_allow_path_is_declared_where_the_schema_has_it_at_any_depth():
 
 
 def test_a_failure_block_says_how_many_paths_it_left_out_and_shows_the_deep_value():
-    from crdharness.gate.reporting import report
+    from crdharness.gate.reporting import terminal
     from crdharness.gate.results import CheckResult
 
     deep = {"a": {"b": {"c": {"d": {"e": {"f": {"flag": True}}}}}}}
@@ -792,11 +792,11 @@ def test_a_failure_block_says_how_many_paths_it_left_out_and_shows_the_deep_valu
     paths = [f"spec.p{i}" for i in range(6)]
     result = CheckResult("round-trip", "k v1->v2", False, "lost " + ", ".join(paths))
     result.objects = [("sent", obj)]
-    block = report.failure_block(result, set())
+    block = terminal.failure_block(result, {})
     assert any(line.endswith("(+1 more)") for line in block), block
-    shown = report.excerpt(
+    shown = terminal.excerpt(
         [f"line {i}" for i in range(5)] + ["      flag: true"] + [f"tail {i}" for i in range(9)],
         ["spec.a.b.c.d.e.f.flag"],
     )
     assert "      flag: true" in shown and shown[0].startswith("… (")
-    assert len([line for line in shown if not line.startswith("…")]) == report.OBJECT_LINES
+    assert len([line for line in shown if not line.startswith("…")]) == terminal.OBJECT_LINES

@@ -166,9 +166,11 @@ NAMED_PATH = re.compile(
     r"(?<![/\w.-])((?:spec|status)(?:(?:\.[A-Za-z0-9_-]+|\[\d*\])+(?![A-Za-z0-9_])|(?=:)))"
 )
 # Any other field (a top-level ``data``, ``metadata.labels``) where it is said as the API
-# server and the gate say it: the path, a colon, then what is wrong with it.
+# server and the gate say it: the path, a colon, then what is wrong with it. Never a version
+# ("cannot be read at v1alpha1: Internal error occurred").
 SAID_PATH = re.compile(
-    r"(?<![/\w.-])([A-Za-z_][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+|\[\d*\])*): (?=Invalid value|"
+    r"(?<![/\w.-])(?!v\d+(?:(?:alpha|beta)\d+)?: )"
+    r"([A-Za-z_][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+|\[\d*\])*): (?=Invalid value|"
     r"Unsupported value|Required value|Duplicate value|Forbidden|Too long|Too many|"
     r"Not found|Internal error|lost \(was|appeared \("
     r'|(?:<value>|"[^"]*"|-?\d[\d.eE+-]*|true|false|null|[\[{][^:]*?[\]}]) -> )'

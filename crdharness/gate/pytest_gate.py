@@ -21,7 +21,7 @@ from crdharness.gate.given import cluster_source, gate_file, manifests
 from crdharness.gate.given.config import GateConfig
 from crdharness.gate.given.manifests import Release
 from crdharness.gate.redaction import Redaction
-from crdharness.gate.reporting import operator, report
+from crdharness.gate.reporting import operator, report, terminal
 from crdharness.gate.run import plan, preflight
 from crdharness.gate.webhook import launch
 from crdharness.gate.webhook.user_webhook import UserWebhook
@@ -284,9 +284,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
     for line in report.table(results, kubernetes, width):
         terminalreporter.write_line(line)
     if not verbose:  # with -v, pytest's own failure sections show everything
-        shown: set[tuple[str, frozenset[str]]] = set()
+        shown: dict[terminal.Shape, str] = {}
         for result in (r for r in report.ordered(results) if r.passed is False):
-            block = report.failure_block(result, shown)
+            block = terminal.failure_block(result, shown)
             if len(block) > 1:  # a whole block stands apart; a repeat is one line
                 terminalreporter.write_line("")
             for line in block:

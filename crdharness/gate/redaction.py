@@ -13,6 +13,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
+from crdharness.gate.reporting.shown import as_shown
 from crdharness.gate.results import CheckResult
 
 # A field holds a secret when the last word of its name says so (``password``,
@@ -122,12 +123,15 @@ class Redaction:
         """``result`` made safe to show, in place (again and again: it is idempotent)."""
         result.evidence = self.text(result.evidence)
         result.details = [self.text(line) for line in result.details]
+        result.failed = [self.text(line) for line in result.failed]
         result.allowed = [self.text(line) for line in result.allowed]
         result.normalised = [self.text(line) for line in result.normalised]
         result.pruned = [self.text(line) for line in result.pruned]
         result.objects = [(self.text(title), self._shown(obj)) for title, obj in result.objects]
 
     def _shown(self, obj: dict) -> dict:
+        # The gate's own traces first: redacted, its apply entries' manager is no longer known.
+        obj = as_shown(obj)
         metadata = obj.get("metadata") if isinstance(obj, dict) else None
         shown = self.obj(obj)
         if isinstance(metadata, dict) and isinstance(shown, dict):

@@ -75,6 +75,9 @@ class CheckResult:
     counts: dict[str, float] = field(default_factory=dict)  # objects, reviews, ms, s
     found: list[Found] = field(default_factory=list)  # its failures with their forms
     unexplained: bool = False  # a failure no ``found`` entry stands for: never debt
+    # The lines ``fail`` was given (headlines and their details): what the failures say,
+    # apart from notes a check adds to ``details`` (latency, what the server restores).
+    failed: list[str] = field(default_factory=list)
     coverage: dict = field(default_factory=dict)  # schema path coverage (round trips)
 
     @property
@@ -90,13 +93,16 @@ class CheckResult:
         self.details += list(details)
         self.found += list(found)
         self.unexplained |= not found
+        self.failed += [evidence, *details]
         return self
 
     def add(self, other: CheckResult) -> None:
         """What ``other`` found (one object's part of this check, judged beside others'),
         added as if found here: the first failure stays the headline."""
         if other.passed is False:
+            said = len(self.failed)
             self.fail(other.evidence, *other.details, found=other.found)
+            self.failed[said:] = other.failed or [other.evidence]  # not the notes it holds
             self.unexplained |= other.unexplained
         else:  # notes that are no finding (what an earlier release or the webhook did)
             self.details += [line for line in other.details if line not in self.details]
@@ -135,8 +141,10 @@ class CheckResult:
             lines.append(f"... and {len(self.details) - 20} more (see the gate report)")
         import yaml
 
+        from crdharness.gate.reporting.shown import as_shown
+
         for title, obj in self.objects[:3]:
-            lines += [f"--- {title}", yaml.safe_dump(obj, sort_keys=False).rstrip()]
+            lines += [f"--- {title}", yaml.safe_dump(as_shown(obj), sort_keys=False).rstrip()]
         return "\n".join(lines)
 
 

@@ -124,6 +124,7 @@ def _rebuild(
     """``result`` as its ``remaining`` failures alone make it, saying what it owes."""
     note = f"release {release}'s debt, not a finding: " + "; ".join(_paths(d.form) for d in debts)
     result.passed, result.evidence, result.details, result.found = True, "", [], []
+    result.failed = []
     result.objects = []
     for found in remaining:
         result.fail(found.evidence, *found.details, found=[found])

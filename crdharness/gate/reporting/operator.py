@@ -24,6 +24,7 @@ from crdharness.gate.results import CheckResult
 
 MOST_OBJECTS_LISTED = 20
 RATCHETED = " — the writes above pass only because"
+STATUS_RATCHETED = " — the object's own status update passes only because"
 STALE_ADVICE = " (the object's metadata.managedFields"
 # Objects the gate makes up: its history's (r2-v1-3, t1-v1beta1-4 in gate-history), round
 # trips' (rt-v1-v2-5), deprecation and expectation probes, re-created copies.
@@ -35,12 +36,13 @@ LINE = 600  # characters of one server message shown per object (it names the ba
 WRITES = 200  # characters naming the writes refused, before the message
 HEADLINE_ORDER = ("migration", "install", "upgrade")  # what decides the first line
 UPDATE = "update with what was read"
+STATUS_UPDATE = "status update through /status"
 # How the fix list names each write (upgrade_writes' names are for the report).
 SHORT = {
     UPDATE: "update",
     "update with a changed annotation": "annotation update",
     "server-side apply of the same content": "server-side apply",
-    "status update through /status": "status update",
+    STATUS_UPDATE: "status update",
     RECREATE: "re-create",
     RECREATE_STATUS: "status written to a new copy",
 }
@@ -229,6 +231,7 @@ def _object_line(label: str, findings: list[str]) -> tuple[str, list[str], bool]
     stale = False
     for finding in findings:
         text = finding.removeprefix(f"{label}: ").split(RATCHETED)[0].split(STALE_ADVICE)[0]
+        text = text.split(STATUS_RATCHETED)[0]  # the advice says it, once
         # The server names the gate's copy; the operator knows the object by its name.
         text = GENERATED.sub(f'"{label.rpartition("/")[2]}"', text)
         stale = stale or STALE_MANAGED_FIELDS in text
@@ -245,8 +248,33 @@ def _object_line(label: str, findings: list[str]) -> tuple[str, list[str], bool]
         versions = ", ".join(dict.fromkeys(v for _, v in writes))
         said.append(f"{_short(f'{names} at {versions}', WRITES)} refused: {_short(message)}")
     said += [_short(t) for t in others]
-    paths = list(dict.fromkeys(p for t in [*refused, *others] for p in diff.named_paths(t)))
+    paths = list(dict.fromkeys(p for t in [*refused, *others] for p in refused_fields(t)))
     return "; ".join(said), paths, stale
+
+
+# A cause the API server words as a field, then a path below it in quotes (a oneOf or anyOf
+# of the schema, a CEL rule's fieldPath): `status: Invalid value: "": "addresses[0].value"
+# must validate at least one schema (anyOf)`.
+_FIELD = r"[A-Za-z_][\w-]*(?:\.[\w-]+|\[\d*\])*"
+BELOW = re.compile(rf'(?<![/\w.-])({_FIELD}): Invalid value: "[^"]*": "({_FIELD})" ')
+
+
+def refused_fields(message: str) -> list[str]:
+    """The fields a server's message (its 422 causes) names, spec's or status' or any
+    other: ``status.addresses[0].value``, not also the ``status`` (or ``status.addresses[0]``)
+    a oneOf's cause is worded under, where a deeper path says where the value is."""
+    named = diff.named_paths(message)
+    below = [(m.group(1), f"{m.group(1)}.{m.group(2)}") for m in BELOW.finditer(message)]
+    named += [path for _, path in below]
+    wrappers = {p for pair in below for p in pair} | {
+        p for p in named if not re.search(r"[.\[]", p)
+    }
+    return [
+        path
+        for path in dict.fromkeys(named)
+        if path not in wrappers
+        or not any(other != path and diff.at_or_under(other, path) for other in named)
+    ]
 
 
 def _advice(paths: list[str], refused: set[str] | None) -> str:
@@ -265,5 +293,17 @@ def _advice(paths: list[str], refused: set[str] | None) -> str:
             f" — updates that leave {fields} unchanged still pass (the API server "
             "ratchets validation of unchanged values), but a write that changes them and "
             f"every re-create (a restore, a GitOps re-apply) are refused: fix {fields}"
+        )
+    status = ", ".join([p for p in paths if diff.at_or_under(p, "status")][:5]) or fields
+    if STATUS_UPDATE in refused:
+        return (
+            f" — every write of its status is refused, its controller's too: set {status} to "
+            "what the release accepts"
+        )
+    if RECREATE_STATUS in refused:
+        return (
+            " — its status written anew (a controller setting it on a new copy, a restore "
+            "with status) is refused, while its own status update passes only because the API "
+            f"server ratchets validation of unchanged values: fix {status}"
         )
     return ""

@@ -4,7 +4,6 @@ failing object as YAML (JUnit comes from pytest itself)."""
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -12,6 +11,7 @@ import yaml
 
 from crdharness.gate.evidence.changes import Change
 from crdharness.gate.given.config import Acceptance
+from crdharness.gate.reporting.shown import as_shown, file_names, object_stem
 from crdharness.gate.results import CheckResult, Debt
 from crdharness.gate.subjects import CHECKS
 
@@ -21,8 +21,6 @@ def ordered(results: list[CheckResult]) -> list[CheckResult]:
 
 
 TERMINAL_EVIDENCE = 160  # characters of evidence per table row in the terminal
-OBJECT_LINES = 8  # lines of one object shown per failure in the terminal
-PATHS_SHOWN = 5  # paths named per failure in the terminal (report.md names them all)
 
 
 def table(results: list[CheckResult], kubernetes: str, cut: int | None = None) -> list[str]:
@@ -43,91 +41,6 @@ def table(results: list[CheckResult], kubernetes: str, cut: int | None = None) -
 
 def _cut(text: str, width: int | None) -> str:
     return text if width is None or len(text) <= width else text[: width - 1] + "…"
-
-
-def failure_block(result: CheckResult, shown: set[tuple[str, frozenset[str]]]) -> list[str]:
-    """What a person reads of one failure in the terminal: the check and subject, the
-    one-line cause, the paths it names, and the first object's relevant lines only. A
-    failure of the same check on the same paths as one in ``shown`` is one line."""
-    import itertools
-
-    from crdharness.gate import diff
-
-    lines = [f"FAIL {result.check} [{result.subject}]", f"  {_cut(result.evidence, 300)}"]
-    paths = list(
-        dict.fromkeys(
-            diff.schema_path(p)
-            for text in itertools.chain([result.evidence], result.details[:5])
-            for p in diff.named_paths(text)
-        )
-    )
-    kind = (result.check, frozenset(paths))
-    if paths and kind in shown:
-        return [f"FAIL {result.check} [{result.subject}]: the same paths as above"]
-    shown.add(kind)
-    if paths:
-        more = f" (+{len(paths) - PATHS_SHOWN} more)" if len(paths) > PATHS_SHOWN else ""
-        lines.append(f"  paths: {', '.join(paths[:PATHS_SHOWN])}{more}")
-    for title, obj in result.objects[:1]:
-        yaml_lines = yaml.safe_dump(relevant(obj, paths), sort_keys=False).splitlines()
-        lines.append(f"  {title}:")
-        lines += [f"    {line}" for line in excerpt(yaml_lines, paths)]
-    return lines
-
-
-def excerpt(yaml_lines: list[str], paths: list[str]) -> list[str]:
-    """At most ``OBJECT_LINES`` lines of an object's YAML, around the first named path's
-    field (a deep value would fall past the first lines), saying what is left out."""
-    if len(yaml_lines) <= OBJECT_LINES:
-        return yaml_lines
-    leaf = re.split(r"[.\[]", paths[0].replace("[]", ""))[-1] if paths else ""
-    at = next(
-        (
-            i
-            for i, line in enumerate(yaml_lines)
-            if leaf and line.strip(" -").startswith(f"{leaf}:")
-        ),
-        0,
-    )
-    start = max(0, min(at - OBJECT_LINES // 2, len(yaml_lines) - OBJECT_LINES))
-    shown = yaml_lines[start : start + OBJECT_LINES]
-    before = [f"… ({start} lines above in the report)"] if start else []
-    left = len(yaml_lines) - start - len(shown)
-    after = [f"… ({left} more lines in the report)"] if left else []
-    return [*before, *shown, *after]
-
-
-def relevant(obj: dict, paths: list[str]) -> dict:
-    """An object as a person needs it: apiVersion, kind, its name, and the subtrees at
-    ``paths`` (or every field, when none is named), never what only the server writes."""
-    metadata = obj.get("metadata") or {}
-    kept: dict = {k: obj[k] for k in ("apiVersion", "kind") if k in obj}
-    kept["metadata"] = {"name": metadata["name"]} if "name" in metadata else {}
-    fields = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
-    tops = {p.split(".")[0].split("[")[0] for p in paths}
-    if not tops & set(fields):
-        return {**kept, **fields}
-    for top in sorted(tops & set(fields)):
-        below = [p for p in paths if p.split(".")[0].split("[")[0] == top]
-        kept[top] = _project(fields[top], [p[len(top) :].lstrip(".") for p in below])
-    return kept
-
-
-def _project(value, paths: list[str]):
-    """``value`` with only what ``paths`` (relative, schema-spelt) lead to."""
-    if any(p in ("", "[]") or (p.startswith("[]") and not p[2:]) for p in paths):
-        return value
-    if isinstance(value, list):
-        inner = [p[2:].lstrip(".") for p in paths if p.startswith("[]")]
-        return [_project(v, inner) for v in value] if inner else value
-    if not isinstance(value, dict):
-        return value
-    out = {}
-    for key, child in value.items():
-        below = [p[len(key) :].lstrip(".") for p in paths if p.split(".")[0].split("[")[0] == key]
-        if below:
-            out[key] = _project(child, below)
-    return out or value
 
 
 @dataclass
@@ -190,16 +103,8 @@ def write_not_run(directory: Path, cause: str, planned: list[str]) -> Path:
 
 def write(directory: Path, run: Report) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
-    failing_dir = directory / "objects"
     results = ordered(run.results)
-    for result in results:
-        for i, (title, obj) in enumerate(result.objects):
-            failing_dir.mkdir(exist_ok=True)
-            stem = re.sub(r"[^A-Za-z0-9.-]+", "_", f"{result.check}-{result.subject}-{i}")
-            (failing_dir / f"{stem}.yaml").write_text(
-                f"# {result.check} [{result.subject}]: {title}\n"
-                + yaml.safe_dump(obj, sort_keys=False)
-            )
+    _write_objects(directory / "objects", results)
     verdict = run.verdict
     accepted = [(r, a) for r in results if (a := run.acceptance(r)) is not None]
     (directory / "report.json").write_text(
@@ -285,7 +190,7 @@ def write(directory: Path, run: Report) -> Path:
                     f"{title}:",
                     "",
                     "```yaml",
-                    yaml.safe_dump(obj, sort_keys=False).rstrip(),
+                    yaml.safe_dump(as_shown(obj), sort_keys=False).rstrip(),
                     "```",
                 ]
     if run.hazards:
@@ -315,6 +220,28 @@ def write(directory: Path, run: Report) -> Path:
         md += ["", "## Notes", "", *[f"- {n}" for n in run.notes]]
     (directory / "report.md").write_text("\n".join(md) + "\n")
     return directory
+
+
+def _write_objects(directory: Path, results: list[CheckResult]) -> None:
+    """Every failing object shown, one file each, named by the object (kind, namespace,
+    name) and the check; the check, subject and title in its first line. An earlier run's
+    files go first: named by object, they would otherwise stay beside this run's."""
+    for earlier in directory.glob("*.yaml") if directory.is_dir() else []:
+        earlier.unlink()
+    shown = [(r, title, obj) for r in results for title, obj in r.objects]
+    if not shown:
+        if directory.is_dir() and not any(directory.iterdir()):
+            directory.rmdir()
+        return
+    directory.mkdir(exist_ok=True)
+    stems = [
+        f"{object_stem(obj, f'{r.subject}-{i}')}.{r.check}" for i, (r, _, obj) in enumerate(shown)
+    ]
+    for (result, title, obj), name in zip(shown, file_names(stems), strict=True):
+        (directory / name).write_text(
+            f"# {result.check} [{result.subject}]: {title}\n"
+            + yaml.safe_dump(as_shown(obj), sort_keys=False)
+        )
 
 
 def _debt(debts: list[Debt], note: str) -> list[str]:
