@@ -126,3 +126,17 @@ def test_an_earlier_runs_object_files_do_not_stay_beside_this_runs(tmp_path):
     assert [p.name for p in (tmp_path / "objects").iterdir()] == ["Gateway_team-a_web.upgrade.yaml"]
     report.write(tmp_path, report.Report([CheckResult("upgrade", "release 1->2")], "1.37"))
     assert not (tmp_path / "objects").exists()
+
+
+def test_report_md_shows_a_few_objects_briefly_and_objects_keeps_them_whole(tmp_path):
+    # A real CRD's report was a megabyte: every object, each with managedFields' trees.
+    result = CheckResult("upgrade", "release 1->2")
+    result.fail("refused")
+    result.objects = [(f"obj-{i} as read", _gateway("team-a", f"obj-{i}")) for i in range(9)]
+    report.write(tmp_path, report.Report([result], "1.37"))
+    md = (tmp_path / "report.md").read_text()
+    assert md.count("```yaml") == report.MD_OBJECTS
+    assert f"… {9 - report.MD_OBJECTS} more objects: see objects/" in md
+    assert "fieldsV1" not in md and "manager: kubectl" in md  # who wrote it, not the tree
+    whole = yaml.safe_load((tmp_path / "objects" / "Gateway_team-a_obj-8.upgrade.yaml").read_text())
+    assert any("fieldsV1" in e for e in whole["metadata"]["managedFields"])

@@ -11,9 +11,11 @@ import yaml
 
 from crdharness.gate.evidence.changes import Change
 from crdharness.gate.given.config import Acceptance
-from crdharness.gate.reporting.shown import as_shown, file_names, object_stem
+from crdharness.gate.reporting.shown import as_shown, brief, file_names, object_stem
 from crdharness.gate.results import CheckResult, Debt
 from crdharness.gate.subjects import CHECKS
+
+MD_OBJECTS = 6  # objects report.md shows per check (three before/after pairs); objects/ has all
 
 
 def ordered(results: list[CheckResult]) -> list[CheckResult]:
@@ -184,15 +186,17 @@ def write(directory: Path, run: Report) -> Path:
                     "Pruned by the gate's own request (not the webhook's; never findings):",
                     *[f"- {n}" for n in r.pruned[:20]],
                 ]
-            for title, obj in r.objects:
+            for title, obj in r.objects[:MD_OBJECTS]:
                 md += [
                     "",
                     f"{title}:",
                     "",
                     "```yaml",
-                    yaml.safe_dump(as_shown(obj), sort_keys=False).rstrip(),
+                    yaml.safe_dump(brief(as_shown(obj)), sort_keys=False).rstrip(),
                     "```",
                 ]
+            if len(r.objects) > MD_OBJECTS:
+                md += ["", f"… {len(r.objects) - MD_OBJECTS} more objects: see objects/"]
     if run.hazards:
         md += [
             "",

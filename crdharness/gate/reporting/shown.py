@@ -45,6 +45,23 @@ def as_shown(obj):
     return shown
 
 
+def brief(obj):
+    """``obj`` as report.md shows it: each managedFields entry by who wrote it, how, and at
+    which version (what a stale entry's finding needs), without its ``fieldsV1`` tree, which
+    made a real CRD's report a megabyte of repeated blocks. ``objects/`` keeps them whole."""
+    metadata = obj.get("metadata") if isinstance(obj, dict) else None
+    managed = metadata.get("managedFields") if isinstance(metadata, dict) else None
+    if not isinstance(managed, list):
+        return obj
+    entries = [
+        {k: v for k, v in e.items() if k in ("manager", "operation", "apiVersion", "subresource")}
+        if isinstance(e, dict)
+        else e
+        for e in managed
+    ]
+    return {**obj, "metadata": {**metadata, "managedFields": entries}}
+
+
 def _own(key) -> bool:
     return str(key).startswith(OWN_ANNOTATIONS)
 
