@@ -22,10 +22,12 @@ OBJECT_LINES = 8  # lines of one object shown per failure in the terminal
 PATHS_SHOWN = 5  # paths named per failure in the terminal (report.md names them all)
 EVIDENCE = 300  # characters of the headline shown in a block
 # What differs between two failures of one kind: numbers (counts, list indexes, ports),
-# review uids and the names of the objects the gate makes up for itself.
+# review uids, the names of the objects the gate makes up for itself and, where paths are
+# named, the versions (each block's subject names its pair).
 _UID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
 _MADE_UP = re.compile(r"\b(?:gate-recreated-[a-z0-9]+|(?:rt|r\d+|t\d+)-v\d+\w*(?:-v\d+\w*)?-\d+)\b")
 _NUMBER = re.compile(r"\d+")
+_VERSION = re.compile(r"\bv\d+(?:(?:alpha|beta)\d+)?\b")  # the subject names the pair
 
 
 @dataclass(frozen=True)
@@ -60,7 +62,8 @@ def failure_paths(result: CheckResult) -> list[str]:
 def shape(result: CheckResult, paths: list[str]) -> Shape:
     evidence = result.evidence
     if paths:
-        evidence = _NUMBER.sub("N", _MADE_UP.sub("<name>", _UID.sub("<uid>", evidence)))
+        evidence = _MADE_UP.sub("<name>", _UID.sub("<uid>", evidence))
+        evidence = _NUMBER.sub("N", _VERSION.sub("<version>", evidence))
     return Shape(result.check, frozenset(paths), evidence)
 
 
