@@ -195,7 +195,8 @@ def bench_gate(session: nox.Session) -> None:
 def bench_from_cluster(session: nox.Session) -> None:
     """``gate --from-cluster`` on a second local control plane holding 1,000 and 10,000
     objects (every 50th refused by the candidate): wall time, objects per second, and whether
-    exactly the refused ones were named; writes artifacts/bench/from_cluster.json."""
+    exactly the refused ones were named, and the peak memory of the gate's process tree (its
+    Python, kube-apiserver, etcd); writes artifacts/bench/from_cluster.json."""
     _install(session)
     _prepare_binaries(session, for_e2e=False)
     session.run("python", "-m", "benchmarks.from_cluster", *session.posargs)

@@ -20,6 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.peak_memory import PeakMemory
 from benchmarks.source_cluster import EXAMPLE, named_in_answer, seed, source_plane
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,13 +38,17 @@ def one_run(count: int) -> dict:
         command = [sys.executable, "-m", "crdharness", "gate", str(EXAMPLE / "gate.yaml")]
         command += ["--from-cluster", str(plane.kubeconfig), "--artifacts", str(artifacts)]
         started = time.perf_counter()
-        done = subprocess.run(command, capture_output=True, text=True, check=False)
-        wall = time.perf_counter() - started
+        with tempfile.TemporaryFile("w+") as output:
+            process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, text=True)
+            memory = PeakMemory(process.pid)
+            returncode = process.wait()
+            wall = time.perf_counter() - started
+            peaks = memory.stop()
+            output.seek(0)
+            printed = output.read()
         report_file = artifacts / "report.json"
         if not report_file.is_file():
-            raise SystemExit(
-                f"the gate wrote no report (exit {done.returncode}):\n{done.stdout[-3000:]}"
-            )
+            raise SystemExit(f"the gate wrote no report (exit {returncode}):\n{printed[-3000:]}")
         report = json.loads(report_file.read_text())
     named = named_in_answer(report)
     return {
@@ -53,7 +58,8 @@ def one_run(count: int) -> dict:
         "named_exactly_the_refused": named == seeded.refused,
         "missed": sorted(seeded.refused - named)[:10],
         "extra": sorted(named - seeded.refused)[:10],
-        "exit": done.returncode,
+        "exit": returncode,
+        "peak_memory_mib": peaks,
         "wall_seconds": round(wall, 1),
         "objects_per_second": round(count / wall, 1),
         "phases_seconds": report.get("seconds", {}),
