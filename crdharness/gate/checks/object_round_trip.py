@@ -256,11 +256,14 @@ def _created_again(
         f"{upgrade_writes.as_named(answer.message, read)}"
         for write, answer in refused
     ]
+    # The fields the server refused: a change's object is proven only by a refusal of its own.
+    refused_paths = {diff.schema_path(p) for a in refused for p in diff.named_paths(a[1].message)}
     return NotConvertible(
         f"an object read at {b} cannot be written as read (a restore, or kubectl get -o yaml "
         f"| kubectl apply): {lines[0]}",
         lines,
         list(shown),
+        refused_paths,
     )
 
 

@@ -58,7 +58,8 @@ def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
 
     def remember(failure: RoundTripFailure, label: str) -> None:
         _record(ctx, failure, round_trip, convertible, label)
-        ctx.lost_paths.setdefault(name, set()).update(failure.paths)
+        if failure.check == "round-trip":  # a refusal's fields were not lost
+            ctx.lost_paths.setdefault(name, set()).update(failure.paths)
         shown.update(failure.paths if failure.check == "round-trip" else {failure.check})
 
     def attempt(body: dict, sample: bool = False) -> RoundTripFailure | None:
@@ -205,7 +206,10 @@ def _round_trip_holding(
             break
     a, b = change.version.split("->")
     if failure is not None:
-        mine = failure.check == "convertibility" or any(
+        # A convertibility failure naming no field (the object cannot be read or written at
+        # all) is the change's; one naming fields (a write as read refused for them) only
+        # where they are its path, as a loss is.
+        mine = (failure.check == "convertibility" and not failure.paths) or any(
             diff.at_or_under(diff.schema_path(p), change.path) for p in failure.paths
         )
         change.decide(
