@@ -870,6 +870,25 @@ def test_a_webhook_answering_a_value_the_schema_refuses_fails_convertibility(tmp
         assert "created again" in evidence and "spec.retentionDays: Invalid value: 0" in evidence
 
 
+def test_a_write_as_read_refused_is_convertibility_s_even_where_data_is_lost_too(tmp_path):
+    # The same webhook also losing status.conditions: every object's round trip fails for
+    # the loss, and the refusal at B is still convertibility's finding, not a line under it.
+    example = EXAMPLES / "backup-webhook"
+    text = (example / "gate-zero-retention.yaml").read_text()
+    text = text.replace("crd.yaml", str(example / "crd.yaml"))
+    text = text.replace("../backup-history", str(EXAMPLES / "backup-history"))
+    text = text.replace("retentionDays=0", "retentionDays=0 --fault drop-field=status.conditions")
+    (tmp_path / "gate.yaml").write_text(text)
+    code, report, output = gate(tmp_path, str(tmp_path / "gate.yaml"))
+    assert code == 1, output[-3000:]
+    pairs = {"backups.gate.example.com v1->v1alpha1", "backups.gate.example.com v1alpha1->v1"}
+    assert failed(report) == {f"{c}[{p}]" for c in ("round-trip", "convertibility") for p in pairs}
+    for pair in pairs:
+        assert "status.conditions" in checks(report)[f"round-trip[{pair}]"]["evidence"]
+        refused = checks(report)[f"convertibility[{pair}]"]["evidence"]
+        assert "spec.retentionDays: Invalid value: 0" in refused, refused
+
+
 GREENHOUSE = "greenhouses.greenhouse.gate.example.com"
 GREENHOUSE_PAIRS = {
     f"round-trip[{GREENHOUSE} v1->v1alpha1]",

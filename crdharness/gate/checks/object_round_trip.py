@@ -33,6 +33,9 @@ class PairRecord:
     held: set[str] = field(default_factory=set)  # declared leaf paths objects held with data
     stopped: set[str] = field(default_factory=set)  # held only by objects stopped early
     pruned: list[str] = field(default_factory=list)  # the gate's own request's, not the webhook's
+    # Writes as read refused at B for objects whose round trip is reported for data lost:
+    # convertibility's failures too, reported there, not only as a line under round-trip.
+    also: list[NotConvertible] = field(default_factory=list)
 
     def add(self, other: PairRecord) -> None:
         """What ``other`` (one object's round trip, made beside others) saw, added here."""
@@ -42,6 +45,7 @@ class PairRecord:
         self.held |= other.held
         self.stopped |= other.stopped
         self.note_pruned(other.pruned)
+        self.also += other.also
 
     def note_pruned(self, notes: list[str]) -> None:
         self.pruned += [note for note in notes if note not in self.pruned]
@@ -233,7 +237,10 @@ def _compare(
     found = [d for d in _judged(ctx, release, seen, found, crd, a, b) if d.path not in steps.named]
     if found:
         steps.add(f"{a}->{b}->{a} changed {{paths}}", found)
-    return steps.or_else(remade) if remade is not None else steps.failure(shown)
+    changed = steps.failure(shown)
+    if changed is not None and remade is not None:
+        seen.also.append(remade)
+    return changed or remade
 
 
 def _created_again(

@@ -138,15 +138,17 @@ def _pair(
     versions ``a`` and ``b``, and a body that failed so for each."""
     manifest, entry = release.crds[name], release.entry(name, a)
 
-    def round_trip(item: tuple[dict, bool]) -> RoundTripFailure | None:
+    def round_trip(item: tuple[dict, bool]) -> list[RoundTripFailure]:
         body, sample = item
-        return object_round_trip.run(
-            ctx, manifest, entry, a, b, body, PairRecord(), sample, release=release
+        seen = PairRecord()
+        failure = object_round_trip.run(
+            ctx, manifest, entry, a, b, body, seen, sample, release=release
         )
+        return ([failure] if failure is not None else []) + list(seen.also)
 
     failures = concurrency.each(round_trip, bodies, ctx.config.concurrency)
     first: dict[tuple[str, Form], dict] = {}  # one body per form, as the candidate keeps one
-    for failure, (body, _) in zip(failures, bodies, strict=True):
-        if failure is not None:
+    for found, (body, _) in zip(failures, bodies, strict=True):
+        for failure in found:
             first.setdefault((failure.check, round_trips.form(failure)), body)
     return set(first), list(first.values())

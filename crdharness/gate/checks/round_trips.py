@@ -52,15 +52,13 @@ def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
     shown: set[str] = set()  # checks and paths already reported for this pair
 
     def new(failure: RoundTripFailure) -> bool:
-        if failure.check == "convertibility":
-            return "convertibility" not in shown
-        return not failure.paths <= shown
+        return not _kinds(failure) <= shown
 
     def remember(failure: RoundTripFailure, label: str) -> None:
         _record(ctx, failure, round_trip, convertible, label)
         if failure.check == "round-trip":  # a refusal's fields were not lost
             ctx.lost_paths.setdefault(name, set()).update(failure.paths)
-        shown.update(failure.paths if failure.check == "round-trip" else {failure.check})
+        shown.update(_kinds(failure))
 
     def attempt(body: dict, sample: bool = False) -> RoundTripFailure | None:
         return object_round_trip.run(ctx, manifest, entry, a, b, body, seen, sample)
@@ -126,6 +124,9 @@ def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
             remember(failure, "minimal object (shrunk)")
             shrunk.update(_kinds(failure))
         ctx.found.setdefault((name, a), []).append(failure.body)
+    for failure in seen.also:  # refused at B, on objects round-trip reports for data lost
+        if new(failure):
+            remember(failure, "object (its data lost too: see round-trip)")
     for result in (round_trip, convertible):
         result.counts = dict(seen.counts)
     round_trip.allowed, round_trip.normalised = seen.allowed, seen.normalised
@@ -209,8 +210,13 @@ def _round_trip_holding(
         # A convertibility failure naming no field (the object cannot be read or written at
         # all) is the change's; one naming fields (a write as read refused for them) only
         # where they are its path, as a loss is.
+        # A loss of the path's parent (a whole list lost) loses the path too.
         mine = (failure.check == "convertibility" and not failure.paths) or any(
-            diff.at_or_under(diff.schema_path(p), change.path) for p in failure.paths
+            diff.at_or_under(diff.schema_path(p), change.path)
+            or (
+                failure.check == "round-trip" and diff.at_or_under(change.path, diff.schema_path(p))
+            )
+            for p in failure.paths
         )
         change.decide(
             changes.PROVEN if mine else changes.NOT_PROVEN,
@@ -346,10 +352,14 @@ def _record(
 
 def form(failure: RoundTripFailure) -> Form:
     """A round trip's failure as ``checks.debt`` knows it again: the schema paths it
-    changed; a convertibility failure names none (its version pair is its subject)."""
-    return Form(failure.paths if failure.check == "round-trip" else frozenset())
+    changed, or the fields a write as read was refused for; a convertibility failure that
+    names none (the object cannot be read or written at all) is known by its pair alone."""
+    return Form(failure.paths)
 
 
 def _kinds(failure: RoundTripFailure) -> set[str]:
-    """What a failure is, to know it again: the paths a round trip changed, or the check."""
-    return set(failure.paths) if failure.check == "round-trip" else {failure.check}
+    """What a failure is, to know it again: the paths a round trip changed; the fields a
+    convertibility failure names, or the check where it names none."""
+    if failure.check == "round-trip":
+        return set(failure.paths)
+    return {f"{failure.check}:{p}" for p in failure.paths} or {failure.check}
