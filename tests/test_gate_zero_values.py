@@ -209,3 +209,40 @@ def test_a_duration_re_spelt_as_go_writes_it_is_normalised_another_is_a_change()
     assert judged(strict, {"spec": {"every": "1h"}}, {"spec": {"every": "1h0m0s"}}) == {
         "spec.every": None
     }
+
+
+TARGET = {
+    "target": {
+        "type": "object",
+        "properties": {
+            "policy": {"type": "string", "enum": ["Owner", "Orphan"], "default": "Owner"},
+            "name": {"type": "string"},
+            "retries": {"type": "integer"},
+        },
+    }
+}
+
+
+def test_an_object_appearing_with_only_defaults_and_zero_values_is_normalised():
+    # A Go struct without omitempty answers `target: {name: "", retries: 0}`; the API server
+    # fills in policy's default.
+    ctx = context(spec_schema(**TARGET))
+    appeared = {"spec": {"target": {"policy": "Owner", "name": "", "retries": 0}}}
+    kind, note = judged(ctx, {"spec": {}}, appeared)["spec.target"]
+    assert kind == "normalised" and "the schema's defaults" in note
+
+
+def test_an_object_appearing_with_data_or_lost_with_defaults_stays_a_finding():
+    ctx = context(spec_schema(**TARGET))
+    with_data = {"spec": {"target": {"policy": "Orphan"}}}  # not the default: data
+    assert judged(ctx, {"spec": {}}, with_data) == {"spec.target": None}
+    named = {"spec": {"target": {"name": "web"}}}
+    assert judged(ctx, {"spec": {}}, named) == {"spec.target": None}
+    # Written by the user and lost: a Go reader of the absent struct gets "", not "Owner".
+    assert judged(ctx, {"spec": {"target": {"policy": "Owner"}}}, {"spec": {}}) == {
+        "spec.target": None
+    }
+    strict = context(spec_schema(**TARGET), strict=True)
+    assert judged(strict, {"spec": {}}, {"spec": {"target": {"policy": "Owner"}}}) == {
+        "spec.target": None
+    }

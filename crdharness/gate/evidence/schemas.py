@@ -137,6 +137,39 @@ def zero_field(version: dict, path: str) -> str | None:
     return kind
 
 
+def defaults_only(versions: list[dict], path: str, value) -> bool:
+    """Whether ``value`` (an object at ``path``) holds data at all, by the ``versions``'
+    schemas: every leaf is the ``default`` the schema gives it there, or a zero value of a
+    plain field with none (a Go struct without ``omitempty`` answers one for every field,
+    and the API server then fills in the defaults), and there is at least one leaf."""
+    if not isinstance(value, dict):
+        return False
+    found = {leaf: v for leaf, v in _leaves(value, path)}
+    if not found:
+        return False
+    for leaf, v in found.items():
+        if any(default_of(version, leaf) == (True, v) for version in versions):
+            continue
+        kinds = {zero_field(version, leaf) for version in versions} - {None}
+        if not (kinds == {"plain"} and _zero(v)):
+            return False
+    return True
+
+
+def _leaves(value, path: str):
+    if isinstance(value, dict):
+        for key, child in value.items():
+            yield from _leaves(child, f"{path}.{key}" if path else str(key))
+    else:
+        yield path, value  # a list is a leaf here: Go keeps a list's items, never a zero
+
+
+def _zero(value) -> bool:
+    if isinstance(value, bool):
+        return value is False
+    return (isinstance(value, (int, float)) and value == 0) or value == ""
+
+
 def declares(version: dict, path: str) -> bool:
     """Whether ``version``'s schema has a field at ``path``, written concretely or as
     report.md prints paths (``spec.routes[].regex``, a map's key as any name): what an

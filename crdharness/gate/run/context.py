@@ -182,8 +182,9 @@ class GateContext:
         ``allow`` entry; unless ``strict``, ("normalised", note) for a zero value (``false``,
         ``0``, ``""``) read back absent or the reverse, where each version's schema that
         declares the field declares it a plain field with no ``default``, or an empty value
-        likewise (``""`` not where a ``default`` is declared), or a duration re-spelt as Go's
-        ``metav1.Duration`` writes it (``1h`` -> ``1h0m0s``); None when it is a finding."""
+        likewise (``""`` not where a ``default`` is declared), an object that appears holding
+        only zero values and defaults (``schemas.defaults_only``), or a duration re-spelt as
+        Go's ``metav1.Duration`` writes it (``1h`` -> ``1h0m0s``); None when it is a finding."""
         rule = next((r for r in self.config.allow if r.covers(difference.path, a, b)), None)
         if rule is not None:
             return "allowed", f"{difference.path} ({rule.reason})"
@@ -204,6 +205,14 @@ class GateContext:
                 return "normalised", f"{difference.describe()} (zero value)"
         if difference.normalised:
             return "normalised", difference.describe()
+        if difference.change == "added":  # never a loss: a value written is data
+            at = release or self.candidate
+            versions = [at.version(crd, v) or {} for v in {a, b}]
+            if schemas.defaults_only(versions, difference.path, difference.after):
+                return "normalised", (
+                    f"{difference.describe()} (only zero values and the schema's defaults: a "
+                    "Go struct without omitempty, defaulted by the API server)"
+                )
         if difference.change == "changed" and go_durations.respelt(
             difference.before, difference.after
         ):
