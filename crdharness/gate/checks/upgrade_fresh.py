@@ -34,13 +34,13 @@ def new_version(ctx: GateContext, release: Release, crd: str, version: str) -> b
 
 def lost_by_new_object(
     ctx: GateContext, release: Release, crd: str, version: str, at: str, old: dict, lost: list
-) -> str | None:
+) -> tuple[str | None, str]:
     """The round trip of a new object like ``old`` (as read at ``at``) through ``version``,
-    under the candidate: its failure's evidence when it loses every path of ``lost`` too,
-    else None (the loss is the upgrade's finding)."""
+    under the candidate: (its failure's evidence when it loses every path of ``lost`` too,
+    else None: the loss is the upgrade's finding; why it could not excuse it)."""
     a = at if at != version else release.storage(crd)
     if a == version:
-        return None  # written and read at the storage version: no conversion to blame
+        return None, "written and read at the storage version: no conversion to compare"
     paths = frozenset(diff.schema_path(d.path) for d in lost)
     key = (crd, a, version, paths)
     with _lock:
@@ -50,13 +50,33 @@ def lost_by_new_object(
     if ctx.resource(crd).namespaced:
         ensure_namespace(ctx.cluster, ROUND_TRIP_NS)
     body = objects.sample_body(diff.comparable(old))
+    refusals: list = []
     failure = object_round_trip.run(
-        ctx, manifest, entry, a, version, body, PairRecord(), release=release
+        ctx, manifest, entry, a, version, body, PairRecord(), release=release, refusals=refusals
     )
-    same = failure is not None and all(
+    compared: tuple[str | None, str]
+    if failure is not None and all(
         any(diff.at_or_under(p, q) for q in failure.paths) for p in paths
-    )
-    evidence = failure.evidence if same and failure is not None else None
+    ):
+        compared = failure.evidence, ""
+    elif refusals:
+        compared = (
+            None,
+            (
+                f"a new object like it, to compare, was refused under release {release.index + 1} "
+                f"({refusals[0].status} {refusals[0].message[:200]})"
+            ),
+        )
+    elif failure is not None:
+        compared = None, f"a new object like it fails otherwise: {failure.evidence[:200]}"
+    else:
+        compared = (
+            None,
+            (
+                f"a new object like it keeps {', '.join(sorted(paths))} through the same writes "
+                f"under release {release.index + 1}"
+            ),
+        )
     with _lock:
-        ctx.fresh_losses[key] = evidence
-    return evidence
+        ctx.fresh_losses[key] = compared
+    return compared

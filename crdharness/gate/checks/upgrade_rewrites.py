@@ -254,7 +254,9 @@ def _check_unchanged_by_writes(
                     f"{NO_LONGER_DEFAULTED}: {line} (a finding with `strict: true`)"
                 )
         found = [d for d in found if d not in masked]
-        if found and hazard:
+        if not found:
+            continue
+        if hazard:
             paths = ", ".join(dict.fromkeys(d.path for d in found))
             hazards.setdefault(
                 f"{obj.crd}:lost:{version}:{paths}",
@@ -262,9 +264,11 @@ def _check_unchanged_by_writes(
                 f"({_how(ctx, release, obj.crd)}) loses {paths} (read at {at}), under this "
                 "release itself",
             )
-        elif found and (new := _lost_by_new_object(ctx, release, obj, version, at, before, found)):
-            result.details.append(new)
-        elif found:
+            continue
+        compared = _lost_by_new_object(ctx, release, obj, version, at, before, found)
+        if compared[0] is not None:
+            result.details.append(compared[0])
+        else:
             finding(
                 ctx,
                 result,
@@ -272,7 +276,8 @@ def _check_unchanged_by_writes(
                 f"{obj.crd} {obj.label} (stored under release {stored}) lost or changed "
                 f"{', '.join(dict.fromkeys(d.path for d in found))} when written again at "
                 f"{version} "
-                f"with what was read there (read at {at})",
+                f"with what was read there (read at {at})"
+                + (f"; {compared[1]}" if compared[1] else ""),
                 *(
                     f"{obj.label} written again at {version}, read at {at}: {d.describe()}"
                     for d in found
@@ -285,21 +290,24 @@ def _check_unchanged_by_writes(
 
 def _lost_by_new_object(
     ctx: GateContext, release: Release, obj: Written, version: str, at: str, before, found
-) -> str | None:
+) -> tuple[str | None, str]:
     """At a version the release before did not serve, a loss a new object shows through
-    the same write under this release too: round-trip's finding, noted here
+    the same write under this release too: (the note saying it is round-trip's finding, or
+    None; why a new object did not excuse it: said beside the finding)
     (``upgrade_fresh``)."""
     if not upgrade_fresh.new_version(ctx, release, obj.crd, version):
-        return None
-    evidence = upgrade_fresh.lost_by_new_object(ctx, release, obj.crd, version, at, before, found)
+        return None, ""
+    evidence, why_not = upgrade_fresh.lost_by_new_object(
+        ctx, release, obj.crd, version, at, before, found
+    )
     if evidence is None:
-        return None
+        return None, f"{version} is new in release {release.index + 1}, and {why_not}"
     paths = ", ".join(dict.fromkeys(d.path for d in found))
     return (
         f"{WEBHOOKS_OWN}: {obj.label} written again at {version} (not served by release "
         f"{release.index}) loses {paths} (read at {at}), and so does a new object under release "
         f"{release.index + 1} ({evidence[:300]}); round-trip reports the webhook's losses"
-    )
+    ), ""
 
 
 def _hidden_by_default(ctx: GateContext, release: Release, obj: Written, d) -> bool:

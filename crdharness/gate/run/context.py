@@ -74,8 +74,9 @@ class GateContext:
     probes: dict[int, list[Any]] = field(default_factory=dict)  # release -> crd_behaviour's
     pending: dict[int, list[Any]] = field(default_factory=dict)  # release -> singletons' kept
     hazards: dict[str, str] = field(default_factory=dict)  # writes a release itself refuses
-    # (crd, A, B, schema paths) -> a new object's round trip evidence losing them, or None
-    fresh_losses: dict[tuple, str | None] = field(default_factory=dict)
+    # (crd, A, B, schema paths) -> (a new object's round trip evidence losing them, or None;
+    # why not)
+    fresh_losses: dict[tuple, tuple[str | None, str]] = field(default_factory=dict)
     # The release before the candidate, run through the candidate's own checks while the
     # history has it installed (``checks.previous_release``): check:subject -> its failures'
     # forms, for each check and subject it decided; what of the candidate's is its ``debt``.
