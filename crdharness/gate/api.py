@@ -55,12 +55,12 @@ def call(cluster: Cluster, method: str, path: str, body: dict | None = None) -> 
     return _answer(cluster.http.request(method, path, json=body, timeout=REQUEST_TIMEOUT))
 
 
-def apply(cluster: Cluster, path: str, body: dict, manager: str, dry_run: bool = False) -> Answer:
+def apply(cluster: Cluster, path: str, body: dict, manager: str) -> Answer:
     """Server-side apply of ``body`` (as ``kubectl apply --server-side`` sends it)."""
     return _answer(
         cluster.http.request(
             "PATCH",
-            f"{path}?fieldManager={manager}" + ("&dryRun=All" if dry_run else ""),
+            f"{path}?fieldManager={manager}",
             data=yaml_safe_json(body).encode(),
             headers={"Content-Type": "application/apply-patch+yaml"},
             timeout=REQUEST_TIMEOUT,

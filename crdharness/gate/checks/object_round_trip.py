@@ -247,11 +247,11 @@ def _created_again(
     ctx: GateContext, release: Release, crd: str, resource, namespace, name, b, read, shown
 ) -> NotConvertible | None:
     """What was read at B must be writable as read: a restore, a GitOps re-apply or
-    ``kubectl get -o yaml | kubectl apply`` creates or applies it again. An update of the
-    object passes on ratcheting (values it leaves unchanged are not judged again), so only
-    these (as dry runs) show a value the webhook made that B's schema refuses (seen: a Go
-    field without ``omitempty`` answered as ``""`` where the schema says ``minLength: 1``,
-    a nil slice answered as ``receivers: null``). The refusal, as a failure, or None."""
+    ``kubectl get -o yaml | kubectl create`` creates it again. An update of the object passes
+    on ratcheting (values it leaves unchanged are not judged again), so only a re-create (a
+    dry run) shows a value the webhook made that B's schema refuses (seen: a Go field
+    without ``omitempty`` answered as ``""`` where the schema says ``minLength: 1``). The
+    refusal, as a failure, or None."""
     path = resource.path(b, namespace, name)
     rule = names.rule(release.entry(crd, b))
     refused = upgrade_writes.refused_as_read(ctx.cluster, path, read, rule)
@@ -266,8 +266,8 @@ def _created_again(
     # The fields the server refused: a change's object is proven only by a refusal of its own.
     refused_paths = {diff.schema_path(p) for a in refused for p in diff.named_paths(a[1].message)}
     return NotConvertible(
-        f"an object read at {b} cannot be written as read (a restore, or kubectl get -o yaml "
-        f"| kubectl apply): {lines[0]}",
+        f"an object read at {b} cannot be created again as read (a restore, a re-apply, or "
+        f"kubectl get -o yaml | kubectl create): {lines[0]}",
         lines,
         list(shown),
         refused_paths,

@@ -160,18 +160,15 @@ def recreate_dry_run(
 def refused_as_read(
     cluster: Cluster, path: str, content: dict, names: NameRule | None = None
 ) -> list[tuple[str, Answer]]:
-    """``content`` (the object at ``path`` as read) written as its clients write what they
-    read, as dry runs: created again, and applied server-side. Each write refused, with the
+    """``content`` (the object at ``path`` as read) written as a restore or a re-apply
+    writes what was read: created again, as a dry run. The write refused, with the
     server's answer. An update passes on ratcheting (values it leaves unchanged are not
-    judged again); these two judge every value, as the server decodes them."""
-    refused = []
+    judged again); a create judges every value. (A server-side apply of the same content by
+    a new field manager is an update too: in the outside trial it did not refuse the null
+    lists that only a manager which had applied at another version is refused, and it cost
+    the webhook two more reviews per object.)"""
     _, recreated, _ = recreate_dry_run(cluster, path.rsplit("/", 1)[0], content, names)
-    if recreated is not None:
-        refused.append(("created again", recreated))
-    applied = apply(cluster, path, _applied(content), MANAGER, dry_run=True)
-    if not applied.ok and "dry run" not in applied.message.lower():
-        refused.append(("applied server-side", applied))
-    return refused
+    return [("created again", recreated)] if recreated is not None else []
 
 
 def recreated_body(content: dict, names: NameRule | None = None) -> dict:
