@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample, Unsatisfiable
 
-from crdharness.gate import diff
+from crdharness.gate import diff, go_regex
 
 PATTERN_TRIES = 300  # strings drawn from a pattern in search of one the length bounds allow
 
@@ -266,11 +266,11 @@ def _string(node: dict) -> tuple[str | None, str]:
 
 
 def _from_pattern(pattern: str, low: int, high: int) -> tuple[str | None, str]:
-    try:
-        re.compile(pattern)
-    except re.error:
-        return None, f"no string found for pattern {pattern!r} (not a Python regular expression)"
-    strings = st.from_regex(pattern, fullmatch=True)
+    try:  # the API server's RE2 syntax, as Python spells it
+        python = go_regex.compile(pattern).pattern
+    except re.error as exc:
+        return None, f"no string found for pattern {pattern!r} (not translated to Python: {exc})"
+    strings = st.from_regex(python, fullmatch=True)
     try:
         return find(strings, lambda s: max(low, 1) <= len(s) <= high, settings=_FIND), ""
     except (NoSuchExample, Unsatisfiable):
