@@ -61,7 +61,7 @@ def run(
 ) -> RoundTripFailure | None:
     """One object's round trip between ``release``'s versions (default: the candidate's); a
     refusal at creation is counted, and given ``refusals`` also added to it (the caller may
-    try another value)."""
+    try another value), as is the answer of a creation whose conversion failed."""
     release = release or ctx.candidate
     resource = Resource.of(manifest)
     namespace = ROUND_TRIP_NS if resource.namespaced else None
@@ -98,6 +98,10 @@ def _run_named(
         for answer in refusals or []:
             ctx.count_refusal(answer)
     except NotConvertible as failure:
+        if refusals is not None and failure.answer is not None:
+            # The caller may try another value: a webhook that fails on "gate-value" (a Go
+            # duration's field, `type: string` in the schema) may take "1h".
+            refusals.append(failure.answer)
         if sample or not ctx.config.admission:
             return failure
         # The project's admission webhooks run before validation, each on the object

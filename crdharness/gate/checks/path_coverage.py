@@ -14,12 +14,19 @@ from dataclasses import dataclass, field
 from crdharness.gate import concurrency
 from crdharness.gate.api import Answer
 from crdharness.gate.checks.object_round_trip import PairRecord
-from crdharness.gate.evidence import coverage, coverage_objects, objects, rule_literals
+from crdharness.gate.evidence import (
+    coverage,
+    coverage_objects,
+    objects,
+    refusal,
+    rule_literals,
+)
 from crdharness.gate.results import CheckResult, RoundTripFailure
 from crdharness.gate.run.context import GateContext
 
 ALTERNATIVES = 3  # values tried per path whose coverage object the server refused
-RETRIES = 60  # objects per version pair spent on such paths at most
+# objects per version pair spent on such paths beyond the first one each (its own value)
+RETRIES = 60
 SHOWN = 8  # uncovered paths named in a one-line evidence
 
 # (body, refusals to fill) -> a failure, with a record of its own
@@ -61,8 +68,9 @@ def exercise(
     seen: PairRecord,
 ) -> tuple[list[RoundTripFailure], dict[str, str]]:
     """Round-trip the coverage objects of ``entry``'s version (``concurrency`` at once),
-    then retry what the server refused one path at a time; the failures found, in order,
-    and the refused paths with the server's reason."""
+    then retry what the server refused (or failed to convert) one path at a time; the
+    failures found, in order, and the refused paths with who refused them and the server's
+    message."""
     schema = objects.body_schema(entry)
     found: list[RoundTripFailure] = []
     refused: dict[str, str] = {}
@@ -79,27 +87,52 @@ def exercise(
     if not retry:
         return found, refused
     leaves = {leaf.path: leaf for leaf in coverage.leaves(schema)}
-    budget = max(RETRIES // len(retry), 1)
     bases: list[dict | None] = [*samples[:2]] or [None]
     # Built here, on one thread (hypothesis draws the alternatives); written many at once.
-    plans = [_plan(schema, path, leaves[path], bases, budget) for path in retry]
-    tries = concurrency.each(lambda plan: _alone(attempt, plan), plans, ctx.config.concurrency)
-    for path, (records, failures, message, tried) in zip(retry, tries, strict=True):
-        for record in records:
-            seen.add(record)
-        found += failures
+    plans = {path: _plan(schema, path, leaves[path], bases) for path in retry}
+    # First each path's first object (its own value, alone: most paths are refused only
+    # beside another path's value); then the budget, spread over the paths still refused.
+    first = _round(ctx, attempt, {p: plan[:1] for p, (plan, _) in plans.items()}, seen, found)
+    left = [p for p in retry if p not in seen.held and first[p][0]]
+    budget = max(RETRIES // max(len(left), 1), 1)
+    rest = {p: plans[p][0][1 : 1 + budget + plans[p][1]] for p in left}
+    second = _round(ctx, attempt, rest, seen, found)
+    for path in retry:
+        message, tried = first[path]
+        if path in second:
+            message, tried = second[path][0] or message, tried + second[path][1]
         if path not in seen.held and message:
-            refused[path] = f"a rule refused every value tried ({tried} objects): {message[:200]}"
+            refused[path] = refusal.reason(schema, message, tried)
     return found, refused
 
 
+def _round(
+    ctx: GateContext,
+    attempt: Attempt,
+    plans: dict[str, list[dict]],
+    seen: PairRecord,
+    found: list[RoundTripFailure],
+) -> dict[str, tuple[str, int]]:
+    """Each path's objects, one after another until one is not refused (paths many at
+    once); per path, the last refusal's message and how many objects were tried."""
+    paths = list(plans)
+    tries = concurrency.each(lambda p: _alone(attempt, plans[p]), paths, ctx.config.concurrency)
+    out: dict[str, tuple[str, int]] = {}
+    for path, (records, failures, message, tried) in zip(paths, tries, strict=True):
+        for record in records:
+            seen.add(record)
+        found += failures
+        out[path] = (message, tried)
+    return out
+
+
 def _plan(
-    schema: dict, path: str, leaf: coverage.Leaf, bases: list[dict | None], budget: int
-) -> list[dict]:
-    """The objects tried for one path, at most ``budget`` besides those meeting a rule: its
-    first value, then that value with the fields the rules above it select set to what they
-    ask (``rule_literals``, each combination: tried until the server accepts one), then its
-    other values."""
+    schema: dict, path: str, leaf: coverage.Leaf, bases: list[dict | None]
+) -> tuple[list[dict], int]:
+    """The objects tried for one path, in order: its first value, then that value with the
+    fields the rules above it select set to what they ask (``rule_literals``, each
+    combination: tried until the server accepts one), then its other values; and how many
+    meet a rule (they are tried beside the budget)."""
     values = _alternatives(leaf)
     plain = [coverage_objects.single(schema, path, v, base) for v in values for base in bases]
     met = [
@@ -107,7 +140,7 @@ def _plan(
         for assignment in rule_literals.assignments(schema, path)
         for body in plain[: len(bases)]
     ]
-    return (plain[: len(bases)] + met + plain[len(bases) :])[: budget + len(met)]
+    return plain[: len(bases)] + met + plain[len(bases) :], len(met)
 
 
 def _one(attempt: Attempt, body: dict):
@@ -136,16 +169,18 @@ def _alone(attempt: Attempt, plan: list[dict]):
 
 
 def _alternatives(leaf: coverage.Leaf) -> list:
-    """The leaf's own values that hold data, then values drawn from its schema."""
+    """The leaf's own values that hold data, then (a plain string) the texts the Go types
+    behind such a field parse, then values drawn from its schema."""
     own = [v for v in leaf.values if coverage.holds_data(leaf.schema, v)]
+    texts = coverage.go_texts(leaf.schema)
     drawn = [
         v
         for v in objects.drawn_from(objects.strategy(leaf.schema), ALTERNATIVES * 3, 0)
         if coverage.holds_data(leaf.schema, v)
     ]
     values: list = []
-    for v in own + drawn:
-        if v not in values and len(values) < ALTERNATIVES:
+    for v in own + texts + drawn:
+        if v not in values and len(values) < ALTERNATIVES + len(texts):
             values.append(v)
     return values
 

@@ -226,6 +226,22 @@ def values_of(node: dict) -> tuple[list, str]:
     return [{}], ""  # an object declaring no fields: the API server prunes any others
 
 
+# What the Go types behind a plain ``type: string`` field parse (``metav1.Duration``, a
+# number or ``resource.Quantity``, ``metav1.Time``): a webhook decoding the object into them
+# refuses TEXT ("time: invalid duration"), which the API server itself accepts.
+GO_TEXTS = ("1h", "1", "2024-01-02T03:04:05Z")
+
+
+def go_texts(node: dict) -> list[str]:
+    """The ``GO_TEXTS`` a string leaf with no enum, pattern or format allows (its length
+    bounds), to try where a webhook refused its object; none for any other leaf."""
+    plain = node.get("type") == "string" and not node.get("x-kubernetes-int-or-string")
+    if not plain or any(k in node for k in ("enum", "pattern", "format")):
+        return []
+    low, high = node.get("minLength", 0), node.get("maxLength", float("inf"))
+    return [t for t in GO_TEXTS if low <= len(t) <= high]
+
+
 def _numbers(node: dict, integer: bool) -> list:
     """A non-zero number within the bounds (and ``multipleOf``), then 0 if allowed."""
     low, high = float("-inf"), float("inf")
