@@ -13,7 +13,7 @@ from crdharness.gate.api import Answer
 from crdharness.gate.checks import path_coverage
 from crdharness.gate.checks.object_round_trip import PairRecord
 from crdharness.gate.evidence import coverage, coverage_objects, objects, refusal
-from crdharness.gate.results import NotConvertible
+from crdharness.gate.results import DataChanged, NotConvertible
 
 
 def obj(properties: dict, **more) -> dict:
@@ -109,7 +109,7 @@ def test_who_refused_is_read_from_the_servers_message():
     assert refusal.who(SCHEMA, "something else") == "the API server refused"
 
 
-def fake_server(refuse_owner: bool = False):
+def fake_server(refuse_owner: bool = False, lose_owner: bool = False, durations: bool = True):
     """An attempt as ``round_trips`` makes it: the API server checks backend/auth's one
     field (and, if asked, refuses every owner by a CEL rule); the webhook decodes
     ``interval`` as a Go duration; what gets through is held."""
@@ -127,13 +127,18 @@ def fake_server(refuse_owner: bool = False):
                 Answer(422, {"message": 'spec: Invalid value: "object": no owner'}, [], "")
             )
             return None
-        if "interval" in spec and go_durations.parse(spec["interval"]) is None:
+        if durations and "interval" in spec and go_durations.parse(spec["interval"]) is None:
             message = f'{FAILED} "{spec["interval"]}"'
             failure = NotConvertible(f"an object valid at v1 cannot be created: {message}", [], [])
             failure.answer = Answer(500, {"message": message}, [], "")
             refusals.append(failure.answer)
             return failure
-        record.held |= coverage.held(SCHEMA, objects.intent(body))
+        held = coverage.held(SCHEMA, objects.intent(body))
+        if lose_owner and "owner" in spec:  # the round trip stops at the first loss
+            record.held |= {"spec.owner"}
+            record.stopped |= held - {"spec.owner"}
+            return DataChanged("lost spec.owner", [], [], {"spec.owner"})
+        record.held |= held
         return None
 
     return attempt, tried
@@ -162,3 +167,14 @@ def test_a_path_refused_every_time_names_the_rule_and_the_objects_really_tried()
         f"a CEL rule (x-kubernetes-validations) refused all {len(alone)} objects tried; the last:"
     )
     assert len(alone) > 1  # its own value, then the other strings
+
+
+def test_paths_a_round_trip_stopped_short_of_are_tried_again_on_their_own():
+    attempt, tried = fake_server(lose_owner=True, durations=False)
+    seen = PairRecord()
+    found, refused = path_coverage.exercise(CTX, ENTRY, [], attempt, seen)
+    assert any(isinstance(f, DataChanged) for f in found) and refused == {}
+    # The first object's other paths were not judged with it, then each was, alone.
+    assert "spec.interval" in seen.stopped and "spec.interval" in seen.held
+    assert path_coverage.judge(ENTRY, seen.held, refused, seen.stopped).uncovered == {}
+    assert any("owner" not in b["spec"] and "interval" in b["spec"] for b in tried)

@@ -1,7 +1,8 @@
 """Schema path coverage of one version pair's round trips: the coverage objects
 (``coverage_objects``) go through the round trip before any random draw; a path whose
-objects the server refused is tried on its own, with other values, on the user's samples;
-and at the end every declared leaf path of A's schema is either held (with data) by an
+objects the server refused (or the webhook failed to convert), or whose round trip
+stopped at another path's failure, is tried on its own, with other values, on the user's
+samples; and at the end every declared leaf path of A's schema is either held (with data) by an
 object that went through the round trip, or named with why it is not. Below every path,
 a pair that found nothing is "not proven", never a pass.
 """
@@ -68,7 +69,8 @@ def exercise(
     seen: PairRecord,
 ) -> tuple[list[RoundTripFailure], dict[str, str]]:
     """Round-trip the coverage objects of ``entry``'s version (``concurrency`` at once),
-    then retry what the server refused (or failed to convert) one path at a time; the
+    then retry what the server refused (or failed to convert), and what a round trip that
+    failed on another path stopped short of, one path at a time; the
     failures found, in order, and the refused paths with who refused them and the server's
     message."""
     schema = objects.body_schema(entry)
@@ -83,6 +85,9 @@ def exercise(
             found.append(failure)
         if answers:
             retry += [p for p in sorted(coverage.held(schema, body)) if p not in retry]
+        # A round trip that failed on one path stopped before the others were judged: each
+        # of them again on its own (a loss behind the first one shows; the path is held).
+        retry += [p for p in sorted(record.stopped) if p not in retry]
     retry = [p for p in retry if p not in seen.held]
     if not retry:
         return found, refused
