@@ -955,3 +955,20 @@ def test_strategy_none_to_webhook_runs_the_round_trips_under_each_releases_strat
     # Release 1's own round trips ran under None: its debt is knowable (none here).
     assert report["debt_not_evaluated"] == "", report["debt_not_evaluated"]
     assert checks(report)["webhook-conduct[webhook]"]["status"] == "pass"
+
+
+def test_couriers_every_path_is_held_one_carrier_at_a_time_and_past_a_go_duration(tmp_path):
+    # minProperties/maxProperties 1 (one carrier, one auth at a time), an RE2 flag inside a
+    # group, and a plain string the webhook decodes as a Go duration: the webhook's failure
+    # on "gate-value" is a true finding, and "1h" still holds the path.
+    code, report, output = gate(tmp_path, "couriers/gate.yaml")
+    assert code == 1, output[-3000:]
+    assert failed(report) == {
+        "convertibility[couriers.gate.example.com v1alpha1->v1]",
+        "convertibility[couriers.gate.example.com v1->v1alpha1]",
+    }
+    for key in failed(report):
+        assert 'time: invalid duration "gate-value"' in checks(report)[key]["evidence"]
+    for pair in ("v1alpha1->v1", "v1->v1alpha1"):
+        coverage = checks(report)[f"round-trip[couriers.gate.example.com {pair}]"]["coverage"]
+        assert coverage == {"exercised": 8, "declared": 8, "uncovered": {}}, coverage
