@@ -6,7 +6,10 @@ objects tried. A fake API server and webhook answer here; no cluster."""
 
 from __future__ import annotations
 
+import copy
 from types import SimpleNamespace
+
+import pytest
 
 from crdharness.gate import go_durations
 from crdharness.gate.api import Answer
@@ -109,7 +112,9 @@ def test_who_refused_is_read_from_the_servers_message():
     assert refusal.who(SCHEMA, "something else") == "the API server refused"
 
 
-def fake_server(refuse_owner: bool = False, lose_owner: bool = False, durations: bool = True):
+def fake_server(
+    refuse_owner: bool = False, lose_owner: bool = False, durations: bool = True, stored=False
+):
     """An attempt as ``round_trips`` makes it: the API server checks backend/auth's one
     field (and, if asked, refuses every owner by a CEL rule); the webhook decodes
     ``interval`` as a Go duration; what gets through is held."""
@@ -129,6 +134,11 @@ def fake_server(refuse_owner: bool = False, lose_owner: bool = False, durations:
             return None
         if durations and "interval" in spec and go_durations.parse(spec["interval"]) is None:
             message = f'{FAILED} "{spec["interval"]}"'
+            if stored:  # created at the storage version: the read at the other one fails
+                record.stopped |= coverage.held(SCHEMA, objects.intent(body))
+                return NotConvertible(
+                    f"an object valid at v1 cannot be read at v1beta1: {message}", [], []
+                )
             failure = NotConvertible(f"an object valid at v1 cannot be created: {message}", [], [])
             failure.answer = Answer(500, {"message": message}, [], "")
             refusals.append(failure.answer)
@@ -147,8 +157,9 @@ def fake_server(refuse_owner: bool = False, lose_owner: bool = False, durations:
 CTX = SimpleNamespace(config=SimpleNamespace(concurrency=2))
 
 
-def test_a_webhook_failing_on_a_plain_string_gets_go_texts_and_every_path_is_held():
-    attempt, tried = fake_server()
+@pytest.mark.parametrize("stored", [False, True], ids=["on create", "on read"])
+def test_a_webhook_failing_on_a_plain_string_gets_go_texts_and_every_path_is_held(stored):
+    attempt, tried = fake_server(stored=stored)
     seen = PairRecord()
     found, refused = path_coverage.exercise(CTX, ENTRY, [], attempt, seen)
     assert found and all(isinstance(f, NotConvertible) for f in found)  # the finding stays
@@ -178,3 +189,20 @@ def test_paths_a_round_trip_stopped_short_of_are_tried_again_on_their_own():
     assert "spec.interval" in seen.stopped and "spec.interval" in seen.held
     assert path_coverage.judge(ENTRY, seen.held, refused, seen.stopped).uncovered == {}
     assert any("owner" not in b["spec"] and "interval" in b["spec"] for b in tried)
+
+
+def test_a_value_the_webhook_fails_on_every_time_is_named_with_its_message():
+    bounded = copy.deepcopy(ENTRY)  # "1h" and "1" too short; a timestamp is no duration
+    spec = bounded["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    spec["properties"]["interval"]["minLength"] = 5
+    attempt, tried = fake_server(stored=True)
+    seen = PairRecord()
+    _, refused = path_coverage.exercise(CTX, bounded, [], attempt, seen)
+    alone = [b for b in tried if "interval" in b["spec"] and objects.METADATA not in b]
+    assert set(refused) == {"spec.interval"} and len(alone) > 1
+    assert refused["spec.interval"].startswith(
+        f"the conversion webhook failed on all {len(alone)} objects tried; the last: an object"
+    )
+    assert refused["spec.interval"].endswith(
+        'time: invalid duration "' + alone[-1]["spec"]["interval"] + '"'
+    )

@@ -22,7 +22,7 @@ from crdharness.gate.evidence import (
     refusal,
     rule_literals,
 )
-from crdharness.gate.results import CheckResult, RoundTripFailure
+from crdharness.gate.results import CheckResult, NotConvertible, RoundTripFailure
 from crdharness.gate.run.context import GateContext
 
 ALTERNATIVES = 3  # values tried per path whose coverage object the server refused
@@ -157,7 +157,9 @@ def _one(attempt: Attempt, body: dict):
 
 def _alone(attempt: Attempt, plan: list[dict]):
     """One path's objects (its values, each on the user's samples or on the least the
-    schema requires), one after another until the server accepts one."""
+    schema requires), one after another until the server accepts one and the webhook
+    converts it (a webhook failing on one value, a Go type's parse error, may take
+    another)."""
     records: list[PairRecord] = []
     failures: list[RoundTripFailure] = []
     message, tried = "", 0
@@ -167,6 +169,9 @@ def _alone(attempt: Attempt, plan: list[dict]):
         records.append(record)
         if failure is not None:
             failures.append(failure)
+        if isinstance(failure, NotConvertible):
+            message = failure.evidence
+            continue
         if not answers:
             break
         message = answers[-1].message
@@ -194,19 +199,20 @@ def judge(
     entry: dict, held: set[str], refused: dict[str, str], stopped: Set[str] = frozenset()
 ) -> Coverage:
     """Every declared leaf path of ``entry``'s version, and for each one ``held`` lacks,
-    why: the builder's reason, the server's refusal, a round trip that stopped at another
-    path's failure (``stopped``), or none found."""
+    why: the builder's reason, the server's refusal (or the webhook's failure) of every
+    object tried for it alone, a round trip that stopped at another path's failure
+    (``stopped``), or none found."""
     found = Coverage(coverage.declared(objects.body_schema(entry)))
     for leaf in coverage.leaves(objects.body_schema(entry)):
         if leaf.path in held:
             continue
-        if leaf.path in stopped:
+        if leaf.path in refused:
+            why = refused[leaf.path]
+        elif leaf.path in stopped:
             why = (
                 "its objects' round trips stopped at a failure on another path first (fix "
                 "that, or give a sample holding it)"
             )
-        elif leaf.path in refused:
-            why = refused[leaf.path]
         elif leaf.reason:
             why = leaf.reason
         elif not any(coverage.holds_data(leaf.schema, v) for v in leaf.values):

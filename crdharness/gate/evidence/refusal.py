@@ -74,9 +74,17 @@ def who(schema: dict, message: str) -> str:
     return " and ".join(parts) + " refused"
 
 
+def _shortened(message: str) -> str:
+    """The message's start and its end (where a wrapped error says its cause: a storage
+    error ends in the webhook's own words)."""
+    if len(message) <= MESSAGE:
+        return message
+    return f"{message[: MESSAGE // 3]} ... {message[-(MESSAGE * 2 // 3) :]}"
+
+
 def reason(schema: dict, message: str, tried: int) -> str:
     """Why a path is not held: who refused the objects tried for it, how many there were,
     and the server's last message."""
     if tried == 1:
-        return f"{who(schema, message)} the only object tried: {message[:MESSAGE]}"
-    return f"{who(schema, message)} all {tried} objects tried; the last: {message[:MESSAGE]}"
+        return f"{who(schema, message)} the only object tried: {_shortened(message)}"
+    return f"{who(schema, message)} all {tried} objects tried; the last: {_shortened(message)}"
