@@ -113,7 +113,11 @@ def test_who_refused_is_read_from_the_servers_message():
 
 
 def fake_server(
-    refuse_owner: bool = False, lose_owner: bool = False, durations: bool = True, stored=False
+    refuse_owner: bool = False,
+    lose_owner: bool = False,
+    durations: bool = True,
+    stored: bool = False,
+    lose_annotations: bool = False,
 ):
     """An attempt as ``round_trips`` makes it: the API server checks backend/auth's one
     field (and, if asked, refuses every owner by a CEL rule); the webhook decodes
@@ -144,6 +148,9 @@ def fake_server(
             refusals.append(failure.answer)
             return failure
         held = coverage.held(SCHEMA, objects.intent(body))
+        if lose_annotations and body.get(objects.METADATA, {}).get("annotations"):
+            record.stopped |= held
+            return DataChanged("lost metadata.annotations", [], [], {"metadata.annotations"})
         if lose_owner and "owner" in spec:  # the round trip stops at the first loss
             record.held |= {"spec.owner"}
             record.stopped |= held - {"spec.owner"}
@@ -206,3 +213,17 @@ def test_a_value_the_webhook_fails_on_every_time_is_named_with_its_message():
     assert refused["spec.interval"].endswith(
         'time: invalid duration "' + alone[-1]["spec"]["interval"] + '"'
     )
+
+
+def test_a_path_stopped_short_of_is_tried_without_the_samples_fields_first():
+    # The webhook loses every annotation: the coverage objects (labelled and annotated)
+    # and the user's sample stop there; the paths alone, on nothing of the sample, do not.
+    attempt, tried = fake_server(durations=False, lose_annotations=True)
+    sample = objects.sample_body(
+        {"metadata": {"annotations": {"team": "mail"}}, "spec": {"vault": {"backend": {}}}}
+    )
+    seen = PairRecord()
+    found, refused = path_coverage.exercise(CTX, ENTRY, [sample], attempt, seen)
+    assert found and refused == {}
+    assert path_coverage.judge(ENTRY, seen.held, refused, seen.stopped).uncovered == {}
+    assert "team" not in str([b for b in tried if objects.METADATA not in b])

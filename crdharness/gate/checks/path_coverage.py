@@ -79,11 +79,13 @@ def exercise(
     batch = coverage_objects.bodies(entry)
     outcomes = concurrency.each(lambda b: _one(attempt, b), batch, ctx.config.concurrency)
     retry: list[str] = []
+    refused_objects: set[str] = set()  # paths held by an object the server refused
     for body, (failure, record, answers) in zip(batch, outcomes, strict=True):
         seen.add(record)
         if failure is not None:
             found.append(failure)
         if answers:
+            refused_objects |= coverage.held(schema, body)
             retry += [p for p in sorted(coverage.held(schema, body)) if p not in retry]
         # A round trip that failed on one path stopped before the others were judged: each
         # of them again on its own (a loss behind the first one shows; the path is held).
@@ -93,8 +95,14 @@ def exercise(
         return found, refused
     leaves = {leaf.path: leaf for leaf in coverage.leaves(schema)}
     bases: list[dict | None] = [*samples[:2]] or [None]
+    # A path only stopped short of is tried first with nothing of the samples (whose own
+    # fields, or labels and annotations, may be what the webhook loses), then on them.
+    alone: list[dict | None] = [None, *samples[:2]]
     # Built here, on one thread (hypothesis draws the alternatives); written many at once.
-    plans = {path: _plan(schema, path, leaves[path], bases) for path in retry}
+    plans = {
+        path: _plan(schema, path, leaves[path], bases if path in refused_objects else alone)
+        for path in retry
+    }
     # First each path's first object (its own value, alone: most paths are refused only
     # beside another path's value); then the budget, spread over the paths still refused.
     first = _round(ctx, attempt, {p: plan[:1] for p, (plan, _) in plans.items()}, seen, found)
