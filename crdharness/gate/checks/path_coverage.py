@@ -28,6 +28,7 @@ from crdharness.gate.run.context import GateContext
 ALTERNATIVES = 3  # values tried per path whose coverage object the server refused
 # objects per version pair spent on such paths beyond the first one each (its own value)
 RETRIES = 60
+REPACKS = 3  # rounds of objects packed again for the paths a failed round trip stopped short of
 SHOWN = 8  # uncovered paths named in a one-line evidence
 
 # (body, refusals to fill) -> a failure, with a record of its own
@@ -68,11 +69,11 @@ def exercise(
     attempt: Attempt,
     seen: PairRecord,
 ) -> tuple[list[RoundTripFailure], dict[str, str]]:
-    """Round-trip the coverage objects of ``entry``'s version (``concurrency`` at once),
-    then retry what the server refused (or failed to convert), and what a round trip that
-    failed on another path stopped short of, one path at a time; the
-    failures found, in order, and the refused paths with who refused them and the server's
-    message."""
+    """Round-trip the coverage objects of ``entry``'s version (``concurrency`` at once);
+    pack again what a round trip that failed on another path stopped short of; then retry
+    what the server refused (or failed to convert), and what is still not held, one path
+    at a time. The failures found, in order, and the refused paths with who refused them
+    and the server's message."""
     schema = objects.body_schema(entry)
     found: list[RoundTripFailure] = []
     refused: dict[str, str] = {}
@@ -90,6 +91,8 @@ def exercise(
         # A round trip that failed on one path stopped before the others were judged: each
         # of them again on its own (a loss behind the first one shows; the path is held).
         retry += [p for p in sorted(record.stopped) if p not in retry]
+    retry = [p for p in retry if p not in seen.held]
+    _repack(ctx, attempt, schema, [p for p in retry if p not in refused_objects], seen, found)
     retry = [p for p in retry if p not in seen.held]
     if not retry:
         return found, refused
@@ -117,6 +120,30 @@ def exercise(
         if path not in seen.held and message:
             refused[path] = refusal.reason(schema, message, tried)
     return found, refused
+
+
+def _repack(
+    ctx: GateContext,
+    attempt: Attempt,
+    schema: dict,
+    stopped: list[str],
+    seen: PairRecord,
+    found: list[RoundTripFailure],
+) -> None:
+    """The paths round trips stopped short of, packed again (many per object, none of the
+    paths already held, no labels or annotations: the webhook may lose those), for a few
+    rounds: each round's failures are held, what they stop is packed again. What is left
+    is tried one path at a time."""
+    for _ in range(REPACKS):
+        pending = [p for p in stopped if p not in seen.held]
+        if not pending:
+            return
+        batch = coverage_objects.packed(schema, only=set(pending))
+        outcomes = concurrency.each(lambda b: _one(attempt, b), batch, ctx.config.concurrency)
+        for failure, record, _ in outcomes:
+            seen.add(record)
+            if failure is not None:
+                found.append(failure)
 
 
 def _round(

@@ -184,9 +184,16 @@ def bodies(version: dict) -> list[dict]:
     return copy.deepcopy(_BODIES[key])
 
 
-def packed(schema: dict) -> list[dict]:
-    """Bodies that together hold every value of every leaf of ``schema`` (a body schema)."""
+def packed(schema: dict, only: set[str] | None = None) -> list[dict]:
+    """Bodies that together hold every value of every leaf of ``schema`` (a body schema);
+    given ``only``, the first value that holds data of each of those leaves."""
     pending = {leaf.path: list(leaf.values) for leaf in coverage.leaves(schema) if leaf.values}
+    if only is not None:
+        pending = {
+            p: [v for v in q if coverage.holds_data(leaf.schema, v)][:1]
+            for leaf in coverage.leaves(schema)
+            if (p := leaf.path) in only and (q := pending.get(p))
+        }
     builder = Builder(schema, pending)
     built: list[dict] = []
     while builder.waiting("") and len(built) < MAX_PATH_OBJECTS:

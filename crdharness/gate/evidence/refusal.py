@@ -83,8 +83,12 @@ def _shortened(message: str) -> str:
 
 
 def reason(schema: dict, message: str, tried: int) -> str:
-    """Why a path is not held: who refused the objects tried for it, how many there were,
-    and the server's last message."""
+    """Why a path is not held: who refused the objects tried for it alone (after the
+    coverage objects holding it with others), how many there were, and the server's last
+    message."""
     if tried == 1:
-        return f"{who(schema, message)} the only object tried: {_shortened(message)}"
-    return f"{who(schema, message)} all {tried} objects tried; the last: {_shortened(message)}"
+        return f"{who(schema, message)} the only object tried with it alone: {_shortened(message)}"
+    return (
+        f"{who(schema, message)} all {tried} objects tried with it alone; the last: "
+        f"{_shortened(message)}"
+    )
