@@ -236,3 +236,11 @@ def test_a_path_stopped_short_of_is_tried_without_the_samples_fields_first():
     assert found and refused == {}
     assert path_coverage.judge(ENTRY, seen.held, refused, seen.stopped).uncovered == {}
     assert any(objects.METADATA not in b for b in tried)  # no sample, no annotations
+
+
+def test_a_failure_inside_a_preserved_subtree_is_its_leafs_not_a_stop_for_it():
+    from crdharness.gate.checks.object_round_trip import judged_with
+
+    held = {"spec.route.routes[]", "spec.route.name", "spec.deep.a"}
+    failed = frozenset({"spec.route.routes[0].gateUnknown", "spec.deep"})
+    assert judged_with(held, failed) == {"spec.route.routes[]", "spec.deep.a"}

@@ -126,8 +126,7 @@ def _run_named(
         if seen.counts["compared"] > compared:
             seen.held |= held
         elif found is not None:
-            failed = [diff.schema_path(p) for p in found.paths]
-            went = {p for p in held if any(diff.at_or_under(p, f) for f in failed)}
+            went = judged_with(held, found.paths)
             seen.held |= went
             seen.stopped |= held - went
         return found
@@ -219,6 +218,14 @@ def _compare(
     if found:
         return _data_changed(schema, f"{a}->{b}->{a} changed {{paths}}", found, shown)
     return None
+
+
+def judged_with(held: set[str], failed: frozenset[str]) -> set[str]:
+    """The held leaf paths a round trip that failed on ``failed`` (paths as differences
+    spell them) judged: those at or under a failing path, and a leaf with a failure inside
+    it (a key of a preserve-unknown subtree: the failure is on that leaf's data)."""
+    paths = [diff.schema_path(p) for p in failed]
+    return {p for p in held if any(diff.at_or_under(p, f) or diff.at_or_under(f, p) for f in paths)}
 
 
 def lost_on_write(

@@ -140,10 +140,13 @@ def _repack(
             return
         batch = coverage_objects.packed(schema, only=set(pending))
         outcomes = concurrency.each(lambda b: _one(attempt, b), batch, ctx.config.concurrency)
+        before = len(seen.held)
         for failure, record, _ in outcomes:
             seen.add(record)
             if failure is not None:
                 found.append(failure)
+        if len(seen.held) == before:
+            return  # the same failure stops them all: one path at a time, then
 
 
 def _round(
