@@ -819,6 +819,8 @@ def test_a_field_lost_7_levels_down_fails_naming_it_with_no_samples(tmp_path):
     assert failed(report) == pairs
     for key in pairs:
         assert re.sub(r"\[\d+\]", "[]", checks(report)[key]["evidence"]).count(lost) == 1
+        # The paths the failing object stopped short of, tried one at a time: all held.
+        assert checks(report)[key]["coverage"]["exercised"] == 11, checks(report)[key]
     (tmp_path / "faithful").mkdir()
     code, report, output = gate(tmp_path / "faithful", "deep-lossy/gate.yaml")
     assert code == 0, output[-3000:]
@@ -944,10 +946,9 @@ def test_our_go_webhook_release_that_loses_a_field_7_levels_down_fails_without_s
     assert failed(report) == GREENHOUSE_PAIRS
     for key in GREENHOUSE_PAIRS:
         assert lost in re.sub(r"\[\d+\]", "[]", checks(report)[key]["evidence"])
-        # The objects holding the deep paths stopped at the loss: the others of them were
-        # not seen the whole way round, and the coverage says so.
-        uncovered = checks(report)[key]["coverage"]["uncovered"]
-        assert all("stopped at a failure on another path" in why for why in uncovered.values())
+        # The objects holding the deep paths stopped at the loss; the others of them were
+        # then tried one at a time, so every path is held all the same.
+        assert checks(report)[key]["coverage"] == {"exercised": 12, "declared": 12, "uncovered": {}}
     assert "coverage object: written at v1:" in output  # found by one, not a random draw
     assert_no_conduct_failure_for_null_creation_timestamp(report)
 
@@ -1036,3 +1037,20 @@ def test_strategy_none_to_webhook_runs_the_round_trips_under_each_releases_strat
     # Release 1's own round trips ran under None: its debt is knowable (none here).
     assert report["debt_not_evaluated"] == "", report["debt_not_evaluated"]
     assert checks(report)["webhook-conduct[webhook]"]["status"] == "pass"
+
+
+def test_couriers_every_path_is_held_one_carrier_at_a_time_and_past_a_go_duration(tmp_path):
+    # minProperties/maxProperties 1 (one carrier, one auth at a time), an RE2 flag inside a
+    # group, and a plain string the webhook decodes as a Go duration: the webhook's failure
+    # on "gate-value" is a true finding, and "1h" still holds the path.
+    code, report, output = gate(tmp_path, "couriers/gate.yaml")
+    assert code == 1, output[-3000:]
+    assert failed(report) == {
+        "convertibility[couriers.gate.example.com v1alpha1->v1]",
+        "convertibility[couriers.gate.example.com v1->v1alpha1]",
+    }
+    for key in failed(report):
+        assert 'time: invalid duration "gate-value"' in checks(report)[key]["evidence"]
+    for pair in ("v1alpha1->v1", "v1->v1alpha1"):
+        coverage = checks(report)[f"round-trip[couriers.gate.example.com {pair}]"]["coverage"]
+        assert coverage == {"exercised": 8, "declared": 8, "uncovered": {}}, coverage

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from crdharness.gate import subjects
+
+if TYPE_CHECKING:
+    from crdharness.gate.api import Answer
 
 
 @dataclass(frozen=True)
@@ -170,6 +174,7 @@ class RoundTripFailure(Exception):
 
 class NotConvertible(RoundTripFailure):
     check = "convertibility"
+    answer: Answer | None = None  # the server's answer, where it failed the step
 
 
 class DataChanged(RoundTripFailure):

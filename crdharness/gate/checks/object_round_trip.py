@@ -66,7 +66,7 @@ def run(
 ) -> RoundTripFailure | None:
     """One object's round trip between ``release``'s versions (default: the candidate's); a
     refusal at creation is counted, and given ``refusals`` also added to it (the caller may
-    try another value)."""
+    try another value), as is the answer of a creation whose conversion failed."""
     release = release or ctx.candidate
     resource = Resource.of(manifest)
     namespace = ROUND_TRIP_NS if resource.namespaced else None
@@ -103,6 +103,10 @@ def _run_named(
         for answer in refusals or []:
             ctx.count_refusal(answer)
     except NotConvertible as failure:
+        if refusals is not None and failure.answer is not None:
+            # The caller may try another value: a webhook that fails on "gate-value" (a Go
+            # duration's field, `type: string` in the schema) may take "1h".
+            refusals.append(failure.answer)
         if sample or not ctx.config.admission:
             return failure
         # The project's admission webhooks run before validation, each on the object
@@ -127,8 +131,7 @@ def _run_named(
         if seen.counts["compared"] > compared:
             seen.held |= held
         elif found is not None:
-            failed = [diff.schema_path(p) for p in found.paths]
-            went = {p for p in held if any(diff.at_or_under(p, f) for f in failed)}
+            went = judged_with(held, found.paths)
             seen.held |= went
             seen.stopped |= held - went
         return found
@@ -308,6 +311,14 @@ class _Steps:
             return failure
         lost.details.append(f"then {failure.evidence}")
         return lost
+
+
+def judged_with(held: set[str], failed: frozenset[str]) -> set[str]:
+    """The held leaf paths a round trip that failed on ``failed`` (paths as differences
+    spell them) judged: those at or under a failing path, and a leaf with a failure inside
+    it (a key of a preserve-unknown subtree: the failure is on that leaf's data)."""
+    paths = [diff.schema_path(p) for p in failed]
+    return {p for p in held if any(diff.at_or_under(p, f) or diff.at_or_under(f, p) for f in paths)}
 
 
 def lost_on_write(

@@ -1,7 +1,8 @@
 """Schema path coverage of one version pair's round trips: the coverage objects
 (``coverage_objects``) go through the round trip before any random draw; a path whose
-objects the server refused is tried on its own, with other values, on the user's samples;
-and at the end every declared leaf path of A's schema is either held (with data) by an
+objects the server refused (or the webhook failed to convert), or whose round trip
+stopped at another path's failure, is tried on its own, with other values, on the user's
+samples; and at the end every declared leaf path of A's schema is either held (with data) by an
 object that went through the round trip, or named with why it is not. Below every path,
 a pair that found nothing is "not proven", never a pass.
 """
@@ -14,12 +15,20 @@ from dataclasses import dataclass, field
 from crdharness.gate import concurrency
 from crdharness.gate.api import Answer
 from crdharness.gate.checks.object_round_trip import PairRecord
-from crdharness.gate.evidence import coverage, coverage_objects, objects, rule_literals
-from crdharness.gate.results import CheckResult, RoundTripFailure
+from crdharness.gate.evidence import (
+    coverage,
+    coverage_objects,
+    objects,
+    refusal,
+    rule_literals,
+)
+from crdharness.gate.results import CheckResult, NotConvertible, RoundTripFailure
 from crdharness.gate.run.context import GateContext
 
 ALTERNATIVES = 3  # values tried per path whose coverage object the server refused
-RETRIES = 60  # objects per version pair spent on such paths at most
+# objects per version pair spent on such paths beyond the first one each (its own value)
+RETRIES = 60
+REPACKS = 3  # rounds of objects packed again for the paths a failed round trip stopped short of
 SHOWN = 8  # uncovered paths named in a one-line evidence
 
 # (body, refusals to fill) -> a failure, with a record of its own
@@ -60,46 +69,113 @@ def exercise(
     attempt: Attempt,
     seen: PairRecord,
 ) -> tuple[list[RoundTripFailure], dict[str, str]]:
-    """Round-trip the coverage objects of ``entry``'s version (``concurrency`` at once),
-    then retry what the server refused one path at a time; the failures found, in order,
-    and the refused paths with the server's reason."""
+    """Round-trip the coverage objects of ``entry``'s version (``concurrency`` at once);
+    pack again what a round trip that failed on another path stopped short of; then retry
+    what the server refused (or failed to convert), and what is still not held, one path
+    at a time. The failures found, in order, and the refused paths with who refused them
+    and the server's message."""
     schema = objects.body_schema(entry)
     found: list[RoundTripFailure] = []
     refused: dict[str, str] = {}
     batch = coverage_objects.bodies(entry)
     outcomes = concurrency.each(lambda b: _one(attempt, b), batch, ctx.config.concurrency)
     retry: list[str] = []
+    refused_objects: set[str] = set()  # paths held by an object the server refused
     for body, (failure, record, answers) in zip(batch, outcomes, strict=True):
         seen.add(record)
         if failure is not None:
             found.append(failure)
         if answers:
+            refused_objects |= coverage.held(schema, body)
             retry += [p for p in sorted(coverage.held(schema, body)) if p not in retry]
+        # A round trip that failed on one path stopped before the others were judged: each
+        # of them again on its own (a loss behind the first one shows; the path is held).
+        retry += [p for p in sorted(record.stopped) if p not in retry]
+    retry = [p for p in retry if p not in seen.held]
+    _repack(ctx, attempt, schema, [p for p in retry if p not in refused_objects], seen, found)
     retry = [p for p in retry if p not in seen.held]
     if not retry:
         return found, refused
     leaves = {leaf.path: leaf for leaf in coverage.leaves(schema)}
-    budget = max(RETRIES // len(retry), 1)
     bases: list[dict | None] = [*samples[:2]] or [None]
+    # A path only stopped short of is tried first with nothing of the samples (whose own
+    # fields, or labels and annotations, may be what the webhook loses), then on them.
+    alone: list[dict | None] = [None, *samples[:2]]
     # Built here, on one thread (hypothesis draws the alternatives); written many at once.
-    plans = [_plan(schema, path, leaves[path], bases, budget) for path in retry]
-    tries = concurrency.each(lambda plan: _alone(attempt, plan), plans, ctx.config.concurrency)
-    for path, (records, failures, message, tried) in zip(retry, tries, strict=True):
-        for record in records:
-            seen.add(record)
-        found += failures
+    plans = {
+        path: _plan(schema, path, leaves[path], bases if path in refused_objects else alone)
+        for path in retry
+    }
+    # First each path's first object (its own value, alone: most paths are refused only
+    # beside another path's value); then the budget, spread over the paths still refused.
+    first = _round(ctx, attempt, {p: plan[:1] for p, (plan, _) in plans.items()}, seen, found)
+    left = [p for p in retry if p not in seen.held and first[p][0]]
+    budget = max(RETRIES // max(len(left), 1), 1)
+    rest = {p: plans[p][0][1 : 1 + budget + plans[p][1]] for p in left}
+    second = _round(ctx, attempt, rest, seen, found)
+    for path in retry:
+        message, tried = first[path]
+        if path in second:
+            message, tried = second[path][0] or message, tried + second[path][1]
         if path not in seen.held and message:
-            refused[path] = f"a rule refused every value tried ({tried} objects): {message[:200]}"
+            refused[path] = refusal.reason(schema, message, tried)
     return found, refused
 
 
+def _repack(
+    ctx: GateContext,
+    attempt: Attempt,
+    schema: dict,
+    stopped: list[str],
+    seen: PairRecord,
+    found: list[RoundTripFailure],
+) -> None:
+    """The paths round trips stopped short of, packed again (many per object, none of the
+    paths already held, no labels or annotations: the webhook may lose those), for a few
+    rounds: each round's failures are held, what they stop is packed again. What is left
+    is tried one path at a time."""
+    for _ in range(REPACKS):
+        pending = [p for p in stopped if p not in seen.held]
+        if not pending:
+            return
+        batch = coverage_objects.packed(schema, only=set(pending))
+        outcomes = concurrency.each(lambda b: _one(attempt, b), batch, ctx.config.concurrency)
+        before = len(seen.held)
+        for failure, record, _ in outcomes:
+            seen.add(record)
+            if failure is not None:
+                found.append(failure)
+        if len(seen.held) == before:
+            return  # the same failure stops them all: one path at a time, then
+
+
+def _round(
+    ctx: GateContext,
+    attempt: Attempt,
+    plans: dict[str, list[dict]],
+    seen: PairRecord,
+    found: list[RoundTripFailure],
+) -> dict[str, tuple[str, int]]:
+    """Each path's objects, one after another until one is not refused (paths many at
+    once); per path, the last refusal's message and how many objects were tried."""
+    paths = list(plans)
+    tries = concurrency.each(lambda p: _alone(attempt, plans[p]), paths, ctx.config.concurrency)
+    out: dict[str, tuple[str, int]] = {}
+    for path, (records, failures, message, tried) in zip(paths, tries, strict=True):
+        for record in records:
+            seen.add(record)
+        found += failures
+        out[path] = (message, tried)
+    return out
+
+
 def _plan(
-    schema: dict, path: str, leaf: coverage.Leaf, bases: list[dict | None], budget: int
-) -> list[dict]:
-    """The objects tried for one path, at most ``budget`` besides those meeting a rule: its
-    first value, then that value with the fields the rules above it select set to what they
-    ask (``rule_literals``, each combination: tried until the server accepts one), then its
-    other values."""
+    schema: dict, path: str, leaf: coverage.Leaf, bases: list[dict | None]
+) -> tuple[list[dict], int]:
+    """The objects tried for one path, in order: its first value, then that value with the
+    fields the rules above it select set to what they ask (``rule_literals``, each
+    combination: tried until the server accepts one), then its other values; and how many
+    meet a rule (they are tried beside the budget)."""
     values = _alternatives(leaf)
     plain = [coverage_objects.single(schema, path, v, base) for v in values for base in bases]
     met = [
@@ -107,7 +183,7 @@ def _plan(
         for assignment in rule_literals.assignments(schema, path)
         for body in plain[: len(bases)]
     ]
-    return (plain[: len(bases)] + met + plain[len(bases) :])[: budget + len(met)]
+    return plain[: len(bases)] + met + plain[len(bases) :], len(met)
 
 
 def _one(attempt: Attempt, body: dict):
@@ -119,7 +195,9 @@ def _one(attempt: Attempt, body: dict):
 
 def _alone(attempt: Attempt, plan: list[dict]):
     """One path's objects (its values, each on the user's samples or on the least the
-    schema requires), one after another until the server accepts one."""
+    schema requires), one after another until the server accepts one and the webhook
+    converts it (a webhook failing on one value, a Go type's parse error, may take
+    another)."""
     records: list[PairRecord] = []
     failures: list[RoundTripFailure] = []
     message, tried = "", 0
@@ -129,6 +207,9 @@ def _alone(attempt: Attempt, plan: list[dict]):
         records.append(record)
         if failure is not None:
             failures.append(failure)
+        if isinstance(failure, NotConvertible):
+            message = failure.evidence
+            continue
         if not answers:
             break
         message = answers[-1].message
@@ -136,16 +217,18 @@ def _alone(attempt: Attempt, plan: list[dict]):
 
 
 def _alternatives(leaf: coverage.Leaf) -> list:
-    """The leaf's own values that hold data, then values drawn from its schema."""
+    """The leaf's own values that hold data, then (a plain string) the texts the Go types
+    behind such a field parse, then values drawn from its schema."""
     own = [v for v in leaf.values if coverage.holds_data(leaf.schema, v)]
+    texts = coverage.go_texts(leaf.schema)
     drawn = [
         v
         for v in objects.drawn_from(objects.strategy(leaf.schema), ALTERNATIVES * 3, 0)
         if coverage.holds_data(leaf.schema, v)
     ]
     values: list = []
-    for v in own + drawn:
-        if v not in values and len(values) < ALTERNATIVES:
+    for v in own + texts + drawn:
+        if v not in values and len(values) < ALTERNATIVES + len(texts):
             values.append(v)
     return values
 
@@ -154,19 +237,20 @@ def judge(
     entry: dict, held: set[str], refused: dict[str, str], stopped: Set[str] = frozenset()
 ) -> Coverage:
     """Every declared leaf path of ``entry``'s version, and for each one ``held`` lacks,
-    why: the builder's reason, the server's refusal, a round trip that stopped at another
-    path's failure (``stopped``), or none found."""
+    why: the builder's reason, the server's refusal (or the webhook's failure) of every
+    object tried for it alone, a round trip that stopped at another path's failure
+    (``stopped``), or none found."""
     found = Coverage(coverage.declared(objects.body_schema(entry)))
     for leaf in coverage.leaves(objects.body_schema(entry)):
         if leaf.path in held:
             continue
-        if leaf.path in stopped:
+        if leaf.path in refused:
+            why = refused[leaf.path]
+        elif leaf.path in stopped:
             why = (
                 "its objects' round trips stopped at a failure on another path first (fix "
                 "that, or give a sample holding it)"
             )
-        elif leaf.path in refused:
-            why = refused[leaf.path]
         elif leaf.reason:
             why = leaf.reason
         elif not any(coverage.holds_data(leaf.schema, v) for v in leaf.values):

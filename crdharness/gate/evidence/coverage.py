@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample, Unsatisfiable
 
-from crdharness.gate import diff
+from crdharness.gate import diff, go_regex
 
 PATTERN_TRIES = 300  # strings drawn from a pattern in search of one the length bounds allow
 
@@ -226,6 +226,22 @@ def values_of(node: dict) -> tuple[list, str]:
     return [{}], ""  # an object declaring no fields: the API server prunes any others
 
 
+# What the Go types behind a plain ``type: string`` field parse (``metav1.Duration``, a
+# number or ``resource.Quantity``, ``metav1.Time``): a webhook decoding the object into them
+# refuses TEXT ("time: invalid duration"), which the API server itself accepts.
+GO_TEXTS = ("1h", "1", "2024-01-02T03:04:05Z")
+
+
+def go_texts(node: dict) -> list[str]:
+    """The ``GO_TEXTS`` a string leaf with no enum, pattern or format allows (its length
+    bounds), to try where a webhook refused its object; none for any other leaf."""
+    plain = node.get("type") == "string" and not node.get("x-kubernetes-int-or-string")
+    if not plain or any(k in node for k in ("enum", "pattern", "format")):
+        return []
+    low, high = node.get("minLength", 0), node.get("maxLength", float("inf"))
+    return [t for t in GO_TEXTS if low <= len(t) <= high]
+
+
 def _numbers(node: dict, integer: bool) -> list:
     """A non-zero number within the bounds (and ``multipleOf``), then 0 if allowed."""
     low, high = float("-inf"), float("inf")
@@ -266,11 +282,11 @@ def _string(node: dict) -> tuple[str | None, str]:
 
 
 def _from_pattern(pattern: str, low: int, high: int) -> tuple[str | None, str]:
-    try:
-        re.compile(pattern)
-    except re.error:
-        return None, f"no string found for pattern {pattern!r} (not a Python regular expression)"
-    strings = st.from_regex(pattern, fullmatch=True)
+    try:  # the API server's RE2 syntax, as Python spells it
+        python = go_regex.compile(pattern).pattern
+    except re.error as exc:
+        return None, f"no string found for pattern {pattern!r} (not translated to Python: {exc})"
+    strings = st.from_regex(python, fullmatch=True)
     try:
         return find(strings, lambda s: max(low, 1) <= len(s) <= high, settings=_FIND), ""
     except (NoSuchExample, Unsatisfiable):

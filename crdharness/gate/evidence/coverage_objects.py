@@ -19,7 +19,10 @@ import re
 from crdharness.gate.evidence import coverage, objects
 
 ITEMS = 4  # items per list (and values per map) a coverage object fills, bounds allowing
-MAX_OBJECTS = 12  # coverage objects per version: every path is in the first few anyway
+MAX_OBJECTS = 12  # coverage objects per version for every value (each enum value, ...)
+# and beyond that for paths no object holds yet: a node with maxProperties 1 (one provider
+# of many at a time) needs an object per field
+MAX_PATH_OBJECTS = 48
 MARK = {
     "labels": {"gate.example.com/coverage": "true"},
     "annotations": {"gate.example.com/coverage": "every declared path"},
@@ -32,6 +35,9 @@ class _Missing:
 
 
 MISSING = _Missing()
+
+
+join = coverage.join
 
 
 class Builder:
@@ -92,13 +98,25 @@ class Builder:
             required |= branches[chosen][1]
             if exclusive:
                 excluded |= set().union(*(n for n, _ in branches)) - branches[chosen][0]
-        out = {}
-        for key, child in node["properties"].items():
-            if key in excluded:
-                continue
-            value = self.build(child or {}, coverage.join(path, key), key in required)
-            if value is not MISSING:
-                out[key] = value
+        keys = [k for k in node["properties"] if k not in excluded]
+        # maxProperties: the required fields first, then those waiting, while there is
+        # room (the others' values wait for the next object); minProperties: fields
+        # built whole, in order, until there are enough (the API server refuses fewer).
+        most = node.get("maxProperties", len(keys))
+        keys.sort(key=lambda k: k not in required)
+        out: dict = {}
+        for key in keys:
+            if len(out) >= most and key not in required:
+                break
+            built = self.build(node["properties"][key] or {}, join(path, key), key in required)
+            if built is not MISSING:
+                out[key] = built
+        for key in keys:
+            if len(out) >= min(node.get("minProperties", 0), most):
+                break
+            if key not in out:
+                out[key] = self.build(node["properties"][key] or {}, join(path, key), True)
+        out = {k: out[k] for k in node["properties"] if k in out}  # the schema's order
         if node.get("x-kubernetes-embedded-resource"):
             for key in ("apiVersion", "kind"):
                 out.setdefault(key, coverage.EMBEDDED[key])
@@ -166,12 +184,24 @@ def bodies(version: dict) -> list[dict]:
     return copy.deepcopy(_BODIES[key])
 
 
-def packed(schema: dict) -> list[dict]:
-    """Bodies that together hold every value of every leaf of ``schema`` (a body schema)."""
+def packed(schema: dict, only: set[str] | None = None) -> list[dict]:
+    """Bodies that together hold every value of every leaf of ``schema`` (a body schema);
+    given ``only``, the first value that holds data of each of those leaves."""
     pending = {leaf.path: list(leaf.values) for leaf in coverage.leaves(schema) if leaf.values}
+    if only is not None:
+        pending = {
+            p: [v for v in q if coverage.holds_data(leaf.schema, v)][:1]
+            for leaf in coverage.leaves(schema)
+            if (p := leaf.path) in only and (q := pending.get(p))
+        }
     builder = Builder(schema, pending)
     built: list[dict] = []
-    while builder.waiting("") and len(built) < MAX_OBJECTS:
+    while builder.waiting("") and len(built) < MAX_PATH_OBJECTS:
+        if len(built) >= MAX_OBJECTS:  # from here on, only paths no object holds yet
+            holding = set().union(*(coverage.held(schema, b) for b in built))
+            builder.pending = {p: q for p, q in builder.pending.items() if p not in holding}
+            if not builder.waiting(""):
+                break
         taken = builder.taken
         body = builder.body()
         if builder.taken == taken:
@@ -188,15 +218,37 @@ def single(schema: dict, path: str, value, base: dict | None = None) -> dict:
     if base is None:
         return body
     merged = _under(copy.deepcopy(base), body)
-    target = merged
+    target, node = merged, schema
     parts = re.findall(r"[^.\[\]]+|\[\]", path)
     for i, part in enumerate(parts):
         key = 0 if part == "[]" else "gate-0" if part == "*" else part
+        if isinstance(target, dict) and "maxProperties" in node:
+            _room_for(target, node, key)
         if i == len(parts) - 1:
             target[key] = copy.deepcopy(value)
         else:
             target = target[key]
+            node = _child(node, part)
     return merged
+
+
+def _child(node: dict, part: str) -> dict:
+    if part == "[]":
+        return node.get("items") or {}
+    if part == "*":
+        extra = node.get("additionalProperties")
+        return extra if isinstance(extra, dict) else {}
+    return (node.get("properties") or {}).get(part) or {}
+
+
+def _room_for(target: dict, node: dict, key) -> None:
+    """The sample's own fields beside ``key`` dropped (the last first, none required) until
+    ``target`` is within its ``maxProperties``: a sample's provider gives way to the one
+    the path is in, where only one may be set."""
+    required = set(node.get("required") or [])
+    others = [k for k in target if k != key and k not in required]
+    while len(target) > node["maxProperties"] and others:
+        target.pop(others.pop())
 
 
 def _under(base, built):

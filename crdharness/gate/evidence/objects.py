@@ -21,6 +21,7 @@ import re
 
 from hypothesis import strategies as st
 
+from crdharness.gate import go_regex
 from crdharness.gate.evidence import coverage
 
 INT64 = 2**53  # JSON numbers beyond this lose precision in some clients; stay inside
@@ -131,11 +132,11 @@ def _strings(schema: dict) -> st.SearchStrategy:
     high = min(schema.get("maxLength", low + EXTRA_LENGTH), low + EXTRA_LENGTH)
     pattern = schema.get("pattern")
     if pattern:
-        try:
-            re.compile(pattern)
-        except re.error:  # a Go-only regular expression: any text (the server may refuse)
+        try:  # the API server's RE2 syntax, as Python spells it
+            python = go_regex.compile(pattern).pattern
+        except re.error:  # no Python spelling: any text (the server may refuse)
             return st.text(min_size=low, max_size=high)
-        return st.from_regex(pattern, fullmatch=True).filter(
+        return st.from_regex(python, fullmatch=True).filter(
             lambda t: low <= len(t) <= max(high, low + 200)
         )
     fmt = schema.get("format")

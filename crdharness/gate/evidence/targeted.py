@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample, Unsatisfiable
 
-from crdharness.gate import diff
+from crdharness.gate import diff, go_regex
 from crdharness.gate.evidence import coverage, objects
 from crdharness.gate.evidence.changes import ONE_VERSION, Change
 
@@ -316,9 +316,9 @@ def _old_not_new_pattern(old: dict, pattern: str) -> str:
     """A string valid under the old schema that the new pattern does not match (patterns
     are searched for, not anchored, as the API server applies them)."""
     try:
-        compiled = re.compile(pattern)
-    except re.error:
-        raise NoObject(f"the new pattern {pattern!r} is not a Python regular expression") from None
+        compiled = go_regex.compile(pattern)  # the API server's RE2 syntax
+    except re.error as exc:
+        raise NoObject(f"the new pattern {pattern!r} has no Python spelling ({exc})") from None
     strings = objects.strategy({k: v for k, v in old.items() if k != "enum"})
     if "enum" in old:
         strings = st.sampled_from(old["enum"])

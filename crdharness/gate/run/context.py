@@ -244,11 +244,13 @@ class GateContext:
         obj = objects.manifest(manifest, version, name, namespace, body)
         created = call(self.cluster, "POST", resource.path(version, namespace), obj)
         if created.status >= 500:  # the input was fine; storing it failed (conversion)
-            raise NotConvertible(
+            failure = NotConvertible(
                 f"an object valid at {version} cannot be created: {created.message}",
                 [f"POST at {version}: {created.status} {created.message}"],
                 [(f"sent at {version}", obj)],
             )
+            failure.answer = created
+            raise failure
         if not created.ok:
             if refusals is not None:
                 refusals.append(created)

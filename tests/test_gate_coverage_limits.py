@@ -1,0 +1,246 @@
+"""What real CRDs ask of the coverage objects (``gate.evidence.coverage_objects``) and of their
+retries (``gate.checks.path_coverage``): ``minProperties``/``maxProperties`` (one provider of
+many set at a time), a webhook that fails on a value the schema allows (a Go duration's
+``type: string`` field), and a refusal named for what refused it, with the true count of
+objects tried. A fake API server and webhook answer here; no cluster."""
+
+from __future__ import annotations
+
+import copy
+from types import SimpleNamespace
+
+import pytest
+
+from crdharness.gate import go_durations
+from crdharness.gate.api import Answer
+from crdharness.gate.checks import path_coverage
+from crdharness.gate.checks.object_round_trip import PairRecord
+from crdharness.gate.evidence import coverage, coverage_objects, objects, refusal
+from crdharness.gate.results import DataChanged, NotConvertible
+
+
+def obj(properties: dict, **more) -> dict:
+    return {"type": "object", "properties": properties, **more}
+
+
+ONE = {"minProperties": 1, "maxProperties": 1}  # exactly one field set
+TOO_FEW = (
+    "spec.vault.backend: Invalid value: 0: spec.vault.backend in body should have at least 1 "
+    "properties"
+)
+FAILED = "conversion webhook for gate.example.com/v1, Kind=Thing failed: time: invalid duration"
+SPEC = obj(
+    {
+        "owner": {"type": "string"},
+        "interval": {"type": "string"},  # a Go metav1.Duration behind it
+        "vault": obj(
+            {
+                "backend": obj(
+                    {
+                        "alpha": obj({"region": {"type": "string"}}, required=["region"]),
+                        "beta": obj(
+                            {
+                                "url": {"type": "string"},
+                                "auth": obj(
+                                    {
+                                        "token": obj({"name": {"type": "string"}}),
+                                        "cert": obj({"key": {"type": "string"}}),
+                                    },
+                                    **ONE,
+                                ),
+                            }
+                        ),
+                        "gamma": obj({"zone": {"type": "string", "enum": ["a", "b"]}}),
+                    },
+                    **ONE,
+                ),
+            },
+            required=["backend"],
+        ),
+    },
+    required=["vault"],
+    **{"x-kubernetes-validations": [{"rule": "self.owner != 'nobody'", "message": "no owner"}]},
+)
+ENTRY = {"name": "v1", "schema": {"openAPIV3Schema": obj({"spec": SPEC})}}
+SCHEMA = objects.body_schema(ENTRY)
+
+
+def one_set(body: dict, *path: str) -> bool:
+    node = body
+    for part in path:
+        if not isinstance(node, dict) or part not in node:
+            return True  # absent: nothing to count
+        node = node[part]
+    return isinstance(node, dict) and len(node) == 1
+
+
+def test_an_object_with_min_and_max_properties_one_gets_one_object_per_field():
+    built = coverage_objects.packed(SCHEMA)
+    for body in built:
+        assert one_set(body, "spec", "vault", "backend"), body
+        assert one_set(body, "spec", "vault", "backend", "beta", "auth"), body
+    held = set().union(*(coverage.held(SCHEMA, b) for b in built))
+    assert held == set(coverage.declared(SCHEMA))
+
+
+def test_a_single_path_object_fills_min_properties_and_gives_way_to_the_path():
+    alone = coverage_objects.single(SCHEMA, "spec.owner", "me")
+    assert alone["spec"]["vault"] == {"backend": {"alpha": {"region": "gate-value"}}}
+    sample = {"spec": {"vault": {"backend": {"alpha": {"region": "eu"}}}}}
+    over = coverage_objects.single(SCHEMA, "spec.vault.backend.beta.auth.cert.key", "k", sample)
+    assert over["spec"]["vault"]["backend"] == {"beta": {"auth": {"cert": {"key": "k"}}}}
+
+
+def test_many_fields_one_at_a_time_go_past_the_value_cap():
+    many = obj({"one": obj({f"p{i:02}": obj({"x": {"type": "string"}}) for i in range(30)}, **ONE)})
+    built = coverage_objects.packed(
+        objects.body_schema(ENTRY | {"schema": {"openAPIV3Schema": obj({"spec": many})}})
+    )
+    assert len(built) == 30 > coverage_objects.MAX_OBJECTS
+    assert {next(iter(b["spec"]["one"])) for b in built} == {f"p{i:02}" for i in range(30)}
+
+
+def test_who_refused_is_read_from_the_servers_message():
+    assert refusal.reason(SCHEMA, TOO_FEW, 1) == (
+        f"the schema's minProperties refused the only object tried with it alone: {TOO_FEW}"
+    )
+    rule = 'spec: Invalid value: "object": no owner'
+    assert refusal.reason(SCHEMA, rule, 3).startswith(
+        "a CEL rule (x-kubernetes-validations) refused all 3 objects tried with it alone; the "
+        "last: spec:"
+    )
+    assert refusal.who(SCHEMA, f'{FAILED} "x"') == "the conversion webhook failed on"
+    assert refusal.who(SCHEMA, "something else") == "the API server refused"
+
+
+def fake_server(
+    refuse_owner: bool = False,
+    lose_owner: bool = False,
+    durations: bool = True,
+    stored: bool = False,
+    lose_annotations: bool = False,
+):
+    """An attempt as ``round_trips`` makes it: the API server checks backend/auth's one
+    field (and, if asked, refuses every owner by a CEL rule); the webhook decodes
+    ``interval`` as a Go duration; what gets through is held."""
+    tried: list[dict] = []
+
+    def attempt(body: dict, record: PairRecord, refusals: list):
+        tried.append(body)
+        spec = body.get("spec", {})
+        backend = spec.get("vault", {}).get("backend", {})
+        if len(backend) != 1:
+            refusals.append(Answer(422, {"message": TOO_FEW}, [], ""))
+            return None
+        if refuse_owner and "owner" in spec:
+            refusals.append(
+                Answer(422, {"message": 'spec: Invalid value: "object": no owner'}, [], "")
+            )
+            return None
+        if durations and "interval" in spec and go_durations.parse(spec["interval"]) is None:
+            message = f'{FAILED} "{spec["interval"]}"'
+            if stored:  # created at the storage version: the read at the other one fails
+                record.stopped |= coverage.held(SCHEMA, objects.intent(body))
+                return NotConvertible(
+                    f"an object valid at v1 cannot be read at v1beta1: {message}", [], []
+                )
+            failure = NotConvertible(f"an object valid at v1 cannot be created: {message}", [], [])
+            failure.answer = Answer(500, {"message": message}, [], "")
+            refusals.append(failure.answer)
+            return failure
+        held = coverage.held(SCHEMA, objects.intent(body))
+        if lose_annotations and body.get(objects.METADATA, {}).get("annotations"):
+            record.stopped |= held
+            return DataChanged("lost metadata.annotations", [], [], {"metadata.annotations"})
+        if lose_owner and "owner" in spec:  # the round trip stops at the first loss
+            record.held |= {"spec.owner"}
+            record.stopped |= held - {"spec.owner"}
+            return DataChanged("lost spec.owner", [], [], {"spec.owner"})
+        record.held |= held
+        return None
+
+    return attempt, tried
+
+
+CTX = SimpleNamespace(config=SimpleNamespace(concurrency=2))
+
+
+@pytest.mark.parametrize("stored", [False, True], ids=["on create", "on read"])
+def test_a_webhook_failing_on_a_plain_string_gets_go_texts_and_every_path_is_held(stored):
+    attempt, tried = fake_server(stored=stored)
+    seen = PairRecord()
+    found, refused = path_coverage.exercise(CTX, ENTRY, [], attempt, seen)
+    assert found and all(isinstance(f, NotConvertible) for f in found)  # the finding stays
+    assert refused == {}
+    assert path_coverage.judge(ENTRY, seen.held, refused, seen.stopped).uncovered == {}
+    assert [b["spec"]["interval"] for b in tried if "interval" in b["spec"]][-1] == "1h"
+
+
+def test_a_path_refused_every_time_names_the_rule_and_the_objects_really_tried():
+    attempt, tried = fake_server(refuse_owner=True)
+    seen = PairRecord()
+    _, refused = path_coverage.exercise(CTX, ENTRY, [], attempt, seen)
+    alone = [b for b in tried if "owner" in b["spec"] and "interval" not in b["spec"]]
+    assert set(refused) == {"spec.owner"}
+    assert refused["spec.owner"].startswith(
+        f"a CEL rule (x-kubernetes-validations) refused all {len(alone)} objects tried with it "
+        "alone; the last:"
+    )
+    assert len(alone) > 1  # its own value, then the other strings
+
+
+def test_paths_a_round_trip_stopped_short_of_are_tried_again_on_their_own():
+    attempt, tried = fake_server(lose_owner=True, durations=False)
+    seen = PairRecord()
+    found, refused = path_coverage.exercise(CTX, ENTRY, [], attempt, seen)
+    assert any(isinstance(f, DataChanged) for f in found) and refused == {}
+    # The first object's other paths were not judged with it, then each was, alone.
+    assert "spec.interval" in seen.stopped and "spec.interval" in seen.held
+    assert path_coverage.judge(ENTRY, seen.held, refused, seen.stopped).uncovered == {}
+    # Packed again (many paths an object: here one holds them all), not one by one.
+    again = tried[len(coverage_objects.bodies(ENTRY)) :]
+    assert len(again) == 1 and "owner" not in again[0]["spec"], again
+    assert objects.METADATA not in again[0] and "interval" in again[0]["spec"]
+
+
+def test_a_value_the_webhook_fails_on_every_time_is_named_with_its_message():
+    bounded = copy.deepcopy(ENTRY)  # "1h" and "1" too short; a timestamp is no duration
+    spec = bounded["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    spec["properties"]["interval"]["minLength"] = 5
+    attempt, tried = fake_server(stored=True)
+    seen = PairRecord()
+    _, refused = path_coverage.exercise(CTX, bounded, [], attempt, seen)
+    # The path alone (or beside the value a rule names): not the objects packed again.
+    alone = [
+        b for b in tried if "interval" in b["spec"] and b["spec"].get("owner", "nobody") == "nobody"
+    ]
+    assert set(refused) == {"spec.interval"} and len(alone) > 1
+    assert refused["spec.interval"].startswith(
+        f"the conversion webhook failed on all {len(alone)} objects tried with it alone; the "
+        "last: an object"
+    )
+    assert refused["spec.interval"].endswith(
+        'time: invalid duration "' + alone[-1]["spec"]["interval"] + '"'
+    )
+
+
+def test_a_path_stopped_short_of_is_tried_without_the_samples_fields_first():
+    # The webhook loses every annotation: the coverage objects (labelled and annotated)
+    # and the user's sample stop there; the paths alone, on nothing of the sample, do not.
+    attempt, tried = fake_server(durations=False, lose_annotations=True)
+    sample = objects.sample_body(
+        {"metadata": {"annotations": {"team": "mail"}}, "spec": {"vault": {"backend": {}}}}
+    )
+    seen = PairRecord()
+    found, refused = path_coverage.exercise(CTX, ENTRY, [sample], attempt, seen)
+    assert found and refused == {}
+    assert path_coverage.judge(ENTRY, seen.held, refused, seen.stopped).uncovered == {}
+    assert any(objects.METADATA not in b for b in tried)  # no sample, no annotations
+
+
+def test_a_failure_inside_a_preserved_subtree_is_its_leafs_not_a_stop_for_it():
+    from crdharness.gate.checks.object_round_trip import judged_with
+
+    held = {"spec.route.routes[]", "spec.route.name", "spec.deep.a"}
+    failed = frozenset({"spec.route.routes[0].gateUnknown", "spec.deep"})
+    assert judged_with(held, failed) == {"spec.route.routes[]", "spec.deep.a"}
