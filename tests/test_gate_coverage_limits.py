@@ -2,7 +2,9 @@
 retries (``gate.checks.path_coverage``): ``minProperties``/``maxProperties`` (one provider of
 many set at a time), a webhook that fails on a value the schema allows (a Go duration's
 ``type: string`` field), and a refusal named for what refused it, with the true count of
-objects tried. A fake API server and webhook answer here; no cluster."""
+objects tried. The planner is run against scripted outcomes of the round trip (which objects
+it builds and retries, and what it concludes from each answer); the same behaviours run
+against a real API server and webhook in ``examples/gate/couriers`` (test_gate_examples)."""
 
 from __future__ import annotations
 
@@ -113,7 +115,7 @@ def test_who_refused_is_read_from_the_servers_message():
     assert refusal.who(SCHEMA, "something else") == "the API server refused"
 
 
-def fake_server(
+def scripted_round_trip(
     refuse_owner: bool = False,
     lose_owner: bool = False,
     durations: bool = True,
@@ -167,7 +169,7 @@ CTX = SimpleNamespace(config=SimpleNamespace(concurrency=2))
 
 @pytest.mark.parametrize("stored", [False, True], ids=["on create", "on read"])
 def test_a_webhook_failing_on_a_plain_string_gets_go_texts_and_every_path_is_held(stored):
-    attempt, tried = fake_server(stored=stored)
+    attempt, tried = scripted_round_trip(stored=stored)
     seen = PairRecord()
     found, refused = path_coverage.exercise(CTX, ENTRY, [], attempt, seen)
     assert found and all(isinstance(f, NotConvertible) for f in found)  # the finding stays
@@ -177,7 +179,7 @@ def test_a_webhook_failing_on_a_plain_string_gets_go_texts_and_every_path_is_hel
 
 
 def test_a_path_refused_every_time_names_the_rule_and_the_objects_really_tried():
-    attempt, tried = fake_server(refuse_owner=True)
+    attempt, tried = scripted_round_trip(refuse_owner=True)
     seen = PairRecord()
     _, refused = path_coverage.exercise(CTX, ENTRY, [], attempt, seen)
     alone = [b for b in tried if "owner" in b["spec"] and "interval" not in b["spec"]]
@@ -190,7 +192,7 @@ def test_a_path_refused_every_time_names_the_rule_and_the_objects_really_tried()
 
 
 def test_paths_a_round_trip_stopped_short_of_are_tried_again_on_their_own():
-    attempt, tried = fake_server(lose_owner=True, durations=False)
+    attempt, tried = scripted_round_trip(lose_owner=True, durations=False)
     seen = PairRecord()
     found, refused = path_coverage.exercise(CTX, ENTRY, [], attempt, seen)
     assert any(isinstance(f, DataChanged) for f in found) and refused == {}
@@ -207,7 +209,7 @@ def test_a_value_the_webhook_fails_on_every_time_is_named_with_its_message():
     bounded = copy.deepcopy(ENTRY)  # "1h" and "1" too short; a timestamp is no duration
     spec = bounded["schema"]["openAPIV3Schema"]["properties"]["spec"]
     spec["properties"]["interval"]["minLength"] = 5
-    attempt, tried = fake_server(stored=True)
+    attempt, tried = scripted_round_trip(stored=True)
     seen = PairRecord()
     _, refused = path_coverage.exercise(CTX, bounded, [], attempt, seen)
     # The path alone (or beside the value a rule names): not the objects packed again.
@@ -227,7 +229,7 @@ def test_a_value_the_webhook_fails_on_every_time_is_named_with_its_message():
 def test_a_path_stopped_short_of_is_tried_without_the_samples_fields_first():
     # The webhook loses every annotation: the coverage objects (labelled and annotated)
     # and the user's sample stop there; the paths alone, on nothing of the sample, do not.
-    attempt, tried = fake_server(durations=False, lose_annotations=True)
+    attempt, tried = scripted_round_trip(durations=False, lose_annotations=True)
     sample = objects.sample_body(
         {"metadata": {"annotations": {"team": "mail"}}, "spec": {"vault": {"backend": {}}}}
     )
@@ -239,7 +241,7 @@ def test_a_path_stopped_short_of_is_tried_without_the_samples_fields_first():
 
 
 def test_a_failure_inside_a_preserved_subtree_is_its_leafs_not_a_stop_for_it():
-    from crdharness.gate.checks.object_round_trip import judged_with
+    from crdharness.gate.checks.round_trip_steps import judged_with
 
     held = {"spec.route.routes[]", "spec.route.name", "spec.deep.a"}
     failed = frozenset({"spec.route.routes[0].gateUnknown", "spec.deep"})

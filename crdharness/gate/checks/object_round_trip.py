@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 from crdharness.gate import diff
 from crdharness.gate.api import Answer, Resource, call
 from crdharness.gate.checks import upgrade_writes
+from crdharness.gate.checks.round_trip_steps import Steps, judged_with
 from crdharness.gate.evidence import coverage, names, objects, pruning, schemas
 from crdharness.gate.given.manifests import Release
-from crdharness.gate.results import DataChanged, NotConvertible, RoundTripFailure
+from crdharness.gate.results import NotConvertible, RoundTripFailure
 from crdharness.gate.run.context import ROUND_TRIP_NS, GateContext
 
 TOUCH = "gate.crdharness.io/round-trip"
@@ -159,7 +160,7 @@ def _compare(
     sent = objects.manifest(release.crds[crd], a, name, namespace, body)
     original = created
     shown = [(f"written at {a}", _clean(original))]
-    steps = _Steps(schema)
+    steps = Steps(schema)
     # What was written must read back at the same version: a version other than the
     # storage version goes through the webhook on the way in, and can lose data there.
     lost, notes = lost_on_write(release.entry(crd, a), a, body, sent["metadata"], original)
@@ -275,50 +276,6 @@ def _created_again(
         list(shown),
         refused_paths,
     )
-
-
-class _Steps:
-    """The differences each step of one object's round trip found, reported together as one
-    failure: each step's headline with its own paths, the paths of all of them."""
-
-    def __init__(self, schema: dict) -> None:
-        self.schema = schema  # A's body schema: the fields it declares are named first
-        self.headlines: list[str] = []
-        self.details: list[str] = []
-        self.found: list[diff.Difference] = []
-        self.named: set[str] = set()
-
-    def add(self, headline: str, found: list, detail: str = "") -> None:
-        found = sorted(found, key=lambda d: coverage.headline_order(self.schema, d.path))
-        self.headlines.append(
-            headline.format(paths=", ".join(dict.fromkeys(d.path for d in found)))
-        )
-        self.details += [detail + d.describe() for d in found]
-        self.found += found
-        self.named |= {d.path for d in found}
-
-    def failure(self, shown: list) -> DataChanged | None:
-        if not self.found:
-            return None
-        return DataChanged("; ".join(self.headlines), self.details, shown, _paths(self.found))
-
-    def or_else(self, failure: NotConvertible) -> RoundTripFailure:
-        """A step the server refused ends the round trip: the data already lost before it
-        is the finding to show first (its paths are what a debt is known by); the refusal
-        is added to its details."""
-        lost = self.failure(failure.shown)
-        if lost is None:
-            return failure
-        lost.details.append(f"then {failure.evidence}")
-        return lost
-
-
-def judged_with(held: set[str], failed: frozenset[str]) -> set[str]:
-    """The held leaf paths a round trip that failed on ``failed`` (paths as differences
-    spell them) judged: those at or under a failing path, and a leaf with a failure inside
-    it (a key of a preserve-unknown subtree: the failure is on that leaf's data)."""
-    paths = [diff.schema_path(p) for p in failed]
-    return {p for p in held if any(diff.at_or_under(p, f) or diff.at_or_under(f, p) for f in paths)}
 
 
 def lost_on_write(

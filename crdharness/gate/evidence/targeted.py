@@ -4,10 +4,10 @@ judges differently — the removed enum value (inside ``status.conditions`` if t
 is), the field absent that becomes required or gets a default, a value at the old bound, a
 string that matches the old pattern but not the new, the field a new rule may forbid.
 
-The rest of each object is the smallest the old schema accepts (or one of the user's samples
-at that version, which also passes rules a schema cannot say). Whether the earlier release
-really accepts it is the API server's to say: the history phase creates it there, and a
-change none of whose objects could be created is "not proven" with the server's reason.
+The rest of each object is the smallest the old schema accepts (or a user's sample at that
+version, which also passes rules a schema cannot say). Whether the earlier release accepts
+it is the API server's to say: the history phase creates it there, and a change none of
+whose objects could be created is "not proven" with the server's reason.
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ ENUMERATED = 12  # and at most this many in all
 FILLED_DEPTH = 3  # levels of optional fields the "most fields" variant fills
 PATTERN_TRIES = 500  # strings drawn from the old pattern in search of one the new refuses
 _FIND = coverage.search_settings(PATTERN_TRIES)
-
 
 RULE_KINDS = ("rule added", "oneOf added", "anyOf added", "allOf added", "not added")
 LITERAL = re.compile(r"'([^'\\]*)'|\"([^\"\\]*)\"")  # a CEL string literal

@@ -1,0 +1,59 @@
+"""One object's round trip, step by step: the differences each step found (written and read
+back at A, read at B, back at A), reported together as one failure (a difference at one step
+does not end the round trip: a loss on the way back would otherwise hide behind one at B),
+and which paths an object's failed round trip judged."""
+
+from __future__ import annotations
+
+from crdharness.gate import diff
+from crdharness.gate.evidence import coverage
+from crdharness.gate.results import DataChanged, NotConvertible, RoundTripFailure
+
+
+class Steps:
+    """The differences each step of one object's round trip found, reported together as one
+    failure: each step's headline with its own paths, the paths of all of them."""
+
+    def __init__(self, schema: dict) -> None:
+        self.schema = schema  # A's body schema: the fields it declares are named first
+        self.headlines: list[str] = []
+        self.details: list[str] = []
+        self.found: list[diff.Difference] = []
+        self.named: set[str] = set()
+
+    def add(self, headline: str, found: list, detail: str = "") -> None:
+        found = sorted(found, key=lambda d: coverage.headline_order(self.schema, d.path))
+        self.headlines.append(
+            headline.format(paths=", ".join(dict.fromkeys(d.path for d in found)))
+        )
+        self.details += [detail + d.describe() for d in found]
+        self.found += found
+        self.named |= {d.path for d in found}
+
+    def failure(self, shown: list) -> DataChanged | None:
+        if not self.found:
+            return None
+        return DataChanged(
+            "; ".join(self.headlines),
+            self.details,
+            shown,
+            frozenset(diff.schema_path(d.path) for d in self.found),
+        )
+
+    def or_else(self, failure: NotConvertible) -> RoundTripFailure:
+        """A step the server refused ends the round trip: the data already lost before it
+        is the finding to show first (its paths are what a debt is known by); the refusal
+        is added to its details."""
+        lost = self.failure(failure.shown)
+        if lost is None:
+            return failure
+        lost.details.append(f"then {failure.evidence}")
+        return lost
+
+
+def judged_with(held: set[str], failed: frozenset[str]) -> set[str]:
+    """The held leaf paths a round trip that failed on ``failed`` (paths as differences
+    spell them) judged: those at or under a failing path, and a leaf with a failure inside
+    it (a key of a preserve-unknown subtree: the failure is on that leaf's data)."""
+    paths = [diff.schema_path(p) for p in failed]
+    return {p for p in held if any(diff.at_or_under(p, f) or diff.at_or_under(f, p) for f in paths)}
