@@ -206,6 +206,17 @@ def test_fill_field_needs_a_json_value():
         faults.Faults.parse(["fill-field=spec.size=nothing"])
 
 
+def test_go_duration_fails_the_review_on_a_value_go_cannot_parse():
+    # The review's objects are sent with hostPort "localhost:1234": no Go duration.
+    _, payload, record = answer_with("go-duration=hostPort")
+    response = json.loads(payload)["response"]
+    said = 'time: invalid duration "localhost:1234"'
+    assert response["result"] == {"status": "Failed", "message": said}
+    assert "convertedObjects" not in response and record["faults"] == ["go-duration=hostPort"]
+    _, payload, _ = answer_with("go-duration=spec.every")  # absent: converted as usual
+    assert json.loads(payload)["response"]["result"] == {"status": "Success"}
+
+
 def test_drop_field_needs_a_path():
     with pytest.raises(faults.UnknownFault):
         faults.Faults.parse(["drop-field="])

@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -192,6 +193,7 @@ NAMES = (
     "drop-field=[<version>:]<path>",
     "swap-fields=<path>+<path>",
     "fill-field=<path>=<json>",
+    "go-duration=<path>",
 )
 
 
@@ -212,6 +214,21 @@ def _drop(obj: dict, path: str) -> None:
     for node in nodes if isinstance(nodes, list) else []:
         if isinstance(node, dict):
             _drop(node, rest)
+
+
+GO_DURATION = re.compile(r"[-+]?(?:(?:\d+(?:\.\d*)?|\.\d+)(?:ns|us|µs|ms|s|m|h))+|[-+]?0")
+
+
+def _fail_on_durations(answer: dict, request: dict, path: str) -> None:
+    """The review failed, as Go's time.ParseDuration fails it, where an object sent holds
+    at ``path`` a string that is no Go duration."""
+    for obj in request.get("objects") or []:
+        node: object = obj
+        for part in path.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, str) and not GO_DURATION.fullmatch(node):
+            _fail(f"time: invalid duration {json.dumps(node)}")(answer, request)
+            return
 
 
 def _fill(obj: dict, path: str, value: object) -> None:
@@ -263,6 +280,9 @@ class Faults:
     # fill-field=<path>=<json>, repeatable: the field answered with the value where the object
     # has none, as a Go field without omitempty answers its zero value (0, "", null).
     filled: list[tuple[str, object]] = field(default_factory=list)
+    # go-duration=<path>, repeatable: the review fails ("time: invalid duration") for an object
+    # whose value there is no Go duration, as a webhook decoding it into metav1.Duration does.
+    durations: list[str] = field(default_factory=list)
 
     @classmethod
     def parse(cls, specs: list[str]) -> Faults:
@@ -275,6 +295,8 @@ class Faults:
                 faults.http_status = HTTP_FAULTS[name]
             elif name == "drop-field" and value:
                 faults.dropped.append(value)
+            elif name == "go-duration" and value:
+                faults.durations.append(value)
             elif name == "fill-field" and "=" in value:
                 path, _, given = value.partition("=")
                 try:
@@ -310,6 +332,7 @@ class Faults:
             or self.dropped
             or self.swapped
             or self.filled
+            or self.durations
         )
 
     def describe(self) -> list[str]:
@@ -321,9 +344,12 @@ class Faults:
         names += [f"drop-field={path}" for path in self.dropped]
         names += [f"swap-fields={a}+{b}" for a, b in self.swapped]
         names += [f"fill-field={path}={json.dumps(value)}" for path, value in self.filled]
+        names += [f"go-duration={path}" for path in self.durations]
         return names
 
     def apply(self, answer: dict, request: dict) -> dict:
+        for path in self.durations:
+            _fail_on_durations(answer, request, path)
         for name in self.rewrites:
             REWRITES[name](answer, request)
         if self.dropped or self.swapped or self.filled:  # a rewrite may have removed it
