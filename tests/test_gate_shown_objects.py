@@ -9,10 +9,11 @@ import copy
 
 import yaml
 
-from crdharness.gate.checks.upgrade_writes import MANAGER, TOUCHED
+from crdharness.gate.api import MANAGER
+from crdharness.gate.checks.upgrade_writes import TOUCHED
 from crdharness.gate.reporting import report
-from crdharness.gate.reporting.shown import as_shown, file_names, object_stem
 from crdharness.gate.results import CheckResult
+from crdharness.gate.shown import as_shown, file_names, object_stem
 
 OWN_KEY = f"f:{TOUCHED}"
 

@@ -55,6 +55,10 @@ def call(cluster: Cluster, method: str, path: str, body: dict | None = None) -> 
     return _answer(cluster.http.request(method, path, json=body, timeout=REQUEST_TIMEOUT))
 
 
+# The field manager of the gate's own server-side applies (shown objects leave its entries out).
+MANAGER = "crdharness-gate"
+
+
 def apply(cluster: Cluster, path: str, body: dict, manager: str) -> Answer:
     """Server-side apply of ``body`` (as ``kubectl apply --server-side`` sends it)."""
     return _answer(

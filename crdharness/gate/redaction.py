@@ -13,8 +13,8 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from crdharness.gate.reporting.shown import as_shown
 from crdharness.gate.results import CheckResult
+from crdharness.gate.shown import as_shown
 
 # A field holds a secret when the last word of its name says so (``password``,
 # ``apiToken``, ``clientSecret``, ``privateKey``); not when it names where one is kept

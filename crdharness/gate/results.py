@@ -145,7 +145,7 @@ class CheckResult:
             lines.append(f"... and {len(self.details) - 20} more (see the gate report)")
         import yaml
 
-        from crdharness.gate.reporting.shown import as_shown
+        from crdharness.gate.shown import as_shown
 
         for title, obj in self.objects[:3]:
             lines += [f"--- {title}", yaml.safe_dump(as_shown(obj), sort_keys=False).rstrip()]

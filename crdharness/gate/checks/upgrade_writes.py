@@ -22,7 +22,7 @@ import secrets
 from dataclasses import dataclass
 
 from crdharness.cluster import Cluster
-from crdharness.gate.api import Answer, apply, call, write_with_retry
+from crdharness.gate.api import MANAGER, Answer, apply, call, write_with_retry
 from crdharness.gate.evidence.names import NameRule
 
 TOUCHED = "gate.crdharness.io/written-again"
@@ -37,7 +37,6 @@ MANAGED_FIELDS_ADVICE = (
     "spec.versions with served: false, or have the migration also drop those managedFields "
     "entries"
 )
-MANAGER = "crdharness-gate"
 SERVER_FIELDS = ("resourceVersion", "managedFields", "uid", "creationTimestamp", "generation")
 
 

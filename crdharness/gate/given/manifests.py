@@ -119,6 +119,26 @@ def load_history(
     return releases
 
 
+def missing_webhook(releases: list[Release]) -> str:
+    """What to say when a release converts through a webhook and the gate file names none to
+    run: which releases, and, where the candidate itself needs none (it dropped its webhook),
+    how to give an earlier release its own."""
+    using = [r for r in releases if r.webhook is None and uses_webhook(r, None)]
+    if not using:
+        return "`admission:` is given, but the gate file has no `webhook:` saying how to run it"
+    named = ", ".join(f"release {r.index + 1} ({r.label})" for r in using)
+    line = f"{named} converts through a webhook, but the gate file has no `webhook:` saying "
+    line += "how to run it"
+    if using[-1] is not releases[-1]:  # the candidate converts without one
+        path = using[0].label if ", " not in using[0].label else "..."
+        line += (
+            "; the candidate needs none, so give each release that does its own webhook: "
+            f"`crds: [{{path: {path}, webhook: {{command: ...}}}}, ...]` (README, "
+            '"A webhook per release")'
+        )
+    return line
+
+
 def admission_configurations(paths: list[Path]) -> list[dict]:
     configurations = [doc for _, doc in documents(paths) if doc.get("kind") in ADMISSION_KINDS]
     if paths and not configurations:

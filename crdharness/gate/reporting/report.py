@@ -11,8 +11,8 @@ import yaml
 
 from crdharness.gate.evidence.changes import Change
 from crdharness.gate.given.config import Acceptance
-from crdharness.gate.reporting.shown import as_shown, brief, file_names, object_stem
 from crdharness.gate.results import CheckResult, Debt
+from crdharness.gate.shown import as_shown, brief, file_names, object_stem
 from crdharness.gate.subjects import CHECKS
 
 MD_OBJECTS = 6  # objects report.md shows per check (three before/after pairs); objects/ has all

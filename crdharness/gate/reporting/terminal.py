@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import yaml
 
 from crdharness.gate import diff
-from crdharness.gate.reporting.shown import as_shown
 from crdharness.gate.results import CheckResult
+from crdharness.gate.shown import as_shown
 
 OBJECT_LINES = 8  # lines of one object shown per failure in the terminal
 PATHS_SHOWN = 5  # paths named per failure in the terminal (report.md names them all)

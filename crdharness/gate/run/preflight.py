@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from crdharness.errors import HarnessError
 from crdharness.gate.evidence import schemas
+from crdharness.gate.given import manifests
 from crdharness.gate.given.config import GateConfig
 from crdharness.gate.given.manifests import Release, uses_webhook
 
@@ -40,7 +41,7 @@ def check(config: GateConfig, releases: list[Release], admission: list[dict]) ->
     if config.webhook is None and (
         admission or any(uses_webhook(r, None) for r in releases if r.webhook is None)
     ):
-        raise HarnessError(missing_webhook(releases))
+        raise HarnessError(manifests.missing_webhook(releases))
     if config.webhook is None or admission:
         return
     if any(uses_webhook(r, config.webhook) for r in releases if r.webhook is None):
@@ -58,26 +59,6 @@ def check(config: GateConfig, releases: list[Release], admission: list[dict]) ->
             "spec.conversion, as controller-gen writes it before kustomize patches it in): "
             "list them under webhook.convert"
         )
-
-
-def missing_webhook(releases: list[Release]) -> str:
-    """What to say when a release converts through a webhook and the gate file names none to
-    run: which releases, and, where the candidate itself needs none (it dropped its webhook),
-    how to give an earlier release its own."""
-    using = [r for r in releases if r.webhook is None and uses_webhook(r, None)]
-    if not using:
-        return "`admission:` is given, but the gate file has no `webhook:` saying how to run it"
-    named = ", ".join(f"release {r.index + 1} ({r.label})" for r in using)
-    line = f"{named} converts through a webhook, but the gate file has no `webhook:` saying "
-    line += "how to run it"
-    if using[-1] is not releases[-1]:  # the candidate converts without one
-        path = using[0].label if ", " not in using[0].label else "..."
-        line += (
-            "; the candidate needs none, so give each release that does its own webhook: "
-            f"`crds: [{{path: {path}, webhook: {{command: ...}}}}, ...]` (README, "
-            '"A webhook per release")'
-        )
-    return line
 
 
 def _declared_anywhere(path: str, releases: list[Release]) -> bool:

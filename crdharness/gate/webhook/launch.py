@@ -13,7 +13,6 @@ from crdharness.errors import HarnessError
 from crdharness.gate.given import manifests
 from crdharness.gate.given.config import GateConfig, WebhookSpec
 from crdharness.gate.given.manifests import Release
-from crdharness.gate.run import preflight
 from crdharness.gate.webhook.kind_webhook import KindUserWebhook
 from crdharness.gate.webhook.user_webhook import UserWebhook
 from crdharness.progress import to_stderr
@@ -32,7 +31,7 @@ def start_top_level(
 ) -> UserWebhook | KindUserWebhook:
     spec = config.webhook
     if spec is None:
-        raise HarnessError(preflight.missing_webhook(releases))
+        raise HarnessError(manifests.missing_webhook(releases))
     candidates = [r for r in releases if r.webhook is None]
     path, desired = probe_target(spec, candidates)
     webhook: UserWebhook | KindUserWebhook

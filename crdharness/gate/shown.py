@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import re
 
-from crdharness.gate.checks.upgrade_writes import MANAGER
+from crdharness.gate.api import MANAGER
 
 OWN_ANNOTATIONS = "gate.crdharness.io/"  # the prefix of every annotation the gate sets
 UNSAFE = re.compile(r"[^A-Za-z0-9.-]+")
