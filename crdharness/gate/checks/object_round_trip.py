@@ -256,23 +256,23 @@ def _created_again(
     dry run) shows a value the webhook made that B's schema refuses (seen: a Go field
     without ``omitempty`` answered as ``""`` where the schema says ``minLength: 1``). The
     refusal, as a failure, or None."""
-    path = resource.path(b, namespace, name)
+    collection = resource.path(b, namespace)
     rule = names.rule(release.entry(crd, b))
-    refused = upgrade_writes.refused_as_read(ctx.cluster, path, read, rule)
-
-    if not refused:
+    _, refused, _ = upgrade_writes.recreate_dry_run(ctx.cluster, collection, read, rule)
+    if refused is None:
         return None
-    lines = [
-        f"{write} at {b} as read there (dry run): {answer.status} "
-        f"{upgrade_writes.as_named(answer.message, read)}"
-        for write, answer in refused
-    ]
+    # (A server-side apply of the same content by a new field manager is an update, passed on
+    # ratcheting: in the outside trial it refused nothing, and cost two reviews per object.)
+    line = (
+        f"created again at {b} as read there (dry run): {refused.status} "
+        f"{upgrade_writes.as_named(refused.message, read)}"
+    )
     # The fields the server refused: a change's object is proven only by a refusal of its own.
-    refused_paths = {diff.schema_path(p) for a in refused for p in diff.named_paths(a[1].message)}
+    refused_paths = {diff.schema_path(p) for p in diff.named_paths(refused.message)}
     return NotConvertible(
         f"an object read at {b} cannot be created again as read (a restore, a re-apply, or "
-        f"kubectl get -o yaml | kubectl create): {lines[0]}",
-        lines,
+        f"kubectl get -o yaml | kubectl create): {line}",
+        [line],
         list(shown),
         refused_paths,
     )

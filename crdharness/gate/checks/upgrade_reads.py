@@ -119,14 +119,7 @@ def _judge_read(
             f"filled it in on read ({diff.short(d.before)}), and release {release.index + 1} "
             "removed that default"
         )
-        if ctx.config.strict:
-            finding(
-                ctx, result, obj, line, f"{obj.label} at {version}: {d.describe()}", paths=[d.path]
-            )
-        else:
-            # The object reads as it was stored, as before that default came: no data lost,
-            # and a client must handle the field absent anyway (objects older than it).
-            result.details.append(f"{NO_LONGER_DEFAULTED}: {line} (a finding with `strict: true`)")
+        no_longer_defaulted(ctx, result, obj, line, f"{obj.label} at {version}: {d.describe()}", d)
     changed = declared_first(entry, [d for d in found if d not in defaulted + undefaulted])
     if changed:
         finding(
@@ -141,6 +134,18 @@ def _judge_read(
     if len(obj.findings) > known:
         result.objects.append((f"{obj.label} at {version} before", obj.seen[version]))
         result.objects.append((f"{obj.label} at {version} after", body))
+
+
+def no_longer_defaulted(
+    ctx: GateContext, result: CheckResult, obj: Written, line: str, detail: str, d
+) -> None:
+    """A value ``obj`` read only through a default the release removed: noted, a finding only
+    with ``strict``. The object reads as it was stored, as before that default came: no data
+    lost, and a client must handle the field absent anyway (objects older than it)."""
+    if ctx.config.strict:
+        finding(ctx, result, obj, line, detail, paths=[d.path])
+    else:
+        result.details.append(f"{NO_LONGER_DEFAULTED}: {line} (a finding with `strict: true`)")
 
 
 def _no_longer_defaulted(

@@ -9,7 +9,6 @@ from crdharness.gate import concurrency, diff, subjects
 from crdharness.gate.api import call
 from crdharness.gate.checks import upgrade_fresh, upgrade_reads, upgrade_screen
 from crdharness.gate.checks.upgrade_objects import WEBHOOKS_OWN, Written, declared_first, finding
-from crdharness.gate.checks.upgrade_reads import NO_LONGER_DEFAULTED
 from crdharness.gate.checks.upgrade_writes import (
     TOUCHED,
     Refusal,
@@ -247,12 +246,7 @@ def _check_unchanged_by_writes(
                 f"it from storage too, hidden on read by release {release.index}'s default, "
                 f"which release {release.index + 1} removed"
             )
-            if ctx.config.strict:
-                finding(ctx, result, obj, line, f"{obj.label}: {line}", paths=[d.path])
-            else:
-                result.details.append(
-                    f"{NO_LONGER_DEFAULTED}: {line} (a finding with `strict: true`)"
-                )
+            upgrade_reads.no_longer_defaulted(ctx, result, obj, line, f"{obj.label}: {line}", d)
         found = [d for d in found if d not in masked]
         if not found:
             continue

@@ -156,20 +156,6 @@ def recreate_dry_run(
     return again, answer, taken
 
 
-def refused_as_read(
-    cluster: Cluster, path: str, content: dict, names: NameRule | None = None
-) -> list[tuple[str, Answer]]:
-    """``content`` (the object at ``path`` as read) written as a restore or a re-apply
-    writes what was read: created again, as a dry run. The write refused, with the
-    server's answer. An update passes on ratcheting (values it leaves unchanged are not
-    judged again); a create judges every value. (A server-side apply of the same content by
-    a new field manager is an update too: in the outside trial it did not refuse the null
-    lists that only a manager which had applied at another version is refused, and it cost
-    the webhook two more reviews per object.)"""
-    _, recreated, _ = recreate_dry_run(cluster, path.rsplit("/", 1)[0], content, names)
-    return [("created again", recreated)] if recreated is not None else []
-
-
 def recreated_body(content: dict, names: NameRule | None = None) -> dict:
     """What a restore or re-apply would create from the object as read: its content under a
     name ``_recreated_name`` chooses, without what only the server writes."""

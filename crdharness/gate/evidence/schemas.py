@@ -151,7 +151,7 @@ def defaults_only(versions: list[dict], path: str, value) -> bool:
         if any(default_of(version, leaf) == (True, v) for version in versions):
             continue
         kinds = {zero_field(version, leaf) for version in versions} - {None}
-        if not (kinds == {"plain"} and _zero(v)):
+        if not (kinds == {"plain"} and diff.zero(v)):
             return False
     return True
 
@@ -162,12 +162,6 @@ def _leaves(value, path: str):
             yield from _leaves(child, f"{path}.{key}" if path else str(key))
     else:
         yield path, value  # a list is a leaf here: Go keeps a list's items, never a zero
-
-
-def _zero(value) -> bool:
-    if isinstance(value, bool):
-        return value is False
-    return (isinstance(value, (int, float)) and value == 0) or value == ""
 
 
 def declares(version: dict, path: str) -> bool:
