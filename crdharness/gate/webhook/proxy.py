@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import ssl
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -94,7 +95,8 @@ class RecordingProxy:
             def log_message(self, format, *args):  # the API server's calls are recorded, not logged
                 pass
 
-        self.server = ThreadingHTTPServer((ports.LOOPBACK, 0), Handler)
+        self.server = _QuietServer((ports.LOOPBACK, 0), Handler)
+        self.server.error_log = log.with_name("proxy-errors.log")
         self.server.daemon_threads = True
         self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
         self.port = self.server.server_address[1]
@@ -149,6 +151,21 @@ class RecordingProxy:
     def stop(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """A client hanging up mid-exchange (the API server timing out, or closing its
+    connections at teardown: ``SSLEOFError``, ``BrokenPipeError``) is the gate's plumbing, not
+    the user's business: one line in ``proxy-errors.log``, never a traceback on the terminal
+    (socketserver's default prints one to stderr)."""
+
+    error_log: Path | None = None
+
+    def handle_error(self, request, client_address) -> None:
+        exc = sys.exc_info()[1]
+        if self.error_log is not None:
+            with self.error_log.open("a") as out:
+                out.write(f"{time.strftime('%H:%M:%S')} {client_address}: {exc!r}\n")
 
 
 def review_record(exchange: Exchange) -> dict:

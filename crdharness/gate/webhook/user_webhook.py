@@ -23,6 +23,7 @@ from crdharness.gate.given.manifests import url_reach
 from crdharness.gate.webhook import build, startup
 from crdharness.gate.webhook.proxy import PROBE_HEADER, RecordingProxy, review_record
 from crdharness.guardian import Guardian
+from crdharness.kubeconfig import environment_for
 from crdharness.polling import WaitTimeout, wait_for
 from crdharness.processes import ManagedProcess, identity
 from crdharness.webhooks import images
@@ -130,8 +131,11 @@ class UserWebhook(ReviewRecords):
         port = ports.free_port()
         values = self.placeholders(port, str(cert_dir), binary)
         command = [fill_placeholders(word, values) for word in self.spec.command or []]
-        env = {**os.environ, **{k: fill_placeholders(v, values) for k, v in self.spec.env.items()}}
-        env.setdefault("KUBECONFIG", str(self.kubeconfig))
+        # The gate's cluster only: an exported KUBECONFIG (most developers have one) would
+        # start a controller manager against the caller's real cluster.
+        env = environment_for(
+            self.kubeconfig, {k: fill_placeholders(v, values) for k, v in self.spec.env.items()}
+        )
         self.process = ManagedProcess(
             "webhook",
             command,
