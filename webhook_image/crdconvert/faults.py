@@ -194,6 +194,7 @@ NAMES = (
     "swap-fields=<path>+<path>",
     "fill-field=<path>=<json>",
     "go-duration=<path>",
+    "panic-on=<path>",
 )
 
 
@@ -229,6 +230,13 @@ def _fail_on_durations(answer: dict, request: dict, path: str) -> None:
         if isinstance(node, str) and not GO_DURATION.fullmatch(node):
             _fail(f"time: invalid duration {json.dumps(node)}")(answer, request)
             return
+
+
+def _holds(obj: object, path: str) -> bool:
+    node = obj
+    for part in path.split("."):
+        node = node.get(part) if isinstance(node, dict) else None
+    return node is not None
 
 
 def _fill(obj: dict, path: str, value: object) -> None:
@@ -283,6 +291,10 @@ class Faults:
     # go-duration=<path>, repeatable: the review fails ("time: invalid duration") for an object
     # whose value there is no Go duration, as a webhook decoding it into metav1.Duration does.
     durations: list[str] = field(default_factory=list)
+    # panic-on=<path>, repeatable: for an object that holds the path, the handler panics (a nil
+    # pointer in a Go converter): it prints a Go panic and drops the connection unanswered,
+    # as net/http does with a handler's panic.
+    panics: list[str] = field(default_factory=list)
 
     @classmethod
     def parse(cls, specs: list[str]) -> Faults:
@@ -297,6 +309,8 @@ class Faults:
                 faults.dropped.append(value)
             elif name == "go-duration" and value:
                 faults.durations.append(value)
+            elif name == "panic-on" and value:
+                faults.panics.append(value)
             elif name == "fill-field" and "=" in value:
                 path, _, given = value.partition("=")
                 try:
@@ -333,6 +347,7 @@ class Faults:
             or self.swapped
             or self.filled
             or self.durations
+            or self.panics
         )
 
     def describe(self) -> list[str]:
@@ -345,7 +360,24 @@ class Faults:
         names += [f"swap-fields={a}+{b}" for a, b in self.swapped]
         names += [f"fill-field={path}={json.dumps(value)}" for path, value in self.filled]
         names += [f"go-duration={path}" for path in self.durations]
+        names += [f"panic-on={path}" for path in self.panics]
         return names
+
+    def panic_for(self, request: dict) -> str:
+        """What a Go webhook prints when its handler panics on an object of ``request`` (or
+        nothing): the server then drops the connection without an answer."""
+        for path in self.panics:
+            for obj in request.get("objects") or []:
+                if _holds(obj, path):
+                    name = (obj.get("metadata") or {}).get("name")
+                    return (
+                        "http: panic serving: runtime error: invalid memory address or nil "
+                        f"pointer dereference (crdconvert fault panic-on={path}, object {name})\n"
+                        "goroutine 42 [running]:\n"
+                        "net/http.(*conn).serve.func1()\n"
+                        f"main.convert{path.rpartition('.')[2].title()}(...)\n"
+                    )
+        return ""
 
     def apply(self, answer: dict, request: dict) -> dict:
         for path in self.durations:

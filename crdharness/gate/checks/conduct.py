@@ -81,7 +81,7 @@ def conduct_problems(e, restored: list[str] | None = None) -> list[str]:
     count = len(request.get("objects") or [])
     where = f"review {uid} ({count} objects to {request.get('desiredAPIVersion')})"
     if e.error:
-        return [f"{where}: unreachable: {e.error}"]
+        return [f"{where}: {e.error}"]
     if e.status != 200:
         return [f"{where}: HTTP {e.status}"]
     answer = e.answer if isinstance(e.answer, dict) else None

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from crdharness.binaries.versions import Release as KubernetesRelease
 from crdharness.cluster import Cluster
-from crdharness.gate import diff, go_durations, subjects
+from crdharness.gate import diff, go_values, subjects
 from crdharness.gate.api import Answer, Resource, call, write_with_retry
 from crdharness.gate.evidence import names, objects, schemas
 from crdharness.gate.evidence.changes import Change
@@ -184,8 +184,8 @@ class GateContext:
         ``0``, ``""``) read back absent or the reverse, where each version's schema that
         declares the field declares it a plain field with no ``default``, or an empty value
         likewise (``""`` not where a ``default`` is declared), an object that appears holding
-        only zero values and defaults (``schemas.defaults_only``), or a duration re-spelt as
-        Go's ``metav1.Duration`` writes it (``1h`` -> ``1h0m0s``); None when it is a finding."""
+        only zero values and defaults (``schemas.defaults_only``), or a duration or time re-spelt as
+        Go writes it (``go_values``: ``1h`` -> ``1h0m0s``); None when it is a finding."""
         rule = next((r for r in self.config.allow if r.covers(difference.path, a, b)), None)
         if rule is not None:
             return "allowed", f"{difference.path} ({rule.reason})"
@@ -214,10 +214,10 @@ class GateContext:
                     f"{difference.describe()} (only zero values and the schema's defaults: a "
                     "Go struct without omitempty, defaulted by the API server)"
                 )
-        if difference.change == "changed" and go_durations.respelt(
+        if difference.change == "changed" and go_values.respelt(
             difference.before, difference.after
         ):
-            return "normalised", f"{difference.describe()} (the same duration, as Go spells it)"
+            return "normalised", f"{difference.describe()} (the same value, as Go spells it)"
         return None
 
     def resource(self, crd: str) -> Resource:

@@ -20,7 +20,7 @@ from crdharness import certs, ports
 from crdharness.errors import HarnessError
 from crdharness.gate.given.config import WebhookSpec, fill_placeholders
 from crdharness.gate.given.manifests import url_reach
-from crdharness.gate.webhook import build, startup
+from crdharness.gate.webhook import build, crash, startup
 from crdharness.gate.webhook.proxy import PROBE_HEADER, RecordingProxy, review_record
 from crdharness.guardian import Guardian
 from crdharness.kubeconfig import environment_for
@@ -117,7 +117,11 @@ class UserWebhook(ReviewRecords):
             target, target_ca = f"{parts.scheme}://{parts.netloc}", self.spec.ca
             if parts.path not in ("", "/"):
                 self.spec.path = parts.path
-        self.proxy = RecordingProxy(self.ca, target, target_ca, self.directory / "exchanges.jsonl")
+        # A command webhook's output is the gate's to quote when it crashes on a review.
+        output = crash.WebhookLog(self.log_path) if self.process is not None else None
+        self.proxy = RecordingProxy(
+            self.ca, target, target_ca, self.directory / "exchanges.jsonl", output
+        )
         return self
 
     def _launch_command(self) -> tuple[str, Path]:
