@@ -195,6 +195,7 @@ NAMES = (
     "fill-field=<path>=<json>",
     "go-duration=<path>",
     "panic-on=<path>",
+    "move-field=[<version>:]<from>+<to>",
 )
 
 
@@ -237,6 +238,22 @@ def _holds(obj: object, path: str) -> bool:
     for part in path.split("."):
         node = node.get(part) if isinstance(node, dict) else None
     return node is not None
+
+
+def _move(obj: dict, source: str, target: str) -> None:
+    """The value at ``source`` answered at ``target`` instead, where the object holds none
+    there: a deprecated field converted into its successor (both one level deep or more)."""
+
+    def parent(path: str) -> tuple[dict | None, str]:
+        *parents, last = path.split(".")
+        node: object = obj
+        for part in parents:
+            node = node.get(part) if isinstance(node, dict) else None
+        return (node if isinstance(node, dict) else None), last
+
+    (a, a_key), (b, b_key) = parent(source), parent(target)
+    if a is not None and b is not None and a_key in a and b_key not in b:
+        b[b_key] = a.pop(a_key)
 
 
 def _fill(obj: dict, path: str, value: object) -> None:
@@ -295,6 +312,9 @@ class Faults:
     # pointer in a Go converter): it prints a Go panic and drops the connection unanswered,
     # as net/http does with a handler's panic.
     panics: list[str] = field(default_factory=list)
+    # move-field=[<version>:]<from>+<to>, repeatable: converting (to <version>), a deprecated
+    # field's value is answered in its successor's place (a re-spelling, not a loss).
+    moved: list[tuple[str, str, str]] = field(default_factory=list)
 
     @classmethod
     def parse(cls, specs: list[str]) -> Faults:
@@ -311,6 +331,10 @@ class Faults:
                 faults.durations.append(value)
             elif name == "panic-on" and value:
                 faults.panics.append(value)
+            elif name == "move-field" and value.count("+") == 1:
+                version, _, paths = value.rpartition(":")
+                source, target = paths.split("+")
+                faults.moved.append((version, source, target))
             elif name == "fill-field" and "=" in value:
                 path, _, given = value.partition("=")
                 try:
@@ -348,6 +372,7 @@ class Faults:
             or self.filled
             or self.durations
             or self.panics
+            or self.moved
         )
 
     def describe(self) -> list[str]:
@@ -361,6 +386,7 @@ class Faults:
         names += [f"fill-field={path}={json.dumps(value)}" for path, value in self.filled]
         names += [f"go-duration={path}" for path in self.durations]
         names += [f"panic-on={path}" for path in self.panics]
+        names += [f"move-field={v + ':' if v else ''}{a}+{b}" for v, a, b in self.moved]
         return names
 
     def panic_for(self, request: dict) -> str:
@@ -384,8 +410,13 @@ class Faults:
             _fail_on_durations(answer, request, path)
         for name in self.rewrites:
             REWRITES[name](answer, request)
-        if self.dropped or self.swapped or self.filled:  # a rewrite may have removed it
+        if (
+            self.dropped or self.swapped or self.filled or self.moved
+        ):  # a rewrite may have removed it
             for obj in _objects(answer):
+                for version, source, target in self.moved:
+                    if not version or _converts_to(request, version):
+                        _move(obj, source, target)
                 for spec in self.dropped:
                     version, _, path = spec.rpartition(":")
                     if not version or _converts_to(request, version):

@@ -132,6 +132,7 @@ def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
     for result in (round_trip, convertible):
         result.counts = dict(seen.counts)
     round_trip.allowed, round_trip.normalised = seen.allowed, seen.normalised
+    round_trip.respelt = seen.respelt
     round_trip.pruned = seen.pruned
     ctx.timings[f"round trips {subject}"] = round(time.perf_counter() - started, 2)
     alone = (
@@ -149,6 +150,12 @@ def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
                 else ""
             )
             + (f" ({len(round_trip.allowed)} allowed differences)" if round_trip.allowed else "")
+            + (
+                f" ({len(round_trip.respelt)} re-spelt by the webhook, reading the same at {b}: "
+                "see report.md)"
+                if round_trip.respelt
+                else ""
+            )
             + (
                 f" ({len(round_trip.pruned)} fields pruned by the gate's own request, not the "
                 "webhook's: see report.md)"

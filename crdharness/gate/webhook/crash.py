@@ -18,7 +18,12 @@ from pathlib import Path
 import requests
 
 # Lines that start what a Go program prints when it panics or dies, or a Python traceback.
-CRASH_START = re.compile(r"panic|fatal error:|Traceback \(most recent call last\)|SIGSEGV")
+# (Go's runtime and net/http print these at a line's start, after the log's timestamp at
+# most; a JSON log line that merely mentions a panic is not one.)
+CRASH_START = re.compile(
+    r"^(?:[\d/: .]+)?(?:panic: |http: panic serving|fatal error: |goroutine \d+ \[)"
+    r"|^Traceback \(most recent call last\)"
+)
 EXCERPT_LINES = 4  # the panic's line and its first frames
 LINE_CHARACTERS = 160
 
@@ -53,7 +58,7 @@ class WebhookLog:
 
     def excerpt_since(self, offset: int) -> list[str]:
         """The first lines of a crash printed after ``offset``: from its first panic (or
-        traceback) line on; with none, the first lines printed at all."""
+        traceback) line on; none without one (other requests' log lines are no evidence)."""
         try:
             with self.path.open("rb") as log:
                 log.seek(offset)
@@ -61,7 +66,9 @@ class WebhookLog:
         except OSError:
             return []
         printed = [line.rstrip() for line in printed if line.strip()]
-        start = next((i for i, line in enumerate(printed) if CRASH_START.search(line)), 0)
+        start = next((i for i, line in enumerate(printed) if CRASH_START.search(line)), None)
+        if start is None:
+            return []
         return [line[:LINE_CHARACTERS] for line in printed[start : start + EXCERPT_LINES]]
 
 
@@ -74,4 +81,4 @@ def message(happened: str, excerpt: list[str], log: WebhookLog | None) -> str:
         return f"{said}; its log from that moment: {' | '.join(excerpt)}"
     if log is None:
         return f"{said}; the gate does not hold its log"
-    return f"{said}; its log printed nothing from that moment"
+    return f"{said}; its log printed no panic from that moment"
