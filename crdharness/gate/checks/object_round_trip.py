@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from crdharness.gate import diff
 from crdharness.gate.api import Answer, Resource, call
 from crdharness.gate.checks import upgrade_writes
-from crdharness.gate.checks.round_trip_steps import Steps, judged_with
+from crdharness.gate.checks.round_trip_steps import Steps, below_a_loss, judged_with
 from crdharness.gate.evidence import coverage, names, objects, pruning, schemas
 from crdharness.gate.given.manifests import Release
 from crdharness.gate.results import NotConvertible, RoundTripFailure
@@ -130,9 +130,11 @@ def _run_named(
         found = _compare(ctx, release, resource, namespace, name, a, b, body, created, seen)
         # A path is exercised once the object went the whole way round, or where the
         # round trip failed on it; the others of an object it stopped early for were not
-        # (another object must hold them).
+        # (another object must hold them), nor those whose parent was lost whole.
         if seen.counts["compared"] > compared:
-            seen.held |= held
+            below = below_a_loss(held, found.paths) if found is not None else set()
+            seen.held |= held - below
+            seen.stopped |= below
         elif found is not None:
             went = judged_with(held, found.paths)
             seen.held |= went

@@ -197,6 +197,13 @@ def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
     )
 
 
+def _parent_lost(failure: RoundTripFailure, path: str) -> bool:
+    """Whether a round trip lost a parent of ``path`` whole (and not the path itself)."""
+    return failure.check == "round-trip" and any(
+        diff.at_or_under(path, q) and path != q for q in map(diff.schema_path, failure.paths)
+    )
+
+
 def _round_trip_holding(
     ctx: GateContext, change: Change, entry: dict, attempt, seen: PairRecord
 ) -> RoundTripFailure | None:
@@ -209,30 +216,37 @@ def _round_trip_holding(
         change.decide(changes.NOT_PROVEN, f"no object holding it could be built: {exc}")
         return None
     refusals: list = []  # the server's answers to this change's own objects
-    for body in bodies[:2]:  # the next only when the server refused the one before
+    # The next only when the server refused the one before, or the webhook lost the path's
+    # parent whole (an item dropped for its empty key): another object decides the path.
+    dropped: RoundTripFailure | None = None  # a parent lost whole: a finding of its own
+    for body in bodies[:3]:
         before = Counter(seen.counts), len(seen.allowed), len(seen.normalised)
         answers: list = []  # each attempt its own: the round trip counts what it is given
         failure = attempt(body, answers)
         refusals += answers
-        if seen.counts["refused"] == before[0]["refused"]:
+        if failure is not None and _parent_lost(failure, change.path):
+            dropped = dropped or failure
+        elif seen.counts["refused"] == before[0]["refused"]:
             break
     a, b = change.version.split("->")
     if failure is not None:
         # A convertibility failure naming no field (the object cannot be read or written at
         # all) is the change's; one naming fields (a write as read refused for them) only
         # where they are its path, as a loss is.
-        # A loss of the path's parent (a whole list lost) loses the path too.
+        # A loss of the path's parent (an item dropped whole) says nothing of the path: what
+        # the webhook does with it where it keeps the parent is unknown.
         mine = (failure.check == "convertibility" and not failure.paths) or any(
-            diff.at_or_under(diff.schema_path(p), change.path)
-            or (
-                failure.check == "round-trip" and diff.at_or_under(change.path, diff.schema_path(p))
+            diff.at_or_under(diff.schema_path(p), change.path) for p in failure.paths
+        )
+        if mine:
+            change.decide(changes.PROVEN, failure.evidence)
+        elif _parent_lost(failure, change.path):
+            change.decide(
+                changes.NOT_PROVEN,
+                f"every object holding it lost a parent of it whole: {failure.evidence}",
             )
-            for p in failure.paths
-        )
-        change.decide(
-            changes.PROVEN if mine else changes.NOT_PROVEN,
-            failure.evidence if mine else f"failed on another path first: {failure.evidence}",
-        )
+        else:
+            change.decide(changes.NOT_PROVEN, f"failed on another path first: {failure.evidence}")
     elif seen.counts["refused"] > before[0]["refused"]:
         said = f"{refusals[-1].status} {refusals[-1].message[:200]}" if refusals else "refused"
         change.decide(
@@ -255,7 +269,7 @@ def _round_trip_holding(
         change.decide(
             changes.NOT_PROVEN, "its object was written meanwhile by another client: not compared"
         )
-    return failure
+    return failure or dropped
 
 
 def _search(
