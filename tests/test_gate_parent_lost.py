@@ -5,14 +5,18 @@ held or proven lost from the dropped item alone (issue 43)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from types import SimpleNamespace
+
+import pytest
 
 from crdharness.gate.checks import round_trips
 from crdharness.gate.checks.object_round_trip import PairRecord
 from crdharness.gate.evidence import changes
 from crdharness.gate.given.config import GateConfig
 from crdharness.gate.results import DataChanged
+from tests.gate_cli import report_of, run_gate
 
 ITEM = {
     "type": "object",
@@ -99,3 +103,58 @@ def test_a_path_the_webhook_keeps_whenever_the_key_is_set_is_cleared_not_proven_
     assert row.decision == changes.CLEARED, row
     # The dropped item is still a finding of its own, not the path's.
     assert failure is not None and failure.paths == frozenset({"spec.sources[0]"})
+
+
+CRD = """
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: stores.parentlost.example.com}
+spec:
+  group: parentlost.example.com
+  scope: Namespaced
+  names: {plural: stores, singular: store, kind: Store}
+  conversion:
+    strategy: Webhook
+    webhook:
+      conversionReviewVersions: ["v1"]
+      clientConfig: {service: {namespace: default, name: store-conversion, path: /convert}}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: &schema {type: object, properties: {spec: {type: object, properties:
+      {sources: {type: array, items: {type: object, required: [key], properties:
+        {key: {type: string}, strategy: {type: string, enum: [Default, Unicode]}}}}}}}}}
+  - name: v2
+    served: true
+    storage: false
+    schema: {openAPIV3Schema: *schema}
+"""
+
+
+@pytest.mark.e2e
+@pytest.mark.slow
+def test_a_field_lost_from_the_old_version_behind_items_dropped_for_empty_keys(tmp_path):
+    # The webhook drops an item whose key is empty (both ways) and loses `strategy` on the
+    # way to v2 only: the loss is named on the path itself, whatever the empty keys did.
+    (tmp_path / "crd.yaml").write_text(CRD)
+    command = (
+        "{python} -m crdconvert --host 127.0.0.1 --port {port} --tls-cert {tls_cert} "
+        "--tls-key {tls_key} --path /convert --identity Store "
+        "--fault drop-empty-key=spec.sources[].key --fault drop-field=v2:spec.sources[].strategy"
+    )
+    gate_file = tmp_path / "gate.yaml"
+    gate_file.write_text(
+        f"crds: [crd.yaml]\nwebhook:\n  command: {json.dumps(command)}\n  path: /convert\n"
+        "generate: 10\n"
+    )
+    artifacts = tmp_path / "gate"
+    done = run_gate(gate_file, artifacts, cwd=tmp_path)
+    report = report_of(done, artifacts / "report.json")
+    assert done.returncode == 1, done.stdout[-3000:]
+    pair = next(
+        c for c in report["checks"] if c["check"] == "round-trip" and "v1->v2" in c["subject"]
+    )
+    assert pair["status"] == "FAIL" and "spec.sources[0].strategy" in json.dumps(pair), pair
+    held = pair["coverage"]
+    assert "spec.sources[].strategy" not in held.get("uncovered", {}), held

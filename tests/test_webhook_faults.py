@@ -277,3 +277,10 @@ def test_move_field_answers_a_deprecated_fields_value_in_its_successors_place():
     back = {"spec": {"pattern": "a*"}}  # converting to another version: untouched
     moved.apply({"response": {"convertedObjects": [back]}}, {"desiredAPIVersion": "g/v1"})
     assert back == {"spec": {"pattern": "a*"}}
+
+
+def test_drop_empty_key_drops_a_list_item_whose_key_is_empty_whole():
+    keyless = faults.Faults.parse(["drop-empty-key=spec.sources[].key"])
+    obj = {"spec": {"sources": [{"key": "", "mode": "a"}, {"key": "k", "mode": "b"}]}}
+    keyless.apply({"response": {"convertedObjects": [obj]}}, {})
+    assert obj == {"spec": {"sources": [{"key": "k", "mode": "b"}]}}

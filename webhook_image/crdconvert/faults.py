@@ -196,6 +196,7 @@ NAMES = (
     "go-duration=<path>",
     "panic-on=<path>",
     "move-field=[<version>:]<from>+<to>",
+    "drop-empty-key=<list>[].<key>",
 )
 
 
@@ -238,6 +239,18 @@ def _holds(obj: object, path: str) -> bool:
     for part in path.split("."):
         node = node.get(part) if isinstance(node, dict) else None
     return node is not None
+
+
+def _drop_empty_keys(obj: dict, spec: str) -> None:
+    """Items of the list ``a.b`` whose ``key`` is empty dropped whole (``a.b[].key``): a
+    converter that skips an entry it cannot name."""
+    listed, _, key = spec.partition("[].")
+    *parents, last = listed.split(".")
+    node: object = obj
+    for part in parents:
+        node = node.get(part) if isinstance(node, dict) else None
+    if isinstance(node, dict) and isinstance(node.get(last), list):
+        node[last] = [i for i in node[last] if not (isinstance(i, dict) and i.get(key) == "")]
 
 
 def _move(obj: dict, source: str, target: str) -> None:
@@ -315,6 +328,8 @@ class Faults:
     # move-field=[<version>:]<from>+<to>, repeatable: converting (to <version>), a deprecated
     # field's value is answered in its successor's place (a re-spelling, not a loss).
     moved: list[tuple[str, str, str]] = field(default_factory=list)
+    # drop-empty-key=<list>[].<key>, repeatable: list items whose key is "" dropped whole.
+    keyless: list[str] = field(default_factory=list)
 
     @classmethod
     def parse(cls, specs: list[str]) -> Faults:
@@ -331,6 +346,8 @@ class Faults:
                 faults.durations.append(value)
             elif name == "panic-on" and value:
                 faults.panics.append(value)
+            elif name == "drop-empty-key" and "[]." in value:
+                faults.keyless.append(value)
             elif name == "move-field" and value.count("+") == 1:
                 version, _, paths = value.rpartition(":")
                 source, target = paths.split("+")
@@ -373,6 +390,7 @@ class Faults:
             or self.durations
             or self.panics
             or self.moved
+            or self.keyless
         )
 
     def describe(self) -> list[str]:
@@ -387,6 +405,7 @@ class Faults:
         names += [f"go-duration={path}" for path in self.durations]
         names += [f"panic-on={path}" for path in self.panics]
         names += [f"move-field={v + ':' if v else ''}{a}+{b}" for v, a, b in self.moved]
+        names += [f"drop-empty-key={spec}" for spec in self.keyless]
         return names
 
     def panic_for(self, request: dict) -> str:
@@ -411,9 +430,11 @@ class Faults:
         for name in self.rewrites:
             REWRITES[name](answer, request)
         if (
-            self.dropped or self.swapped or self.filled or self.moved
+            self.dropped or self.swapped or self.filled or self.moved or self.keyless
         ):  # a rewrite may have removed it
             for obj in _objects(answer):
+                for spec in self.keyless:
+                    _drop_empty_keys(obj, spec)
                 for version, source, target in self.moved:
                     if not version or _converts_to(request, version):
                         _move(obj, source, target)
