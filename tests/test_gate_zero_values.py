@@ -270,3 +270,16 @@ def test_a_time_re_spelt_as_metav1_time_writes_it_is_normalised_a_lost_fraction_
         "spec.since": None
     }
     assert judged(ctx, sent, {"spec": {"since": "2024-05-01T09:00:00Z"}}) == {"spec.since": None}
+
+
+def test_a_quantity_re_spelt_as_resource_quantity_writes_it_is_normalised():
+    from crdharness.gate import go_values
+
+    assert go_values.respelt("1.5Gi", "1536Mi") and go_values.respelt("1000", "1k")
+    assert go_values.respelt(7, "7") and go_values.respelt(0.5, "500m")  # a number, as a string
+    assert not go_values.respelt("1Gi", "1073741824")  # Go keeps a quantity's format
+    assert not go_values.respelt("7", "8") and not go_values.respelt(7, "7.0")
+    ctx = context(spec_schema(limits={"type": "object", "additionalProperties": {}}))
+    sent = {"spec": {"limits": {"cpu": 7}}}
+    kind, note = judged(ctx, sent, {"spec": {"limits": {"cpu": "7"}}})["spec.limits.cpu"]
+    assert kind == "normalised" and "as Go spells it" in note

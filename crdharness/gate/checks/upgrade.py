@@ -119,6 +119,12 @@ def check(ctx: GateContext, release: Release, written, before, stored_before, ju
                 else ""
             )
         )
+        if left_out and result.passed:  # a CRD whose objects were never read is no pass
+            result.passed = None
+            result.evidence = (
+                f"not proven: {', '.join(left_out)} refused at install (see install), its "
+                f"objects not upgraded; the others: {result.evidence}"
+            )
     decide(ctx, release, written)
     enough_evidence(ctx, result, release, written)
     for obj in written:  # what the operator of a source cluster must fix, by object
