@@ -10,6 +10,7 @@ gives each conversion call a fixed 30 s (``defaultRequestTimeout`` in
 
 from __future__ import annotations
 
+import re
 import statistics
 
 from crdharness.gate.checks import returned_metadata
@@ -56,9 +57,8 @@ def run(ctx: GateContext) -> None:
     else:
         latency = "no review seen"
     if problems:
-        result.fail(
-            f"{len(problems)} misbehaving answers of {len(exchanges)}: {problems[0]}", *problems
-        )
+        shown = folded(problems)
+        result.fail(f"{len(problems)} misbehaving answers of {len(exchanges)}: {shown[0]}", *shown)
     else:
         result.evidence = f"{len(exchanges)} reviews answered correctly; {latency}"
         if restoring:
@@ -71,6 +71,20 @@ def run(ctx: GateContext) -> None:
             f"metadata the server restores: {restoring} answers (e.g. {example}): "
             "kube-apiserver copies back every metadata field but labels and annotations",
         )
+
+
+def folded(problems: list[str]) -> list[str]:
+    """One line per kind of misconduct: problems that differ only in the review's uid and
+    object counts (one object answered wrongly 220 times) are one line with their count."""
+    kinds: dict[str, list[str]] = {}
+    for problem in problems:
+        kinds.setdefault(
+            re.sub(r"review \S+ \(\d+ objects", "review (objects", problem), []
+        ).append(problem)
+    return [
+        same[0] + (f" (and {len(same) - 1} more reviews alike)" if len(same) > 1 else "")
+        for same in kinds.values()
+    ]
 
 
 def conduct_problems(e, restored: list[str] | None = None) -> list[str]:

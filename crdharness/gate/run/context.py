@@ -266,11 +266,20 @@ class GateContext:
                 current=created.body,
             )
             if not put.ok:
+                call(self.cluster, "DELETE", resource.path(version, namespace, name))
+                if put.status >= 500:  # a status the schema allows that storing failed on
+                    failure = NotConvertible(
+                        f"an object valid at {version} cannot have its status written: "
+                        f"{put.message}",
+                        [f"PUT {version}/status: {put.status} {put.message}"],
+                        [(f"sent at {version}", {**obj, "status": body["status"]})],
+                    )
+                    failure.answer = put
+                    raise failure
                 if refusals is not None:
                     refusals.append(put)
                 else:
                     self.count_refusal(put, "status ")
-                call(self.cluster, "DELETE", resource.path(version, namespace, name))
                 return None
             return put.body
         return created.body
@@ -279,6 +288,8 @@ class GateContext:
         """An object the server refused: not a finding, but counted and shown once."""
         if "admission webhook" in answer.message:
             why = f"{what}refused by an admission webhook"
+        elif "conversion webhook" in answer.message:
+            why = f"{what}failed by the conversion webhook ({answer.status})"
         else:
             why = f"{what}refused by the API server's validation ({answer.status})"
         self.count(why, answer.message)
