@@ -194,6 +194,9 @@ def enough_evidence(ctx: GateContext, result: CheckResult, release: Release, wri
     for name in ctx.live(release):
         if name not in ctx.releases[release.index - 1].crds:
             continue  # new in this release: nothing old to upgrade
+        if not ctx.writes_for(ctx.releases[release.index - 1], name):
+            result.details.append(f"{name}: no objects written for it ({ctx.unchanged[name]})")
+            continue  # unchanged: the release before wrote none (``evidence.unchanged``)
         if ctx.source is not None:  # the evidence is every object the cluster holds
             left_out = objects_left_out(ctx, name)
             if left_out:
