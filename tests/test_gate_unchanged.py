@@ -309,3 +309,43 @@ def test_a_refusal_is_known_by_its_cause_not_by_the_object_it_names():
         "must be both a and b; 3x spec.token: Too long"
     )
     assert refusal.summary({}, 0, 0) == "0 of 0 objects refused (0 %)"
+
+
+def test_nothing_carried_across_a_kubernetes_upgrade_is_not_proven():
+    from crdharness.binaries import versions
+    from crdharness.gate.phases import kubernetes_upgrade
+
+    result = CheckResult("kubernetes-upgrade", "1.36->1.37")
+    older, newer = versions.resolve("1.36"), versions.resolve("1.37")
+    kubernetes_upgrade.judge(result, {}, {}, {}, {}, older, newer)
+    assert result.passed is None
+    assert result.evidence.startswith("not proven: no object of the candidate's CRDs to read")
+
+
+class Webhook:
+    """A webhook whose recording proxy saw no review."""
+
+    def __init__(self):
+        self.proxy = argparse.Namespace(exchanges=[])
+
+
+def conduct_of(releases: list[Release], listed: dict[str, str]) -> CheckResult:
+    from crdharness.gate.checks import conduct
+    from crdharness.gate.run.context import GateContext
+
+    config = GateConfig(Path("gate.yaml"), [], webhook=HOOK)
+    ctx = GateContext(None, config, releases, {}, lambda line: None, Webhook())
+    ctx.unchanged = listed
+    conduct.run(ctx)
+    return ctx.result("webhook-conduct", "webhook")
+
+
+def test_a_webhook_that_saw_no_review_is_not_proven_unless_nothing_judged_converts():
+    old, new = crd(conversion=WEBHOOK), crd(conversion=WEBHOOK)
+    releases = history(old, new, copy.deepcopy(HOOK))
+    seen = conduct_of(releases, {})
+    assert seen.passed is None and seen.evidence.startswith("not proven: the webhook answered no")
+    why = unchanged.crds(releases, HOOK)
+    assert set(why) == {NAME}
+    listed = conduct_of(releases, why)  # the one CRD behind it is listed only
+    assert listed.passed is True and listed.evidence.startswith("no review: no CRD judged")

@@ -57,6 +57,12 @@ def run(ctx: GateContext) -> None:
         stored_after = _stored_object_revisions(ctx) if ctx.cluster.etcd is not None else None
         judge(result, before, after, stored_before, stored_after, older, newer)
         listed = sorted(n for n in ctx.candidate.crds if ctx.listed_only(n))
+        if not before and result.passed is None and len(listed) == len(ctx.candidate.crds):
+            result.passed = True  # nothing was to be carried: no object is no evidence missing
+            result.evidence = (
+                "no object to carry across: every CRD of the candidate is unchanged, listed "
+                "only (`--full` writes them)"
+            )
         if listed:  # said, never passed over
             result.details.append(
                 f"no new objects of the {len(listed)} CRDs the release did not change "
