@@ -108,9 +108,11 @@ def summary(causes: dict[str, int], refused: int, tried: int, shown: int = 3) ->
     """How many of the ``tried`` objects were refused, and the causes that refused most
     (``causes``: cause -> count)."""
     share = f"{refused} of {tried} objects refused ({100 * refused // max(tried, 1)} %)"
-    ranked = sorted(causes.items(), key=lambda item: (-item[1], item[0]))
-    if not ranked:
-        return share
-    named = "; ".join(f"{n}x {text}" for text, n in ranked[:shown])
-    more = f"; and {len(ranked) - shown} other causes" if len(ranked) > shown else ""
-    return f"{share}, by: {named}{more}"
+    return f"{share}, by: {ranked(causes, shown)}" if causes else share
+
+
+def ranked(causes: dict[str, int], shown: int = 3) -> str:
+    """The causes that refused most objects, most first (``causes``: cause -> count)."""
+    order = sorted(causes.items(), key=lambda item: (-item[1], item[0]))
+    named = "; ".join(f"{n}x {text}" for text, n in order[:shown])
+    return named + (f"; and {len(order) - shown} other causes" if len(order) > shown else "")
