@@ -137,12 +137,13 @@ def conduct_problems(e, restored: list[str] | None = None) -> list[str]:
 
 
 def _converting(ctx: GateContext) -> bool:
-    """Whether a CRD the run judges converts through a webhook between two served versions
-    under some release (then the webhook must have been asked)."""
+    """Whether a CRD the run judges converts through this (the top-level) webhook between
+    two served versions under some release that runs it (then it must have been asked)."""
     return any(
         len(release.served(name)) > 1
         and manifests.uses_webhook(release.subset([name]), ctx.config.webhook)
         for release in ctx.releases
+        if release.webhook is None or release is ctx.candidate
         for name in release.crds
         if not ctx.listed_only(name)
     )
