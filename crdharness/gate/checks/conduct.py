@@ -14,6 +14,7 @@ import re
 import statistics
 
 from crdharness.gate.checks import returned_metadata
+from crdharness.gate.given import manifests
 from crdharness.gate.run.context import GateContext
 
 SERVER_LIMIT = 30.0  # seconds kube-apiserver waits for a conversion webhook's answer
@@ -59,6 +60,15 @@ def run(ctx: GateContext) -> None:
     if problems:
         shown = folded(problems)
         result.fail(f"{len(problems)} misbehaving answers of {len(exchanges)}: {shown[0]}", *shown)
+    elif not exchanges:  # nothing seen is no pass, where something was to be converted
+        if _converting(ctx):
+            result.passed = None
+            result.evidence = "not proven: the webhook answered no conversion review"
+        else:
+            result.evidence = (
+                "no review: no CRD judged converts between two served versions through it"
+                + ("; the unchanged CRDs are listed only" if ctx.unchanged else "")
+            )
     else:
         result.evidence = f"{len(exchanges)} reviews answered correctly; {latency}"
         if restoring:
@@ -138,3 +148,16 @@ def conduct_problems(e, restored: list[str] | None = None) -> list[str]:
         if restored is not None:
             restored += returned_metadata.restored(before, after)
     return problems
+
+
+def _converting(ctx: GateContext) -> bool:
+    """Whether a CRD the run judges converts through this (the top-level) webhook between
+    two served versions under some release that runs it (then it must have been asked)."""
+    return any(
+        len(release.served(name)) > 1
+        and manifests.uses_webhook(release.subset([name]), ctx.config.webhook)
+        for release in ctx.releases
+        if release.webhook is None or release is ctx.candidate
+        for name in release.crds
+        if not ctx.listed_only(name)
+    )

@@ -13,7 +13,7 @@ from collections import Counter
 from crdharness.gate import concurrency, diff, subjects
 from crdharness.gate.checks import object_round_trip, path_coverage
 from crdharness.gate.checks.object_round_trip import PairRecord
-from crdharness.gate.evidence import changes, objects, targeted
+from crdharness.gate.evidence import changes, objects, refusal, targeted
 from crdharness.gate.evidence.changes import Change
 from crdharness.gate.results import Form, Found, RoundTripFailure
 from crdharness.gate.run.context import GateContext
@@ -45,7 +45,7 @@ def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
     manifest = ctx.candidate.crds[name]
     entry = ctx.candidate.entry(name, a)
     seen = PairRecord()
-    refused_before = Counter(ctx.refused)  # the run's count: this pair's is the difference
+    causes_before = Counter(ctx.refused_causes)
     started = time.perf_counter()
     ctx.report(f"gate: {subject}: round trips ({ctx.config.generate} generated objects)")
 
@@ -169,14 +169,16 @@ def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
             f"{seen.counts['created']} objects valid at {a} read and written at {b}" + alone
         )
     compared, created = seen.counts["compared"], seen.counts["created"]
-    refused = dict(Counter(ctx.refused) - refused_before)
+    causes = dict(Counter(ctx.refused_causes) - causes_before)
+    tried = created + seen.counts["refused"]
     meanwhile = seen.counts["written meanwhile"]
     for result, count in ((round_trip, compared), (convertible, created)):
         if created and count < ctx.config.min_objects and result.passed:
             result.passed = None
             result.evidence = (
                 f"not proven: only {count} objects reached this check (at least "
-                f"{ctx.config.min_objects} needed, `min_objects`); refused: {refused}"
+                f"{ctx.config.min_objects} needed, `min_objects`); "
+                f"{refusal.summary(causes, seen.counts['refused'], tried)}"
                 + (
                     f"; {meanwhile} written meanwhile by another client (your controllers, "
                     "if the webhook's process runs them)"
@@ -185,12 +187,14 @@ def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
                 )
                 + ": add samples the API server and your admission webhooks accept"
             )
+    # The gate's own want of objects is no finding: "not proven", saying what refused them.
     for result in (round_trip, convertible):
         if created == 0 and result.passed:
-            result.passed, result.unexplained = False, True
+            result.passed = None
             result.evidence = (
-                f"no object could be created at {a} (refused: {refused}): add "
-                "samples that the API server accepts"
+                f"not proven: no object could be created at {a}: "
+                f"{refusal.summary(causes, seen.counts['refused'], tried)}: add samples "
+                "that the API server (and your admission webhooks) accept"
             )
     path_coverage.settle(
         round_trip, path_coverage.judge(entry, seen.held, refused_paths, seen.stopped), a

@@ -18,7 +18,7 @@ from crdharness.binaries.versions import Release as KubernetesRelease
 from crdharness.cluster import Cluster
 from crdharness.gate import diff, go_values, subjects
 from crdharness.gate.api import Answer, Resource, call, write_with_retry
-from crdharness.gate.evidence import names, objects, schemas
+from crdharness.gate.evidence import names, objects, refusal, schemas, unchanged
 from crdharness.gate.evidence.changes import Change
 from crdharness.gate.given.config import GateConfig
 from crdharness.gate.given.manifests import Release, point_conversion
@@ -58,6 +58,7 @@ class GateContext:
     timings: dict[str, float] = field(default_factory=dict)  # seconds per phase and step
     refused: Counter[str] = field(default_factory=Counter)  # why generated objects were refused
     refused_examples: dict[str, str] = field(default_factory=dict)  # reason -> one message
+    refused_causes: Counter[str] = field(default_factory=Counter)  # refusal.cause -> objects
     refused_crds: set[str] = field(default_factory=set)  # a release could not install them
     history_completed: bool = False  # the history phase reached its last release
     stored_after: dict[int, dict[str, list[str]]] = field(default_factory=dict)  # release ->
@@ -85,6 +86,8 @@ class GateContext:
     # CRDs whose round trips cannot tell the previous release's debt (the candidate's webhook)
     debt_unknowable: list[str] = field(default_factory=list)
     debt: list[Debt] = field(default_factory=list)
+    # The candidate's CRDs the release did not change -> why (``evidence.unchanged``)
+    unchanged: dict[str, str] = field(default_factory=dict)
     deadline: float = 0.0  # time.monotonic() when the run's `timeout:` passes
     # ``--from-cluster``: what the source cluster holds (release 1 is its CRDs), and what
     # the run may show of it.
@@ -128,6 +131,22 @@ class GateContext:
         """The checks the phase is deciding now (``check:subject``): if it raises, these fail
         even where they already hold some evidence."""
         self.in_progress = set(keys)
+
+    def listed_only(self, crd: str) -> bool:
+        """Whether the candidate's ``crd`` is unchanged and not judged again (no ``full``):
+        no objects drawn for it, no round trips, no writes."""
+        return crd in self.unchanged and not self.config.full
+
+    def writes_for(self, release: Release, crd: str) -> bool:
+        """Whether ``release`` writes objects of ``crd`` for the checks after it. Not for a
+        CRD listed only: neither the candidate (nothing of it is judged again) nor the release
+        before it (nothing to upgrade), unless another CRD of its group changed — then its
+        old objects still go through the upgrade."""
+        if not self.listed_only(crd) or release.index < len(self.releases) - 2:
+            return True
+        if release is self.candidate:
+            return False
+        return unchanged.group_changed(self.releases, self.unchanged, crd)
 
     def live(self, release: Release) -> list[str]:
         """The CRDs of ``release`` the history still carries (none refused before)."""
@@ -300,3 +319,4 @@ class GateContext:
         with self._counting:
             self.refused[why] += 1
             self.refused_examples.setdefault(why, message[:300])
+            self.refused_causes[refusal.cause(message)] += 1
