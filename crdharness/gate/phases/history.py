@@ -167,7 +167,8 @@ def _write_version(
     while batch:
         # Named here, in order: the same run names the same objects the same way.
         named = [
-            (body, sample, _name(ctx, release, prefix, version, entry)) for body, sample in batch
+            (body, sample, _name(ctx, release, prefix, version, entry, name))
+            for body, sample in batch
         ]
         outcomes = concurrency.each(write, named, ctx.config.concurrency)
         for (body, sample), (record, refusals) in zip(batch, outcomes, strict=True):
@@ -202,7 +203,7 @@ def _keep(
     resource = Resource.of(release.crds[name])
     for body in samples:
         refusals: list[Answer] = []
-        obj_name = _name(ctx, release, "r", version, entry)
+        obj_name = _name(ctx, release, "r", version, entry, name)
         with ctx.held(name, HISTORY_NS if resource.namespaced else None, obj_name, entry):
             record = _write_one(ctx, release, name, entry, body, obj_name, refusals)
             if record is not None:
@@ -262,7 +263,7 @@ def write_targeted(ctx: GateContext, release: Release, upcoming: list[Change]) -
     built = [b for b in built if not singletons.one_at_a_time(release, b[0].crd)]
     # Built one after another (hypothesis draws on one thread), written many at once.
     items = [
-        (change, entry, body, _name(ctx, release, "t", change.version, entry))
+        (change, entry, body, _name(ctx, release, "t", change.version, entry, change.crd))
         for change, entry, bodies in built
         for body in bodies
     ]
@@ -296,10 +297,12 @@ def write_targeted(ctx: GateContext, release: Release, upcoming: list[Change]) -
     return written
 
 
-def _name(ctx: GateContext, release: Release, prefix: str, version: str, entry: dict) -> str:
+def _name(
+    ctx: GateContext, release: Release, prefix: str, version: str, entry: dict, crd: str
+) -> str:
     """An object's name: what wrote it, under which release, at which version (as the
     schema of ``entry``, that version, requires names to be)."""
-    return ctx.name(f"{prefix}{release.index + 1}-{version}", entry)
+    return ctx.name(f"{prefix}{release.index + 1}-{version}", entry, crd)
 
 
 def _write_one(

@@ -94,7 +94,9 @@ class GateContext:
     object_findings: dict[str, list[str]] = field(default_factory=dict)  # captured -> findings
     # captured -> every write the candidate refused it (upgrade_writes' names), hazards too
     writes_refused: dict[str, set[str]] = field(default_factory=dict)
-    _names: itertools.count = field(default_factory=itertools.count)
+    # One count per CRD: a CRD's object names do not depend on which other CRDs the run
+    # gates (a shard of the CRDs, ``--shard``, names them as the whole run does).
+    _names: dict[str, itertools.count] = field(default_factory=dict)
     slots: names.Slots = field(default_factory=names.Slots, repr=False)  # fixed names held
     # The counts objects written at once (``concurrency``) add to.
     _counting: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -133,11 +135,12 @@ class GateContext:
         """The CRDs of ``release`` the history still carries (none refused before)."""
         return [name for name in release.crds if name not in self.refused_crds]
 
-    def name(self, prefix: str, entry: dict | None = None) -> str:
-        """A name no other object of this run has, made to meet what the schema of
-        ``entry`` (the version it is written at) requires of names: for a singleton, its
+    def name(self, prefix: str, entry: dict | None = None, crd: str = "") -> str:
+        """A name no other object of ``crd`` in this run has, made to meet what the schema
+        of ``entry`` (the version it is written at) requires of names: for a singleton, its
         one name (``held`` keeps its objects one at a time)."""
-        return names.rule(entry).name(f"{prefix}-{next(self._names)}")
+        count = self._names.setdefault(crd, itertools.count())
+        return names.rule(entry).name(f"{prefix}-{next(count)}")
 
     def held(self, crd: str, namespace: str | None, name: str, entry: dict | None):
         """A context in which the object ``name`` (of ``crd``, written at ``entry``) is the
