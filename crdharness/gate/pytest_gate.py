@@ -21,8 +21,8 @@ from crdharness.gate.given import cluster_source, gate_file, manifests
 from crdharness.gate.given.config import GateConfig
 from crdharness.gate.given.manifests import Release
 from crdharness.gate.redaction import Redaction
-from crdharness.gate.reporting import operator, report, terminal
-from crdharness.gate.run import plan, preflight
+from crdharness.gate.reporting import operator, report, stored, terminal
+from crdharness.gate.run import plan, preflight, shards
 from crdharness.gate.webhook import launch
 from crdharness.gate.webhook.user_webhook import UserWebhook
 from crdharness.progress import to_stderr
@@ -41,6 +41,7 @@ class GateSetup:
     checks: list[plan.PlannedCheck]
     kubernetes_path: list  # crdharness.binaries.versions.Release, oldest first; empty: no upgrade
     source: cluster_source.Source | None = None  # --from-cluster
+    shard: dict | None = None  # --shard: which share of the CRDs (``shards.meta``)
 
 
 SETUP = pytest.StashKey[GateSetup]()
@@ -52,6 +53,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("crdharness-gate", "CRD upgrade gate")
     group.addoption("--gate-config", default=None, help="the gate file (see README)")
     group.addoption("--gate-artifacts", default="artifacts/gate", help="where the report goes")
+    group.addoption("--gate-shard", default=None, help="K/N: gate the K-th of N shares of the CRDs")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -66,6 +68,12 @@ def pytest_configure(config: pytest.Config) -> None:
         parsed = gate_file.load(path)
         releases = manifests.load_history(parsed.crds, parsed.root, parsed.release_webhooks)
         samples = manifests.samples_by_crd(parsed.samples, releases)
+        shard = None
+        if config.getoption("--gate-shard"):  # a CI matrix job's share of the CRDs
+            shard = shards.meta(parsed, releases, shards.parse(config.getoption("--gate-shard")))
+            parsed.expect = shards.expectations_of(parsed.expect, releases, shard["crds"])
+            releases = shards.restrict(releases, shard["crds"])
+            samples = {n: s for n, s in samples.items() if n in shard["crds"]}
         if source is not None and parsed.release_webhooks:
             first = min(parsed.release_webhooks)
             raise HarnessError(
@@ -87,6 +95,7 @@ def pytest_configure(config: pytest.Config) -> None:
             plan.about_a_cluster(planned) if source is not None else planned,
             upgrade,
             source,
+            shard,
         )
         for expectation in parsed.expect:  # a bad expect file fails here, in one line
             expectations.load(expectation)
@@ -228,6 +237,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
     if ctx.kubernetes_path and "kubernetes-upgrade" in {r.check for r in ctx.results.values()}:
         later = ", ".join(r.kubernetes for r in ctx.kubernetes_path[1:])
         kubernetes = f"{ctx.kubernetes_path[0].kubernetes}, then upgraded in place to {later}"
+    deciding = time.perf_counter()
     results = run.decide_all()
     found = [c for t in sorted(ctx.changes) for c in ctx.changes[t]]
     hazards = list(ctx.hazards.values())
@@ -254,6 +264,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
         ]
         fixes = operator.fix_list(ctx.object_findings, ctx.writes_refused)
         objects_to_fix = {k: ctx.redaction.text(v) for k, v in fixes.items()}
+    ctx.timings["reporting: decisions gathered"] = round(time.perf_counter() - deciding, 2)
     gate_report = report.Report(
         results,
         kubernetes,
@@ -273,6 +284,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
         objects_to_fix=objects_to_fix,
         not_replayed=_not_replayed(setup.source),
     )
+    if setup.shard is not None:  # the whole report as data, for gate-merge
+        gate_report.shard = {**setup.shard, "data": stored.as_data(gate_report)}
     directory = report.write(Path(config.getoption("--gate-artifacts")), gate_report)
     terminalreporter.section("crdharness upgrade gate")
     for line in answer:  # the operator's answer first
@@ -329,7 +342,9 @@ def _report_not_started(terminalreporter, config: pytest.Config) -> None:
     if setup is None or cause is None:
         return
     planned = [f"{c.check} [{c.subject}]" for c in setup.checks]
-    directory = report.write_not_run(Path(config.getoption("--gate-artifacts")), cause, planned)
+    directory = report.write_not_run(
+        Path(config.getoption("--gate-artifacts")), cause, planned, setup.shard
+    )
     terminalreporter.write_line(f"report: {directory}/report.md (not run)")
 
 

@@ -72,7 +72,8 @@ def run(ctx: GateContext) -> None:
             deprecation.check_removal_policy(ctx, release)
         from_source = ctx.source is not None and i == 0
         first = replay.first_install(ctx.source, release) if ctx.source and from_source else None
-        refused = install.apply_release(ctx, release, live, stored_before, first)
+        with ctx.timed("history: install and wait"):
+            refused = install.apply_release(ctx, release, live, stored_before, first)
         if ctx.source is not None and i and refused:  # what follows the migration it needs
             migrated = replay.migrate_first(ctx, release, refused, stored_before)
             refused -= migrated
@@ -87,23 +88,29 @@ def run(ctx: GateContext) -> None:
         written = [w for w in written if w.crd not in ctx.refused_crds]
         before = {key: v for key, v in before.items() if key[0] not in ctx.refused_crds}
         if i:
-            crd_behaviour.after(ctx, release)  # on copies: before the reads it must not touch
-            judged = singletons.judge(ctx, release, stored_before, _write_one)
-            upgrade.check(ctx, release, written, before, stored_before, judged)
-        deprecation.check_warnings(ctx, release, subjects.release(i))
+            with ctx.timed("history: upgrade reads and writes"):
+                crd_behaviour.after(ctx, release)  # on copies: before reads it must not touch
+                judged = singletons.judge(ctx, release, stored_before, _write_one)
+                upgrade.check(ctx, release, written, before, stored_before, judged)
+        with ctx.timed("history: deprecation warnings"):
+            deprecation.check_warnings(ctx, release, subjects.release(i))
         if from_source:  # the source cluster's objects, and its storedVersions
             fresh = replay.write_captured(ctx, release, _write_one)
             replay.replay_stored_versions(ctx, release)
         else:
-            fresh = write_objects(ctx, release)
+            with ctx.timed("history: generate and write objects"):
+                fresh = write_objects(ctx, release)
         if release is not ctx.candidate:
             if not from_source:
-                fresh += write_targeted(ctx, release, ctx.changes.get(i + 1, []))
-                crd_behaviour.before(ctx, release, ctx.changes.get(i + 1, []), fresh)
-            upgrade.write_baseline(ctx, release, fresh)
+                with ctx.timed("history: objects for the changes"):
+                    fresh += write_targeted(ctx, release, ctx.changes.get(i + 1, []))
+                    crd_behaviour.before(ctx, release, ctx.changes.get(i + 1, []), fresh)
+            with ctx.timed("history: upgrade baseline writes"):
+                upgrade.write_baseline(ctx, release, fresh)
         written += fresh
         previous_release.run(ctx, release)  # the candidate's predecessor, while installed
-        migration.check(ctx, release, live, stored_before)
+        with ctx.timed("history: migration and storedVersions"):
+            migration.check(ctx, release, live, stored_before)
         ctx.stored_after[i] = {name: migration.stored_versions(ctx.cluster, name) for name in live}
     ctx.history_completed = True  # to its end: refused CRDs are in refused_crds
     ctx.working_on()

@@ -6,6 +6,7 @@ nothing about the order phases run in (``gate.phases.runner``).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import threading
 import time
@@ -114,6 +115,17 @@ class GateContext:
         if key not in self.results:
             self.results[key] = CheckResult(check, subject)
         return self.results[key]
+
+    @contextlib.contextmanager
+    def timed(self, step: str):
+        """Adds the seconds the block takes to ``timings[step]`` (report.json's
+        ``seconds``): where a run's time goes, step by step, summed over releases."""
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            spent = self.timings.get(step, 0.0) + time.perf_counter() - started
+            self.timings[step] = round(spent, 2)
 
     def planned_check(self, check: str, subject: str) -> bool:
         return any(p.check == check and p.subject == subject for p in self.planned)
