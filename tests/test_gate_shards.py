@@ -59,7 +59,7 @@ def test_a_group_stays_together_and_the_split_is_deterministic():
     split = shards.assign(releases, 2)
     assert split == shards.assign(releases, 2)  # every matrix job computes the same split
     assert sorted(n for share in split for n in share) == sorted(releases[0].crds)
-    together = [share for share in split if "apples.a.example.com" in share][0]
+    together = next(share for share in split if "apples.a.example.com" in share)
     assert "apricots.a.example.com" in together
     # More shards than groups: some are empty, none gets a CRD twice.
     wide = shards.assign(releases, 5)
@@ -177,7 +177,7 @@ def test_a_shard_that_could_not_run_makes_the_whole_not_run_naming_it(tmp_path, 
     report.write_not_run(
         two, "kube-apiserver did not start", [], {"index": 2, "count": 2, "digest": "d1"}
     )
-    status, data, md = merged(tmp_path, [one, two])
+    status, data, _ = merged(tmp_path, [one, two])
     assert status == 3 and data["verdict"] == "NOT RUN"
     assert "shard 2/2 could not run: kube-apiserver did not start" in data["not_run"]
     # A missing report: the directory is named, and the share no report stands for.

@@ -257,13 +257,15 @@ def _empty_share(args: argparse.Namespace, config: GateConfig) -> bool:
     """A share with no CRD (more shards than API groups): its report says so, and nothing
     starts (True). A bad ``--shard`` fails here, in one line."""
     from crdharness.gate.given import manifests
-    from crdharness.gate.reporting import report, stored
     from crdharness.gate.run import shards
 
     releases = manifests.load_history(config.crds, config.root, config.release_webhooks)
     meta = shards.meta(config, releases, shards.parse(args.shard))
     if meta["crds"]:
         return False
+    # Only here: pytest warns of modules (hypothesis) imported before it starts.
+    from crdharness.gate.reporting import report, stored
+
     empty = report.Report([], "", notes=[f"shard {args.shard}: no CRD falls to this share"])
     empty.shard = {**meta, "data": stored.as_data(empty)}
     report.write(Path(args.artifacts).resolve(), empty)

@@ -98,7 +98,7 @@ def _load_one(directory: Path) -> ShardReport:
 def merge(shards: list[ShardReport]) -> Report:
     """One report of the shards that ran, as one machine would have written it."""
     ran = [s for s in shards if s.run is not None]
-    order = next((s.meta["order"] for s in ran), [])
+    order: list[str] = next((s.meta["order"] for s in ran), [])
     position = Order(order)
     runs = [s.run for s in ran if s.run is not None]
     kubernetes = {r.kubernetes for r in runs if r.results}
@@ -206,18 +206,25 @@ def _joined(lists) -> list[str]:
 
 
 NUMBER = re.compile(r"\d+")
+PLURAL = re.compile(r"(\d+ \w+?)s\b")
+
+
+def _shape(clause: str) -> str:
+    """A clause with its counts masked (and their nouns made singular): what the same
+    sentence about other CRDs looks like."""
+    return NUMBER.sub("#", PLURAL.sub(r"\1", clause))
 
 
 def _merged_evidence(texts: list[str], position: Order) -> str:
-    """One evidence line for a release's check from its shards' lines (see the module)."""
+    """One evidence line for a release's check from its shards' lines: clause by clause
+    ("; "), counts of the same clause summed, a clause only some shards have kept in its
+    place; or, where the lines differ in a list of CRDs, that list joined in run order."""
     distinct = list(dict.fromkeys(texts))
     if len(distinct) == 1:
         return distinct[0]
-    shapes = {NUMBER.sub("#", t) for t in distinct}
-    if len(shapes) == 1 and " ms" not in distinct[0]:  # counts add up; latencies do not
-        numbers = [[int(n) for n in NUMBER.findall(t)] for t in texts]
-        sums = iter([sum(column) for column in zip(*numbers, strict=True)])
-        return NUMBER.sub(lambda _: str(next(sums)), texts[0])
+    clauses = [t.split("; ") for t in distinct]
+    if len({_shape(c[0]) for c in clauses}) == 1 and " ms" not in distinct[0]:
+        return "; ".join(_summed_clauses(clauses))
     prefix = os.path.commonprefix(distinct)  # noqa: RUF071 (text, not paths)
     prefix = prefix[: prefix.rfind(" ") + 1]
     rests = [t[len(prefix) :] for t in distinct]
@@ -225,6 +232,31 @@ def _merged_evidence(texts: list[str], position: Order) -> str:
         items = [item for r in rests for item in r.split(", ")]
         return prefix + ", ".join(sorted(items, key=lambda i: position(i.split(":")[0])))
     return "; ".join(distinct)
+
+
+def _summed_clauses(texts: list[list[str]]) -> list[str]:
+    merged: list[list[str]] = []  # each: the clauses of one shape, one per shard having it
+    for clauses in texts:
+        at = 0
+        for clause in clauses:
+            same = next((i for i, m in enumerate(merged) if _shape(m[0]) == _shape(clause)), None)
+            if same is None:
+                merged.insert(at, [clause])
+                at += 1
+            else:
+                merged[same].append(clause)
+                at = same + 1
+    return [_summed(group) for group in merged]
+
+
+def _summed(clauses: list[str]) -> str:
+    """Clauses of one shape with their counts added (worded as the one that is plural)."""
+    if len(clauses) == 1:
+        return clauses[0]
+    numbers = [[int(n) for n in NUMBER.findall(c)] for c in clauses]
+    sums = iter([sum(column) for column in zip(*numbers, strict=True)])
+    worded = next((c for c in clauses if PLURAL.search(c)), clauses[0])
+    return NUMBER.sub(lambda _: str(next(sums)), worded)
 
 
 def exit_status(merged: Report, shards: list[ShardReport]) -> int:
