@@ -19,9 +19,12 @@ from crdharness.gate.run import shards
 def crd(group: str, plural: str, versions: int = 1, fields: int = 1) -> dict:
     props = {f"f{i}": {"type": "string"} for i in range(fields)}
     return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
         "metadata": {"name": f"{plural}.{group}"},
         "spec": {
             "group": group,
+            "scope": "Namespaced",
             "names": {"plural": plural, "kind": plural.title()},
             "versions": [
                 {
@@ -209,3 +212,34 @@ def test_reports_of_other_gate_files_or_splits_are_refused_in_one_line(tmp_path)
     report.write(plain, report.Report([pair(ORDER[0])], "1.37"))
     with pytest.raises(HarnessError, match="not a shard's report: run the gate with --shard"):
         merge.load([one, plain])
+
+
+def test_a_share_with_no_crd_says_so_and_starts_nothing(tmp_path, capsys):
+    from crdharness.gate import cli
+
+    release = tmp_path / "crd.yaml"
+    release.write_text(json.dumps(crd("a.example.com", "apples")))
+    gate_file = tmp_path / "gate.yaml"
+    gate_file.write_text(f"crds: [{release}, {release}]\n")
+    artifacts = tmp_path / "empty"
+    assert cli.main([str(gate_file), "--shard", "2/2", "--artifacts", str(artifacts)]) == 0
+    assert "shard 2/2: no CRD falls to this share" in capsys.readouterr().out
+    written = json.loads((artifacts / "report.json").read_text())
+    assert written["shard"]["crds"] == [] and written["checks"] == []
+    # Merged with nothing else, it is no verdict of its own: shard 1/2 is missing (3).
+    status, data, _ = merged(tmp_path, [artifacts])
+    assert status == 3 and "shard 1/2" in data["not_run"]
+
+
+def test_a_bad_shard_is_one_line_before_anything_starts(tmp_path, capsys):
+    from crdharness.gate import cli
+
+    release = tmp_path / "crd.yaml"
+    release.write_text(json.dumps(crd("a.example.com", "apples")))
+    gate_file = tmp_path / "gate.yaml"
+    gate_file.write_text(f"crds: [{release}]\n")
+    assert cli.main([str(gate_file), "--shard", "3/2"]) == 3
+    out = capsys.readouterr().out.strip().splitlines()
+    assert out == [
+        "crdharness gate: error: --shard 3/2: K must be 1 to N (N at least 1), e.g. --shard 1/2"
+    ]

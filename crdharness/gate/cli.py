@@ -266,7 +266,7 @@ def _empty_share(args: argparse.Namespace, config: GateConfig) -> bool:
     # Only here: pytest warns of modules (hypothesis) imported before it starts.
     from crdharness.gate.reporting import report, stored
 
-    empty = report.Report([], "", notes=[f"shard {args.shard}: no CRD falls to this share"])
+    empty = report.Report([], "", accepted=config.accept_not_proven)
     empty.shard = {**meta, "data": stored.as_data(empty)}
     report.write(Path(args.artifacts).resolve(), empty)
     print(f"crdharness gate: shard {args.shard}: no CRD falls to this share: nothing to gate")

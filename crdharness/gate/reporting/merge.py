@@ -133,7 +133,7 @@ def merge(shards: list[ShardReport]) -> Report:
         merged.debt += run.debt
         merged.changes += run.changes
         merged.pair_changes += run.pair_changes
-    merged.accepted = runs[0].accepted if runs else []
+    merged.accepted = next((r.accepted for r in runs if r.accepted), [])  # one gate file's
     for i, crds in merged.stored_after.items():
         merged.stored_after[i] = dict(sorted(crds.items(), key=lambda kv: position(kv[0])))
     merged.changes.sort(key=lambda c: (c.transition, position(c.crd)))
