@@ -75,6 +75,13 @@ def load(directories: Sequence[Path]) -> list[ShardReport]:
 
 def _load_one(directory: Path) -> ShardReport:
     path = directory / "report.json"
+    versions = sorted(p.parent.name for p in directory.glob("k8s-*/report.json"))
+    if versions and not path.is_file():
+        raise HarnessError(
+            f"gate-merge: {directory} holds one report per Kubernetes version "
+            f"({', '.join(versions)}): merge each version's apart "
+            f"(gate-merge A/{versions[0]} B/{versions[0]} ...)"
+        )
     try:
         data = json.loads(path.read_text())
     except OSError:
