@@ -88,6 +88,25 @@ def test_a_shards_history_keeps_only_its_crds():
     assert [list(r.crds) for r in kept] == [["bananas.b.example.com"]] * 2
 
 
+def test_a_shard_plans_no_release_checks_it_holds_nothing_of():
+    from crdharness.gate.given.config import GateConfig
+    from crdharness.gate.run import plan
+
+    old, new = crd("a.example.com", "apples"), crd("b.example.com", "bananas")
+    releases = [
+        Release(0, "release 1", {old["metadata"]["name"]: old}),
+        Release(1, "release 2", {n["metadata"]["name"]: n for n in (old, new)}),
+    ]
+    # The share holding only the CRD release 2 adds: release 1 and the upgrade from it are
+    # the other share's to decide (here they could only be "not proven").
+    mine = shards.restrict(releases, ["bananas.b.example.com"])
+    planned = shards.planned_here(plan.plan(GateConfig(Path("g.yaml"), crds=[]), mine), mine)
+    subjects = {(p.check, p.subject) for p in planned}
+    assert ("install", "release 2") in subjects
+    assert ("install", "release 1") not in subjects
+    assert ("upgrade", "release 1->2") not in subjects
+
+
 # --- the merge -----------------------------------------------------------------------------
 
 ORDER = ["apples.a.example.com", "bananas.b.example.com"]

@@ -87,6 +87,8 @@ def pytest_configure(config: pytest.Config) -> None:
             samples = {}  # the cluster's objects are replayed by the history
         upgrade = plan.kubernetes_path(parsed.kubernetes, config.getoption("--k8s-version"))
         planned = plan.plan(parsed, releases, upgrade)
+        if shard is not None:
+            planned = shards.planned_here(planned, releases)
         setup = GateSetup(
             parsed,
             releases,
@@ -239,12 +241,18 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
         kubernetes = f"{ctx.kubernetes_path[0].kubernetes}, then upgraded in place to {later}"
     deciding = time.perf_counter()
     results = run.decide_all()
+    setup = config.stash[SETUP]
+    previous_not_evaluated = ctx.previous_not_evaluated
+    if setup.shard is not None:  # what a phase touched of releases it holds nothing of
+        skipped = shards.nothing_of(setup.releases)
+        results = [r for r in results if r.subject not in skipped]
+        if len(ctx.releases) > 1 and not ctx.releases[-2].crds:
+            previous_not_evaluated = ""  # none of its CRDs: no debt of it to know here
     found = [c for t in sorted(ctx.changes) for c in ctx.changes[t]]
     hazards = list(ctx.hazards.values())
     refused_examples = dict(ctx.refused_examples)
     answer: list[str] = []
     objects_to_fix: dict[str, str] = {}
-    setup = config.stash[SETUP]
     if ctx.redaction is not None and setup.source is not None:
         for change in [*found, *ctx.pair_changes]:
             change.evidence = ctx.redaction.text(change.evidence)
@@ -278,7 +286,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
         pair_changes=ctx.pair_changes,
         hazards=hazards,
         debt=ctx.debt,
-        debt_note="; ".join(filter(None, [ctx.previous_not_evaluated, *ctx.debt_unknowable])),
+        debt_note="; ".join(filter(None, [previous_not_evaluated, *ctx.debt_unknowable])),
         accepted=ctx.config.accept_not_proven,
         answer=answer,
         objects_to_fix=objects_to_fix,

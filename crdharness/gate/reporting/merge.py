@@ -212,7 +212,9 @@ def _joined(lists) -> list[str]:
     return list(dict.fromkeys(line for lines in lists for line in lines))
 
 
-NUMBER = re.compile(r"\d+")
+# A count (of CRDs, objects, reads, writes): a number before a word, not a release's or a
+# version's ("release 1 already refused", "v1", "1.37").
+NUMBER = re.compile(r"(?<![\w.>/-])(?<!release )\d+(?= [A-Za-z(])")
 PLURAL = re.compile(r"(\d+ \w+?)s\b")
 
 
@@ -227,11 +229,11 @@ def _merged_evidence(texts: list[str], position: Order) -> str:
     ("; "), counts of the same clause summed, a clause only some shards have kept in its
     place; or, where the lines differ in a list of CRDs, that list joined in run order."""
     distinct = list(dict.fromkeys(texts))
+    clauses = [t.split("; ") for t in texts]  # each shard's, the same text too: its counts
+    if len({_shape(c[0]) for c in clauses}) == 1 and " ms" not in texts[0]:
+        return "; ".join(_summed_clauses(clauses))
     if len(distinct) == 1:
         return distinct[0]
-    clauses = [t.split("; ") for t in distinct]
-    if len({_shape(c[0]) for c in clauses}) == 1 and " ms" not in distinct[0]:
-        return "; ".join(_summed_clauses(clauses))
     prefix = os.path.commonprefix(distinct)  # noqa: RUF071 (text, not paths)
     prefix = prefix[: prefix.rfind(" ") + 1]
     rests = [t[len(prefix) :] for t in distinct]

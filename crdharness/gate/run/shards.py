@@ -15,8 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from crdharness.errors import HarnessError
+from crdharness.gate import subjects
 from crdharness.gate.given.config import Expectation, GateConfig
 from crdharness.gate.given.manifests import Release, documents
+from crdharness.gate.run.plan import PlannedCheck
 
 
 @dataclass(frozen=True)
@@ -98,6 +100,22 @@ def share(releases: list[Release], shard: Shard) -> list[str]:
 def restrict(releases: list[Release], names: list[str]) -> list[Release]:
     """The history with only the CRDs ``names`` (a release may be left with none)."""
     return [r.subset([n for n in r.crds if n in names]) for r in releases]
+
+
+def nothing_of(releases: list[Release]) -> set[str]:
+    """The release subjects a shard's history (``restrict``ed) holds nothing of: a release
+    where it has none of the CRDs, the upgrade to a release from one where it has none. The
+    shards that hold those CRDs decide these checks; here they could only say "not proven"."""
+    empty = {subjects.release(r.index) for r in releases if not r.crds}
+    return empty | {
+        subjects.transition(r.index) for r in releases[1:] if not releases[r.index - 1].crds
+    }
+
+
+def planned_here(planned: list[PlannedCheck], releases: list[Release]) -> list[PlannedCheck]:
+    """A shard's checks: none about what it holds nothing of (``nothing_of``)."""
+    skipped = nothing_of(releases)
+    return [p for p in planned if p.subject not in skipped]
 
 
 def expectations_of(
