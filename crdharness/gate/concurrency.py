@@ -30,26 +30,3 @@ def each(work: Callable[[Item], Outcome], items: Sequence[Item], limit: int) -> 
         # After a failure (or Ctrl-C) nothing new starts; what is in flight ends within
         # the request timeout.
         pool.shutdown(wait=True, cancel_futures=True)
-
-
-Prepared = TypeVar("Prepared")
-
-
-def pipelined(
-    prepare: Callable[[Item], Prepared],
-    work: Callable[[Prepared], Outcome],
-    items: Sequence[Item],
-    limit: int,
-) -> list[Outcome]:
-    """``work(prepare(item))`` for every item: each ``prepare`` on the calling thread, in
-    order (what must stay on one thread: hypothesis draws), its ``work`` started at once,
-    at most ``limit`` at once, while the next item is prepared; the outcomes in the items'
-    order, the first exception (in order) raised once the others in flight have finished."""
-    if limit <= 1 or len(items) <= 1:
-        return [work(prepare(item)) for item in items]
-    pool = ThreadPoolExecutor(max_workers=min(limit, len(items)), thread_name_prefix="gate")
-    try:
-        futures = [pool.submit(work, prepare(item)) for item in items]
-        return [future.result() for future in futures]
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)

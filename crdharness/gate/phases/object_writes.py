@@ -27,27 +27,25 @@ def write_objects(
     """Objects at every served version (samples, then ``count`` generated, by default
     enough for ``min_objects`` per CRD and at least ``upgrade_objects`` per version), read
     back at each."""
-
-    def prepare(name: str) -> list[_Prepared]:
+    jobs: list[list[_Prepared]] = []  # per CRD: its versions', written in order
+    for name in ctx.live(release):
         served = [e for e in release.versions(name) if e.get("served")]
         if count is None:
             per_version = -(-ctx.config.min_objects // max(len(served), 1))
             wanted = max(ctx.config.upgrade_objects, per_version)
         else:
             wanted = count
-        return [_prepare(ctx, release, name, entry, wanted, prefix) for entry in served]
-
-    def write(job: list[_Prepared]) -> list[tuple[_Prepared, _Outcome]]:
-        return [(one, _write_prepared(ctx, release, one)) for one in job]
-
-    # Each CRD's objects drawn on this thread, one CRD after another (hypothesis draws on
-    # one thread), and written (``concurrency`` at once) while the next CRD's are drawn,
-    # several CRDs side by side: the drawing's CPU and the API server's overlap. What the
-    # writes find is judged afterwards, in the CRDs' order.
-    outcomes = concurrency.pipelined(prepare, write, ctx.live(release), CRDS_AT_ONCE)
+        # Drawn here, one after another (hypothesis draws on one thread).
+        jobs.append([_prepare(ctx, release, name, entry, wanted, prefix) for entry in served])
+    # CRDs written side by side (each its objects ``concurrency`` at once): a release of
+    # many CRDs does not wait out each one's round trips in turn. What they find is
+    # judged afterwards, in the CRDs' order.
+    outcomes = concurrency.each(
+        lambda job: [_write_prepared(ctx, release, one) for one in job], jobs, CRDS_AT_ONCE
+    )
     written: list[Written] = []
-    for done in outcomes:
-        for one, (records, refused) in done:
+    for job, done in zip(jobs, outcomes, strict=True):
+        for one, (records, refused) in zip(job, done, strict=True):
             for body, answer in refused:
                 _sample_refused(ctx, release, one.name, one.entry["name"], body, answer)
             written += records
@@ -56,8 +54,6 @@ def write_objects(
 
 
 CRDS_AT_ONCE = 4  # CRDs whose objects are written at once (``write_objects``)
-# What one CRD version's writes give: its objects, and the candidate's samples it refused.
-_Outcome = tuple[list[Written], list[tuple[dict, Answer]]]
 
 
 @dataclass
@@ -93,7 +89,9 @@ def _prepare(
     return prepared
 
 
-def _write_prepared(ctx: GateContext, release: Release, job: _Prepared) -> _Outcome:
+def _write_prepared(
+    ctx: GateContext, release: Release, job: _Prepared
+) -> tuple[list[Written], list[tuple[dict, Answer]]]:
     """``job``'s objects written, ``concurrency`` at once, kept in order; and the refusals
     of the candidate's samples, for the caller to judge in order."""
     if job.kept is not None:
