@@ -15,9 +15,13 @@ A release is many CRDs: one CRD the API server refuses is left out of the later 
 
 from __future__ import annotations
 
+import itertools
+
 from crdharness.gate import concurrency, subjects
 from crdharness.gate.api import (
     Answer,
+    Resource,
+    call,
     ensure_namespace,
 )
 from crdharness.gate.checks import (
@@ -28,11 +32,11 @@ from crdharness.gate.checks import (
     upgrade,
 )
 from crdharness.gate.checks.upgrade import Written
-from crdharness.gate.evidence import changes, targeted
+from crdharness.gate.evidence import changes, coverage_objects, objects, pruning, targeted
 from crdharness.gate.evidence.changes import NOT_PROVEN, Change
 from crdharness.gate.given.manifests import Release
 from crdharness.gate.phases import install, replay, singletons
-from crdharness.gate.phases.object_writes import object_name, write_objects, write_one
+from crdharness.gate.results import NotConvertible
 from crdharness.gate.run.context import HISTORY_NS, GateContext
 
 
@@ -86,12 +90,12 @@ def run(ctx: GateContext) -> None:
         if i:
             with ctx.timed("history: upgrade reads and writes"):
                 crd_behaviour.after(ctx, release)  # on copies: before reads it must not touch
-                judged = singletons.judge(ctx, release, stored_before, write_one)
+                judged = singletons.judge(ctx, release, stored_before, _write_one)
                 upgrade.check(ctx, release, written, before, stored_before, judged)
         with ctx.timed("history: deprecation warnings"):
             deprecation.check_warnings(ctx, release, subjects.release(i))
         if from_source:  # the source cluster's objects, and its storedVersions
-            fresh = replay.write_captured(ctx, release, write_one)
+            fresh = replay.write_captured(ctx, release, _write_one)
             replay.replay_stored_versions(ctx, release)
         else:
             with ctx.timed("history: generate and write objects"):
@@ -110,6 +114,125 @@ def run(ctx: GateContext) -> None:
         ctx.stored_after[i] = {name: migration.stored_versions(ctx.cluster, name) for name in live}
     ctx.history_completed = True  # to its end: refused CRDs are in refused_crds
     ctx.working_on()
+
+
+DRAWS_PER_OBJECT = 3  # drawn per generated object wanted, for the server's refusals
+
+
+def write_objects(
+    ctx: GateContext, release: Release, count: int | None = None, prefix: str = "r"
+) -> list[Written]:
+    """Objects at every served version (samples, then ``count`` generated, by default
+    enough for ``min_objects`` per CRD and at least ``upgrade_objects`` per version), read
+    back at each."""
+    written = []
+    for name in ctx.live(release):
+        served = [e for e in release.versions(name) if e.get("served")]
+        if count is None:
+            per_version = -(-ctx.config.min_objects // max(len(served), 1))
+            wanted = max(ctx.config.upgrade_objects, per_version)
+        else:
+            wanted = count
+        for entry in served:
+            written += _write_version(ctx, release, name, entry, wanted, prefix)
+    ctx.report(f"gate: release {release.index + 1}: {len(written)} objects written")
+    return written
+
+
+def _write_version(
+    ctx: GateContext, release: Release, name: str, entry: dict, wanted: int, prefix: str
+) -> list[Written]:
+    """The user's samples of ``name`` at ``entry``'s version, then coverage objects and drawn
+    ones until ``wanted`` more are accepted: ``concurrency`` at once, kept in order."""
+    version = entry["name"]
+    # A source cluster's objects are the samples of the round trips; the history replays
+    # them itself (``replay``).
+    samples = [] if ctx.source else ctx.sample_bodies(name, version)
+    # Every declared path first (as in the round trips); three times as many drawn, for refusals.
+    built = coverage_objects.bodies(entry)
+    drawn = iter(built + objects.first_examples(entry, wanted * DRAWS_PER_OBJECT, ctx.config.seed))
+    wanted += len(built)
+    # The user's samples are written for the candidate: one it refuses is a finding (any
+    # other release may predate the sample's fields).
+    judged = release is ctx.candidate
+    if singletons.one_at_a_time(release, name):
+        return _keep(ctx, release, name, entry, samples, [*drawn], wanted)
+    batch = [(body, True) for body in samples] + [
+        (b, False) for b in itertools.islice(drawn, wanted)
+    ]
+    written: list[Written] = []
+    accepted = 0
+
+    def write(item: tuple[dict, bool, str]) -> tuple[Written | None, list[Answer]]:
+        body, sample, obj_name = item
+        refusals: list[Answer] = []
+        record = _write_one(
+            ctx, release, name, entry, body, obj_name, refusals if sample and judged else None
+        )
+        return record, refusals
+
+    while batch:
+        # Named here, in order: the same run names the same objects the same way.
+        named = [
+            (body, sample, _name(ctx, release, prefix, version, entry, name))
+            for body, sample in batch
+        ]
+        outcomes = concurrency.each(write, named, ctx.config.concurrency)
+        for (body, sample), (record, refusals) in zip(batch, outcomes, strict=True):
+            for answer in refusals:
+                _sample_refused(ctx, release, name, version, body, answer)
+            if record is not None:
+                record.sample = sample
+                accepted += not sample
+                written.append(record)
+        batch = [(b, False) for b in itertools.islice(drawn, max(wanted - accepted, 0))]
+    return written
+
+
+def _keep(
+    ctx: GateContext,
+    release: Release,
+    name: str,
+    entry: dict,
+    samples: list[dict],
+    drawn: list[dict],
+    wanted: int,
+) -> list[Written]:
+    """A singleton's objects (``singletons``): kept, to be created and judged one at a time
+    at the next transition; the candidate's samples are judged now, each deleted after."""
+    if release is not ctx.candidate:
+        ctx.pending.setdefault(release.index, []).extend(
+            [singletons.Pending(name, entry, body, sample=True) for body in samples]
+            + [singletons.Pending(name, entry, body, wanted=wanted) for body in drawn]
+        )
+        return []
+    version = entry["name"]
+    resource = Resource.of(release.crds[name])
+    for body in samples:
+        refusals: list[Answer] = []
+        obj_name = _name(ctx, release, "r", version, entry, name)
+        with ctx.held(name, HISTORY_NS if resource.namespaced else None, obj_name, entry):
+            record = _write_one(ctx, release, name, entry, body, obj_name, refusals)
+            if record is not None:
+                call(ctx.cluster, "DELETE", resource.path(version, record.namespace, obj_name))
+        for answer in refusals:
+            _sample_refused(ctx, release, name, version, body, answer)
+    return []
+
+
+def _sample_refused(
+    ctx: GateContext, release: Release, name: str, version: str, body: dict, answer: Answer
+) -> None:
+    """The candidate refuses one of the user's samples: a finding of its install, or of the
+    upgrade to it."""
+    check = "upgrade" if release.index else "install"
+    subject = (
+        subjects.transition(release.index) if release.index else subjects.release(release.index)
+    )
+    ctx.result(check, subject).fail(
+        f"the candidate refuses your sample {name} at {version}: {answer.status} {answer.message}",
+        f"sample {body.get(objects.NAME, '?')} at {version}: {answer.message}",
+    )
 
 
 def write_targeted(ctx: GateContext, release: Release, upcoming: list[Change]) -> list[Written]:
@@ -147,7 +270,7 @@ def write_targeted(ctx: GateContext, release: Release, upcoming: list[Change]) -
     built = [b for b in built if not singletons.one_at_a_time(release, b[0].crd)]
     # Built one after another (hypothesis draws on one thread), written many at once.
     items = [
-        (change, entry, body, object_name(ctx, release, "t", change.version, entry, change.crd))
+        (change, entry, body, _name(ctx, release, "t", change.version, entry, change.crd))
         for change, entry, bodies in built
         for body in bodies
     ]
@@ -155,7 +278,7 @@ def write_targeted(ctx: GateContext, release: Release, upcoming: list[Change]) -
     def write(item: tuple[Change, dict, dict, str]) -> tuple[Written | None, list[Answer]]:
         change, entry, body, obj_name = item
         refusals: list[Answer] = []
-        return write_one(ctx, release, change.crd, entry, body, obj_name, refusals), refusals
+        return _write_one(ctx, release, change.crd, entry, body, obj_name, refusals), refusals
 
     outcomes = concurrency.each(write, items, ctx.config.concurrency)
     written = []
@@ -179,3 +302,67 @@ def write_targeted(ctx: GateContext, release: Release, upcoming: list[Change]) -
             f"release {release.index + 2} changes"
         )
     return written
+
+
+def _name(
+    ctx: GateContext, release: Release, prefix: str, version: str, entry: dict, crd: str
+) -> str:
+    """An object's name: what wrote it, under which release, at which version (as the
+    schema of ``entry``, that version, requires names to be)."""
+    return ctx.name(f"{prefix}{release.index + 1}-{version}", entry, crd)
+
+
+def _write_one(
+    ctx: GateContext,
+    release: Release,
+    name: str,
+    entry: dict,
+    body: dict,
+    obj_name: str,
+    refusals: list[Answer] | None,
+    namespace: str | None = HISTORY_NS,
+    read_back: bool = True,
+) -> Written | None:
+    """Create one object of ``name`` at ``entry``'s version, read it back at every served
+    version (unless not ``read_back``: its reads come from a LIST); None if refused
+    (counted, or added to ``refusals``)."""
+    manifest = release.crds[name]
+    resource = Resource.of(manifest)
+    version = entry["name"]
+    # A sample written for the candidate may hold fields this release's schema at
+    # ``version`` does not declare yet: the API server would prune them. Not sent, so
+    # ``sent`` is what the object really held (its reads are judged against it).
+    body, _ = pruning.sendable(entry, body)
+    try:
+        created = ctx.create(manifest, entry, version, obj_name, namespace, body, refusals=refusals)
+    except NotConvertible as failure:
+        # The candidate's convertibility check judges this on its own objects; here it
+        # only means one object fewer for the upgrade.
+        why = f"could not be created at {version} (its conversion for storage failed)"
+        ctx.count(why, failure.evidence)
+        return None
+    if created is None:
+        return None
+    record = Written(
+        name,
+        version,
+        obj_name,
+        namespace if resource.namespaced else None,
+        sent=objects.intent(body),
+    )
+    for other in release.served(name) if read_back else []:
+        got = call(ctx.cluster, "GET", resource.path(other, record.namespace, obj_name))
+        if got.ok:
+            record.seen[other] = got.body
+        elif got.status >= 500:
+            # Its own release cannot convert it (the webhook fails on a value the schema
+            # allows): that release's defect, which convertibility reports on the candidate's
+            # own objects. Kept, it would only fail the next release's install (its watch
+            # cache converts every stored object), blamed on the upgrade.
+            call(ctx.cluster, "DELETE", resource.path(version, record.namespace, obj_name))
+            ctx.count(
+                f"could not be read at {other} under its own release (its conversion failed)",
+                f"{got.status} {got.message}",
+            )
+            return None
+    return record
