@@ -149,8 +149,11 @@ def _write_version(
     # them itself (``replay``).
     samples = [] if ctx.source else ctx.sample_bodies(name, version)
     # Every declared path first (as in the round trips); three times as many drawn, for refusals.
-    built = coverage_objects.bodies(entry)
-    drawn = iter(built + objects.first_examples(entry, wanted * DRAWS_PER_OBJECT, ctx.config.seed))
+    with ctx.timed("history: drawing objects (of writing them)"):
+        built = coverage_objects.bodies(entry)
+        drawn = iter(
+            built + objects.first_examples(entry, wanted * DRAWS_PER_OBJECT, ctx.config.seed)
+        )
     wanted += len(built)
     # The user's samples are written for the candidate: one it refuses is a finding (any
     # other release may predate the sample's fields).
