@@ -192,6 +192,17 @@ def bench_gate(session: nox.Session) -> None:
 
 
 @nox.session
+def bench_gate_many(session: nox.Session) -> None:
+    """The gate on generated releases of N = 10, 100 and 1,000 CRDs of our own (a known share
+    documentation-only, a few real breaks planted): seconds per CRD, where the time goes, peak
+    memory per kind of process; `-- --counts 10` for a quick run, `-- --shards 2` to also run
+    and merge shards; writes artifacts/bench/gate_many.json."""
+    _install(session)
+    _prepare_binaries(session, for_e2e=False)
+    session.run("python", "-m", "benchmarks.gate_many", *session.posargs)
+
+
+@nox.session
 def bench_from_cluster(session: nox.Session) -> None:
     """``gate --from-cluster`` on a second local control plane holding 1,000 and 10,000
     objects (every 50th refused by the candidate): wall time, objects per second, and whether

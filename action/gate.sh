@@ -2,7 +2,8 @@
 # The gate step of action.yml: run the gate, print one annotation per finding, put report.md
 # in the job summary and the exit status in the step's outputs. Runs anywhere the GitHub
 # variables point to files (GITHUB_OUTPUT, GITHUB_STEP_SUMMARY), so the tests run it too.
-# Inputs (environment): GATE_FILE, ARTIFACTS, K8S_VERSION (optional), CLUSTER (optional).
+# Inputs (environment): GATE_FILE, ARTIFACTS, K8S_VERSION, CLUSTER, SHARD (K/N) (all but the
+# first two optional).
 set -uo pipefail
 : "${GATE_FILE:?GATE_FILE: the gate file to run}"
 : "${ARTIFACTS:=artifacts/gate}"
@@ -11,6 +12,7 @@ set -uo pipefail
 args=(gate "$GATE_FILE" --artifacts "$ARTIFACTS" --annotations github)
 [ -n "${K8S_VERSION:-}" ] && args+=(--k8s-version "$K8S_VERSION")
 [ -n "${CLUSTER:-}" ] && args+=(--cluster "$CLUSTER")
+[ -n "${SHARD:-}" ] && args+=(--shard "$SHARD")
 python -m crdharness "${args[@]}"
 code=$?
 # One report per Kubernetes version the gate file lists (k8s-*/), or one at the top.
@@ -27,4 +29,6 @@ fi
 echo "exit-code=$code" >> "$GITHUB_OUTPUT"
 verdict=$(case "$code" in 0) echo pass;; 1) echo fail;; 2) echo not-proven;; *) echo not-run;; esac)
 echo "verdict=$verdict" >> "$GITHUB_OUTPUT"
+# One upload per shard (an artifact's name may not hold "/"): crdharness-gate-report-1-of-4.
+echo "artifact-name=crdharness-gate-report${SHARD:+-${SHARD//\//-of-}}" >> "$GITHUB_OUTPUT"
 exit 0  # the action's last step fails the job, after the report is uploaded

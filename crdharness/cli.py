@@ -6,6 +6,7 @@
 - ``down [WORKSPACE ... | --all]``  list clusters left running by ``up`` or ``--keep-cluster``;
   stop those named, or every one
 - ``gate GATE.yaml``           the upgrade gate on your own CRD history and webhook
+- ``gate-merge DIR ...``       the reports of ``gate --shard K/N`` jobs made one verdict
 - ``image``                    build the webhook image (and, without a registry, its base)
 - ``sabotage [NAME ...]``      break the system under test on purpose; the suite must fail
 - ``coverage [-v]``            which catalogue behaviours the tests cover (exit 1 if any of
@@ -117,6 +118,12 @@ def _gate(args) -> int:
     return gate_cli.run(args)
 
 
+def _gate_merge(args) -> int:
+    from crdharness.gate import cli as gate_cli
+
+    return gate_cli.merge(args)
+
+
 def _sabotage(args) -> int:
     from crdharness import sabotage
 
@@ -165,6 +172,13 @@ def main(argv: list[str] | None = None) -> int:
 
     add_arguments(gate)
     gate.set_defaults(run=_gate)
+    merge = commands.add_parser(
+        "gate-merge", help="the reports of `gate --shard K/N` jobs made one verdict"
+    )
+    from crdharness.gate.cli import merge_arguments
+
+    merge_arguments(merge)
+    merge.set_defaults(run=_gate_merge)
     down = commands.add_parser(
         "down", help="list kept clusters; stop those named, or all with --all"
     )
@@ -182,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     except HarnessError as exc:
         print(f"crdharness: error: {exc}", file=sys.stderr)
         # The gate's 1 means a finding and 2 "not proven": it could not run is 3.
-        return 3 if args.command == "gate" else 1
+        return 3 if args.command in ("gate", "gate-merge") else 1
     except KeyboardInterrupt:
         return 130
     return status or 0

@@ -91,7 +91,11 @@ def test_the_actions_gate_step_writes_the_summary_outputs_and_annotations(tmp_pa
         check=False,
     )
     assert run.returncode == 0, run.stdout[-3000:]  # the action's last step fails the job
-    assert output.read_text().splitlines() == ["exit-code=1", "verdict=fail"]
+    assert output.read_text().splitlines() == [
+        "exit-code=1",
+        "verdict=fail",
+        "artifact-name=crdharness-gate-report",  # one per shard with `shard:`
+    ]
     assert summary.read_text().startswith("# Upgrade gate: FAIL")
     assert "## What changed, release 1 -> 2" in summary.read_text()
     errors = [line for line in run.stdout.splitlines() if line.startswith("::error ")]

@@ -12,6 +12,7 @@ Kubernetes versions the worst counts: 1, then 3, then 2.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -37,6 +38,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--artifacts",
         default="artifacts/gate",
         help="where everything the run writes goes (default: ./artifacts/gate)",
+    )
+    parser.add_argument(
+        "--shard",
+        metavar="K/N",
+        default=None,
+        help="gate only the K-th of N shares of the CRDs (an API group stays together; shares "
+        "balanced by each CRD's versions and schema size), one CI matrix job each; "
+        "`crdharness gate-merge DIR...` makes their reports one",
     )
     parser.add_argument(
         "--annotations",
@@ -96,6 +105,11 @@ def run(args: argparse.Namespace) -> int:
         print(cluster_source.rbac(_candidate_crds(config)), end="")
         return PASSED
     wanted = _from_cluster(args, config.from_cluster)
+    if args.shard is not None:
+        if wanted is not None:
+            raise HarnessError("--shard splits a release history's CRDs: not with --from-cluster")
+        if _empty_share(args, config):
+            return PASSED
     if wanted is None:
         return _run(args, config)
     # Everything of the source's that the run holds (credentials, the objects' replay, the
@@ -227,6 +241,7 @@ def _run(
             *([] if _verbose(args.pytest_args) else ["--tb=no", "-rN"]),
             *([f"--k8s-version={version}"] if version else []),
             *(["--gate-full"] if args.full else []),
+            *([f"--gate-shard={args.shard}"] if args.shard else []),
             *private,
             *args.pytest_args,
         ]
@@ -243,6 +258,72 @@ def _run(
         if args.annotations and (artifacts / "report.json").is_file():
             print_annotations(artifacts / "report.json", config.crds[-1])
     return status
+
+
+def _empty_share(args: argparse.Namespace, config: GateConfig) -> bool:
+    """A share with no CRD (more shards than API groups): its report says so, and nothing
+    starts (True). A bad ``--shard`` fails here, in one line."""
+    from crdharness.gate.given import manifests
+    from crdharness.gate.run import shards
+
+    releases = manifests.load_history(config.crds, config.root, config.release_webhooks)
+    meta = shards.meta(config, releases, shards.parse(args.shard))
+    if meta["crds"]:
+        return False
+    # Only here: pytest warns of modules (hypothesis) imported before it starts.
+    from crdharness.gate.reporting import report, stored
+
+    empty = report.Report([], "", accepted=config.accept_not_proven)
+    empty.shard = {**meta, "data": stored.as_data(empty)}
+    report.write(Path(args.artifacts).resolve(), empty)
+    print(f"crdharness gate: shard {args.shard}: no CRD falls to this share: nothing to gate")
+    return True
+
+
+def merge_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("directories", nargs="+", metavar="DIR", help="the shards' artifacts")
+    parser.add_argument(
+        "--artifacts",
+        default="artifacts/gate",
+        help="where the merged report goes (default: ./artifacts/gate)",
+    )
+    parser.add_argument(
+        "--annotations",
+        choices=("github",),
+        default=None,
+        help="also print one CI annotation per finding (as `gate --annotations`; reads the "
+        "gate file the shards name)",
+    )
+
+
+def merge(args: argparse.Namespace) -> int:
+    """``crdharness gate-merge DIR...``: the shards' reports made one, with one exit status."""
+    from crdharness.gate.reporting import merge as merging
+
+    shards = merging.load([Path(d) for d in args.directories])
+    merged = merging.merge(shards)
+    artifacts = Path(args.artifacts).resolve()
+    status = merging.write(artifacts, merged, shards)
+    for shard in shards:
+        if shard.run is None:
+            print(f"crdharness gate-merge: {shard.label} could not run: {shard.cause}")
+    verdict = json.loads((artifacts / "report.json").read_text())["verdict"]
+    print(f"crdharness gate-merge: {len(shards)} shards, verdict: {verdict}")
+    print(f"report: {artifacts}/report.md")
+    gate_file = next((Path(s.meta["gate_file"]) for s in shards if s.meta), None)
+    if args.annotations and gate_file is not None and status != NOT_RUN:
+        config = gate_file_for_merge(gate_file)
+        print_annotations(artifacts / "report.json", config.crds[-1])
+    return status
+
+
+def gate_file_for_merge(path: Path) -> GateConfig:
+    if not path.is_file():
+        raise HarnessError(
+            f"gate-merge --annotations: the shards' gate file {path} is not here: run the "
+            "merge in the checkout the shards ran in"
+        )
+    return gate_file.load(str(path))
 
 
 def print_annotations(report_file: Path, candidate: list[Path]) -> None:

@@ -22,8 +22,8 @@ from crdharness.gate.given import cluster_source, gate_file, manifests
 from crdharness.gate.given.config import GateConfig
 from crdharness.gate.given.manifests import Release
 from crdharness.gate.redaction import Redaction
-from crdharness.gate.reporting import operator, report, terminal
-from crdharness.gate.run import plan, preflight
+from crdharness.gate.reporting import operator, report, stored, terminal
+from crdharness.gate.run import plan, preflight, shards
 from crdharness.gate.webhook import launch
 from crdharness.gate.webhook.user_webhook import UserWebhook
 from crdharness.progress import to_stderr
@@ -43,6 +43,7 @@ class GateSetup:
     kubernetes_path: list  # crdharness.binaries.versions.Release, oldest first; empty: no upgrade
     source: cluster_source.Source | None = None  # --from-cluster
     unchanged: dict[str, str] = field(default_factory=dict)  # CRD -> why (evidence.unchanged)
+    shard: dict | None = None  # --shard: which share of the CRDs (``shards.meta``)
 
 
 SETUP = pytest.StashKey[GateSetup]()
@@ -55,6 +56,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--gate-config", default=None, help="the gate file (see README)")
     group.addoption("--gate-artifacts", default="artifacts/gate", help="where the report goes")
     group.addoption("--gate-full", action="store_true", help="judge unchanged CRDs again too")
+    group.addoption("--gate-shard", default=None, help="K/N: gate the K-th of N shares of the CRDs")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -69,6 +71,12 @@ def pytest_configure(config: pytest.Config) -> None:
         parsed = gate_file.load(path)
         releases = manifests.load_history(parsed.crds, parsed.root, parsed.release_webhooks)
         samples = manifests.samples_by_crd(parsed.samples, releases)
+        shard = None
+        if config.getoption("--gate-shard"):  # a CI matrix job's share of the CRDs
+            shard = shards.meta(parsed, releases, shards.parse(config.getoption("--gate-shard")))
+            parsed.expect = shards.expectations_of(parsed.expect, releases, shard["crds"])
+            releases = shards.restrict(releases, shard["crds"])
+            samples = {n: s for n, s in samples.items() if n in shard["crds"]}
         if source is not None and parsed.release_webhooks:
             first = min(parsed.release_webhooks)
             raise HarnessError(
@@ -85,6 +93,8 @@ def pytest_configure(config: pytest.Config) -> None:
         # From a cluster, the earlier release is the cluster's own: everything is judged.
         same = {} if source is not None else unchanged.crds(releases, parsed.webhook)
         planned = plan.plan(parsed, releases, upgrade, same)
+        if shard is not None:
+            planned = shards.planned_here(planned, releases)
         setup = GateSetup(
             parsed,
             releases,
@@ -94,6 +104,7 @@ def pytest_configure(config: pytest.Config) -> None:
             upgrade,
             source,
             same,
+            shard,
         )
         for expectation in parsed.expect:  # a bad expect file fails here, in one line
             expectations.load(expectation)
@@ -236,13 +247,20 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
     if ctx.kubernetes_path and "kubernetes-upgrade" in {r.check for r in ctx.results.values()}:
         later = ", ".join(r.kubernetes for r in ctx.kubernetes_path[1:])
         kubernetes = f"{ctx.kubernetes_path[0].kubernetes}, then upgraded in place to {later}"
+    deciding = time.perf_counter()
     results = run.decide_all()
+    setup = config.stash[SETUP]
+    previous_not_evaluated = ctx.previous_not_evaluated
+    if setup.shard is not None:  # what a phase touched of releases it holds nothing of
+        skipped = shards.nothing_of(setup.releases)
+        results = [r for r in results if r.subject not in skipped]
+        if len(ctx.releases) > 1 and not ctx.releases[-2].crds:
+            previous_not_evaluated = ""  # none of its CRDs: no debt of it to know here
     found = [c for t in sorted(ctx.changes) for c in ctx.changes[t]]
     hazards = list(ctx.hazards.values())
     refused_examples = dict(ctx.refused_examples)
     answer: list[str] = []
     objects_to_fix: dict[str, str] = {}
-    setup = config.stash[SETUP]
     if ctx.redaction is not None and setup.source is not None:
         for change in [*found, *ctx.pair_changes]:
             change.evidence = ctx.redaction.text(change.evidence)
@@ -262,6 +280,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
         ]
         fixes = operator.fix_list(ctx.object_findings, ctx.writes_refused)
         objects_to_fix = {k: ctx.redaction.text(v) for k, v in fixes.items()}
+    ctx.timings["reporting: decisions gathered"] = round(time.perf_counter() - deciding, 2)
     gate_report = report.Report(
         results,
         kubernetes,
@@ -275,12 +294,14 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
         pair_changes=ctx.pair_changes,
         hazards=hazards,
         debt=ctx.debt,
-        debt_note="; ".join(filter(None, [ctx.previous_not_evaluated, *ctx.debt_unknowable])),
+        debt_note="; ".join(filter(None, [previous_not_evaluated, *ctx.debt_unknowable])),
         accepted=ctx.config.accept_not_proven,
         answer=answer,
         objects_to_fix=objects_to_fix,
         not_replayed=_not_replayed(setup.source),
     )
+    if setup.shard is not None:  # the whole report as data, for gate-merge
+        gate_report.shard = {**setup.shard, "data": stored.as_data(gate_report)}
     directory = report.write(Path(config.getoption("--gate-artifacts")), gate_report)
     terminalreporter.section("crdharness upgrade gate")
     for line in answer:  # the operator's answer first
@@ -337,7 +358,9 @@ def _report_not_started(terminalreporter, config: pytest.Config) -> None:
     if setup is None or cause is None:
         return
     planned = [f"{c.check} [{c.subject}]" for c in setup.checks]
-    directory = report.write_not_run(Path(config.getoption("--gate-artifacts")), cause, planned)
+    directory = report.write_not_run(
+        Path(config.getoption("--gate-artifacts")), cause, planned, setup.shard
+    )
     terminalreporter.write_line(f"report: {directory}/report.md (not run)")
 
 

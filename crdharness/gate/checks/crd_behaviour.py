@@ -100,7 +100,7 @@ def _copy(ctx: GateContext, release: Release, change: Change, base: dict) -> Pro
     body = copy.deepcopy(base)
     body["metadata"] = {k: v for k, v in base["metadata"].items() if k in KEPT}
     entry = release.entry(change.crd, change.version)
-    body["metadata"]["name"] = ctx.name(f"p{release.index + 1}-{change.version}", entry)
+    body["metadata"]["name"] = ctx.name(f"p{release.index + 1}-{change.version}", entry, change.crd)
     collection = resource.path(change.version, namespace)
     created = call(ctx.cluster, "POST", collection, body)
     if not created.ok:

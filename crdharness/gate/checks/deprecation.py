@@ -79,7 +79,7 @@ def check_warnings(ctx: GateContext, release: Release, subject: str) -> None:
             expected = custom or default_warning(
                 resource.group, version, resource.kind, release.versions(name)
             )
-            obj_name = ctx.name("deprecation", release.entry(name, version))
+            obj_name = ctx.name("deprecation", release.entry(name, version), name)
             path = resource.path(version, HISTORY_NS)
             created, refusals = None, []
             for body in _acceptable_bodies(ctx, name, release, version):

@@ -82,7 +82,7 @@ def _expect(ctx: GateContext, result: CheckResult, crd: str, written: dict, expe
         result.fail(f"{crd}: the candidate does not serve both {a} and {b}")
         return
     namespace = ROUND_TRIP_NS if resource.namespaced else None
-    name = ctx.name("expect", entry)
+    name = ctx.name("expect", entry, crd)
     with ctx.held(crd, namespace, name, entry):  # a singleton's objects: one at a time
         _expect_named(ctx, result, crd, written, expected, name, namespace)
 

@@ -73,7 +73,7 @@ def run(
     release = release or ctx.candidate
     resource = Resource.of(manifest)
     namespace = ROUND_TRIP_NS if resource.namespaced else None
-    name = ctx.name(f"rt-{a}-{b}".lower(), entry)
+    name = ctx.name(f"rt-{a}-{b}".lower(), entry, manifest["metadata"]["name"])
     # A singleton's (a name the schema fixes) wait for each other: one at a time.
     with ctx.held(manifest["metadata"]["name"], namespace, name, entry):
         return _run_named(

@@ -52,11 +52,13 @@ def run(ctx: GateContext) -> None:
                 subjects.key("round-trip", subject), subjects.key("convertibility", subject)
             )
             round_trips.check_pair(ctx, name, a, b)
-        schemas_vs_strategy.check(ctx, name)  # after the round trips: it ranks what they lost
+        with ctx.timed("candidate: schemas vs strategy"):
+            schemas_vs_strategy.check(ctx, name)  # after the round trips: ranks what they lost
     ctx.working_on(*(subjects.key("expected-conversion", e.subject) for e in ctx.config.expect))
     expectations.check(ctx)
     ctx.working_on()
-    _settle_debt(ctx)
+    with ctx.timed("candidate: debt"):
+        _settle_debt(ctx)
 
 
 def _listed(ctx: GateContext, name: str) -> None:

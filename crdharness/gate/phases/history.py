@@ -72,7 +72,8 @@ def run(ctx: GateContext) -> None:
             deprecation.check_removal_policy(ctx, release)
         from_source = ctx.source is not None and i == 0
         first = replay.first_install(ctx.source, release) if ctx.source and from_source else None
-        refused = install.apply_release(ctx, release, live, stored_before, first)
+        with ctx.timed("history: install and wait"):
+            refused = install.apply_release(ctx, release, live, stored_before, first)
         if ctx.source is not None and i and refused:  # what follows the migration it needs
             migrated = replay.migrate_first(ctx, release, refused, stored_before)
             refused -= migrated
@@ -87,23 +88,29 @@ def run(ctx: GateContext) -> None:
         written = [w for w in written if w.crd not in ctx.refused_crds]
         before = {key: v for key, v in before.items() if key[0] not in ctx.refused_crds}
         if i:
-            crd_behaviour.after(ctx, release)  # on copies: before the reads it must not touch
-            judged = singletons.judge(ctx, release, stored_before, _write_one)
-            upgrade.check(ctx, release, written, before, stored_before, judged)
-        deprecation.check_warnings(ctx, release, subjects.release(i))
+            with ctx.timed("history: upgrade reads and writes"):
+                crd_behaviour.after(ctx, release)  # on copies: before reads it must not touch
+                judged = singletons.judge(ctx, release, stored_before, _write_one)
+                upgrade.check(ctx, release, written, before, stored_before, judged)
+        with ctx.timed("history: deprecation warnings"):
+            deprecation.check_warnings(ctx, release, subjects.release(i))
         if from_source:  # the source cluster's objects, and its storedVersions
             fresh = replay.write_captured(ctx, release, _write_one)
             replay.replay_stored_versions(ctx, release)
         else:
-            fresh = write_objects(ctx, release)
+            with ctx.timed("history: generate and write objects"):
+                fresh = write_objects(ctx, release)
         if release is not ctx.candidate:
             if not from_source:
-                fresh += write_targeted(ctx, release, ctx.changes.get(i + 1, []))
-                crd_behaviour.before(ctx, release, ctx.changes.get(i + 1, []), fresh)
-            upgrade.write_baseline(ctx, release, fresh)
+                with ctx.timed("history: objects for the changes"):
+                    fresh += write_targeted(ctx, release, ctx.changes.get(i + 1, []))
+                    crd_behaviour.before(ctx, release, ctx.changes.get(i + 1, []), fresh)
+            with ctx.timed("history: upgrade baseline writes"):
+                upgrade.write_baseline(ctx, release, fresh)
         written += fresh
         previous_release.run(ctx, release)  # the candidate's predecessor, while installed
-        migration.check(ctx, release, live, stored_before)
+        with ctx.timed("history: migration and storedVersions"):
+            migration.check(ctx, release, live, stored_before)
         ctx.stored_after[i] = {name: migration.stored_versions(ctx.cluster, name) for name in live}
     ctx.history_completed = True  # to its end: refused CRDs are in refused_crds
     ctx.working_on()
@@ -144,8 +151,11 @@ def _write_version(
     # them itself (``replay``).
     samples = [] if ctx.source else ctx.sample_bodies(name, version)
     # Every declared path first (as in the round trips); three times as many drawn, for refusals.
-    built = coverage_objects.bodies(entry)
-    drawn = iter(built + objects.first_examples(entry, wanted * DRAWS_PER_OBJECT, ctx.config.seed))
+    with ctx.timed("history: drawing objects (of writing them)"):
+        built = coverage_objects.bodies(entry)
+        drawn = iter(
+            built + objects.first_examples(entry, wanted * DRAWS_PER_OBJECT, ctx.config.seed)
+        )
     wanted += len(built)
     # The user's samples are written for the candidate: one it refuses is a finding (any
     # other release may predate the sample's fields).
@@ -169,7 +179,8 @@ def _write_version(
     while batch:
         # Named here, in order: the same run names the same objects the same way.
         named = [
-            (body, sample, _name(ctx, release, prefix, version, entry)) for body, sample in batch
+            (body, sample, _name(ctx, release, prefix, version, entry, name))
+            for body, sample in batch
         ]
         outcomes = concurrency.each(write, named, ctx.config.concurrency)
         for (body, sample), (record, refusals) in zip(batch, outcomes, strict=True):
@@ -204,7 +215,7 @@ def _keep(
     resource = Resource.of(release.crds[name])
     for body in samples:
         refusals: list[Answer] = []
-        obj_name = _name(ctx, release, "r", version, entry)
+        obj_name = _name(ctx, release, "r", version, entry, name)
         with ctx.held(name, HISTORY_NS if resource.namespaced else None, obj_name, entry):
             record = _write_one(ctx, release, name, entry, body, obj_name, refusals)
             if record is not None:
@@ -264,7 +275,7 @@ def write_targeted(ctx: GateContext, release: Release, upcoming: list[Change]) -
     built = [b for b in built if not singletons.one_at_a_time(release, b[0].crd)]
     # Built one after another (hypothesis draws on one thread), written many at once.
     items = [
-        (change, entry, body, _name(ctx, release, "t", change.version, entry))
+        (change, entry, body, _name(ctx, release, "t", change.version, entry, change.crd))
         for change, entry, bodies in built
         for body in bodies
     ]
@@ -298,10 +309,12 @@ def write_targeted(ctx: GateContext, release: Release, upcoming: list[Change]) -
     return written
 
 
-def _name(ctx: GateContext, release: Release, prefix: str, version: str, entry: dict) -> str:
+def _name(
+    ctx: GateContext, release: Release, prefix: str, version: str, entry: dict, crd: str
+) -> str:
     """An object's name: what wrote it, under which release, at which version (as the
     schema of ``entry``, that version, requires names to be)."""
-    return ctx.name(f"{prefix}{release.index + 1}-{version}", entry)
+    return ctx.name(f"{prefix}{release.index + 1}-{version}", entry, crd)
 
 
 def _write_one(

@@ -26,6 +26,9 @@ def apply_release(
     refused: set[str] = set()
     still_stored: dict[str, list[str]] = {}  # refused for versions clusters still store
     statuses: set[int] = set()  # the API server's answers to those
+    applied: list[tuple[str, dict]] = []
+    # All applied first, then waited for: the API server establishes them side by side, so
+    # a release of many CRDs waits about as long as for one (issue 42).
     for name in live:
         manifest = (first or release.crds)[name]
         answer = apply_crd(ctx.cluster, ctx.pointed(manifest, release))
@@ -40,6 +43,8 @@ def apply_release(
                 statuses.add(answer.status)
             refused.add(name)
             continue
+        applied.append((name, manifest))
+    for name, manifest in applied:
         try:
             crds.wait_settled(ctx.cluster.api_client, manifest)
         except WaitTimeout as exc:

@@ -89,7 +89,7 @@ def judge(ctx: GateContext, release: Release, stored_before: dict, write_one: Wr
                 break
             at_previous.add(crd)
         answers: list[Answer] = []
-        obj_name = ctx.name(f"s{previous.index + 1}-{version}", item.entry)
+        obj_name = ctx.name(f"s{previous.index + 1}-{version}", item.entry, crd)
         obj = write_one(ctx, previous, crd, item.entry, item.body, obj_name, answers)
         if obj is None:
             for answer in answers:

@@ -67,6 +67,9 @@ class Report:
     objects_to_fix: dict[str, str] = field(default_factory=dict)  # --from-cluster: every one
     # --from-cluster with --max-objects: crd -> {"replayed", "held", "max_objects"}
     not_replayed: dict[str, dict[str, int]] = field(default_factory=dict)
+    # --shard: which share this is, and the whole report as data (``stored``), for
+    # gate-merge; a merged report: the shards it was made of.
+    shard: dict = field(default_factory=dict)
 
     def acceptance(self, result: CheckResult) -> Acceptance | None:
         if result.passed is not None:
@@ -87,13 +90,20 @@ class Report:
 PASS, FAIL, NOT_PROVEN, NOT_RUN = "PASS", "FAIL", "NOT PROVEN", "NOT RUN"
 
 
-def write_not_run(directory: Path, cause: str, planned: list[str]) -> Path:
+def write_not_run(
+    directory: Path, cause: str, planned: list[str], shard: dict | None = None
+) -> Path:
     """The gate could not start (no cluster, no webhook, no binaries): said once, with the
     checks that did not run, so a CI job that keeps the artifacts shows why. Not a finding:
     the CLI exits 3."""
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "report.json").write_text(
-        json.dumps({"verdict": NOT_RUN, "not_run": cause, "planned": planned}, indent=2) + "\n"
+        json.dumps(
+            {"verdict": NOT_RUN, "not_run": cause, "planned": planned}
+            | ({"shard": shard} if shard else {}),
+            indent=2,
+        )
+        + "\n"
     )
     checks = "".join(f"- {name}\n" for name in planned)
     (directory / "report.md").write_text(
@@ -137,6 +147,7 @@ def write(directory: Path, run: Report) -> Path:
                 "stored_versions_after_release": {
                     f"release {i + 1}": crds for i, crds in run.stored_after.items()
                 },
+                **({"shard": run.shard} if run.shard else {}),
             },
             indent=2,
         )

@@ -6,6 +6,7 @@ nothing about the order phases run in (``gate.phases.runner``).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import threading
 import time
@@ -97,7 +98,9 @@ class GateContext:
     object_findings: dict[str, list[str]] = field(default_factory=dict)  # captured -> findings
     # captured -> every write the candidate refused it (upgrade_writes' names), hazards too
     writes_refused: dict[str, set[str]] = field(default_factory=dict)
-    _names: itertools.count = field(default_factory=itertools.count)
+    # One count per CRD: a CRD's object names do not depend on which other CRDs the run
+    # gates (a shard of the CRDs, ``--shard``, names them as the whole run does).
+    _names: dict[str, itertools.count] = field(default_factory=dict)
     slots: names.Slots = field(default_factory=names.Slots, repr=False)  # fixed names held
     # The counts objects written at once (``concurrency``) add to.
     _counting: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -115,6 +118,17 @@ class GateContext:
         if key not in self.results:
             self.results[key] = CheckResult(check, subject)
         return self.results[key]
+
+    @contextlib.contextmanager
+    def timed(self, step: str):
+        """Adds the seconds the block takes to ``timings[step]`` (report.json's
+        ``seconds``): where a run's time goes, step by step, summed over releases."""
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            spent = self.timings.get(step, 0.0) + time.perf_counter() - started
+            self.timings[step] = round(spent, 2)
 
     def planned_check(self, check: str, subject: str) -> bool:
         return any(p.check == check and p.subject == subject for p in self.planned)
@@ -152,11 +166,12 @@ class GateContext:
         """The CRDs of ``release`` the history still carries (none refused before)."""
         return [name for name in release.crds if name not in self.refused_crds]
 
-    def name(self, prefix: str, entry: dict | None = None) -> str:
-        """A name no other object of this run has, made to meet what the schema of
-        ``entry`` (the version it is written at) requires of names: for a singleton, its
+    def name(self, prefix: str, entry: dict | None = None, crd: str = "") -> str:
+        """A name no other object of ``crd`` in this run has, made to meet what the schema
+        of ``entry`` (the version it is written at) requires of names: for a singleton, its
         one name (``held`` keeps its objects one at a time)."""
-        return names.rule(entry).name(f"{prefix}-{next(self._names)}")
+        count = self._names.setdefault(crd, itertools.count())
+        return names.rule(entry).name(f"{prefix}-{next(count)}")
 
     def held(self, crd: str, namespace: str | None, name: str, entry: dict | None):
         """A context in which the object ``name`` (of ``crd``, written at ``entry``) is the
