@@ -37,6 +37,7 @@ class FieldError:
     message: str  # the rule's message (or "failed rule: ..."), or the schema's words
     source: str  # schema, cel, list-type, embedded-resource
     rule: str = ""  # a CEL rule's text
+    rule_at: str = ""  # the schema node the rule is on ("spec.stops[]", "spec.labels[*]")
 
     @property
     def who(self) -> str:

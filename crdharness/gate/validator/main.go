@@ -46,8 +46,9 @@ const ruleToken = "crdvalidate-rule-"
 var tokenPattern = regexp.MustCompile(ruleToken + `(\d+)`)
 
 type rule struct {
-	Rule    string `json:"rule"`
-	Message string `json:"message,omitempty"`
+	Rule    string
+	Message string
+	At      string // the schema node the rule is on: "spec.stops[]", "spec.labels[*]"
 }
 
 type version struct {
@@ -71,6 +72,7 @@ type fieldError struct {
 	Message string `json:"message"`
 	Source  string `json:"source"` // schema, cel, list-type, embedded-resource
 	Rule    string `json:"rule,omitempty"`
+	RuleAt  string `json:"rule_at,omitempty"` // the schema node the rule is on
 }
 
 type result struct {
@@ -170,30 +172,30 @@ func newVersion(crd *apiextensionsv1.CustomResourceDefinition, served apiextensi
 		return nil, err
 	}
 	tokened := s.DeepCopy()
-	v.rules = tokenRules(tokened, nil)
+	v.rules = tokenRules(tokened, "", nil)
 	v.cel = cel.NewValidator(tokened, true, celconfig.PerCallLimit)
 	return v, nil
 }
 
 // tokenRules gives every CEL rule below s a message naming its index in the list returned.
-func tokenRules(s *structuralschema.Structural, rules []rule) []rule {
+func tokenRules(s *structuralschema.Structural, at string, rules []rule) []rule {
 	if s == nil {
 		return rules
 	}
 	for i := range s.XValidations {
 		r := &s.XValidations[i]
-		rules = append(rules, rule{Rule: r.Rule, Message: r.Message})
+		rules = append(rules, rule{Rule: r.Rule, Message: r.Message, At: at})
 		r.Message = ruleToken + strconv.Itoa(len(rules)-1)
 		r.MessageExpression = ""
 	}
-	rules = tokenRules(s.Items, rules)
+	rules = tokenRules(s.Items, at+"[]", rules)
 	for name := range s.Properties {
 		child := s.Properties[name]
-		rules = tokenRules(&child, rules)
+		rules = tokenRules(&child, strings.TrimPrefix(at+"."+name, "."), rules)
 		s.Properties[name] = child
 	}
 	if s.AdditionalProperties != nil {
-		rules = tokenRules(s.AdditionalProperties.Structural, rules)
+		rules = tokenRules(s.AdditionalProperties.Structural, at+"[*]", rules)
 	}
 	return rules
 }
@@ -239,6 +241,7 @@ func (v *version) validate(obj map[string]interface{}) []fieldError {
 		if found := tokenPattern.FindStringSubmatch(e.Detail); found != nil {
 			if n, err := strconv.Atoi(found[1]); err == nil && n < len(v.rules) {
 				shownErr.Rule = v.rules[n].Rule
+				shownErr.RuleAt = v.rules[n].At
 				if e.Detail == found[0] { // the rule did not hold: its own message
 					shownErr.Message = v.rules[n].Message
 					if shownErr.Message == "" {
@@ -255,5 +258,9 @@ func (v *version) validate(obj map[string]interface{}) []fieldError {
 }
 
 func shown(e *field.Error, source string) fieldError {
-	return fieldError{Field: e.Field, Type: string(e.Type), Message: e.ErrorBody(), Source: source}
+	where := e.Field
+	if where == "<nil>" { // a combinator's error names its path in the message instead
+		where = ""
+	}
+	return fieldError{Field: where, Type: string(e.Type), Message: e.ErrorBody(), Source: source}
 }
