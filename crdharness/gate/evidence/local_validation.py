@@ -57,6 +57,7 @@ class LocalValidator:
         self._identity: tuple[int, float] | None = None  # (pid, start time), to stop it
         self._stderr: tempfile._TemporaryFileWrapper | None = None
         self._loaded: dict[str, str] = {}  # CRD name -> its manifest's JSON, as loaded
+        self._current: dict[str, dict] = {}  # CRD name -> the manifest last loaded for it
         self._lock = threading.Lock()  # one request and its answer at a time
 
     def __enter__(self) -> LocalValidator:
@@ -129,19 +130,32 @@ class LocalValidator:
     def load(self, crd: dict) -> str:
         """Load a whole CRD manifest (again only when it changed); its name."""
         name = str(crd["metadata"]["name"])
+        if self._current.get(name) is crd:  # the same manifest as last time: no dump
+            return name
         text = json.dumps(crd, sort_keys=True)
         if self._loaded.get(name) != text:
             self._ask({"op": "load", "crd": crd})
             self._loaded[name] = text
+        self._current[name] = crd
         return name
 
-    def validate(self, crd: dict, version: str, manifests: list[dict]) -> list[list[FieldError]]:
+    def validate(
+        self, crd: dict, version: str, manifests: list[dict], keep_status: bool = False
+    ) -> list[list[FieldError]]:
         """For each whole object (apiVersion, kind, metadata and its fields) of ``crd`` at
-        ``version``: why the API server would refuse its creation (empty: it would accept)."""
+        ``version``: why the API server would refuse its creation (empty: it would accept).
+        ``keep_status``: its status judged too, as its write through the status subresource
+        after the create judges it (a CRD without that subresource judges it at creation)."""
         if not manifests:
             return []
         name = self.load(crd)
         answer = self._ask(
-            {"op": "validate", "crd": name, "version": version, "objects": manifests}
+            {
+                "op": "validate",
+                "crd": name,
+                "version": version,
+                "objects": manifests,
+                "keep_status": keep_status,
+            }
         )
         return [[FieldError(**error) for error in result["errors"]] for result in answer["results"]]

@@ -48,16 +48,24 @@ def score(errors: list[FieldError]) -> int:
 
 
 def repaired(
-    validator: LocalValidator, crd: dict, entry: dict, body: dict
+    validator: LocalValidator,
+    crd: dict,
+    entry: dict,
+    body: dict,
+    name: str = "gate-repair",
+    namespace: str | None = "gate",
 ) -> tuple[dict | None, list[FieldError]]:
     """``body`` (an object's fields, as ``objects`` draws them), or one near it the local
-    validator accepts at ``entry``'s version; None and the last errors when none was found."""
+    validator accepts at ``entry``'s version, as object ``name`` (a schema may constrain
+    names); None and the last errors when none was found."""
     version = entry["name"]
     root = (entry.get("schema") or {}).get("openAPIV3Schema") or {}
+    # a status is written after the create, through its subresource: judged too
+    keep_status = "status" in body and objects.has_status(entry)
 
     def judged(bodies: list[dict]) -> list[list[FieldError]]:
-        sent = [objects.manifest(crd, version, "gate-repair", "gate", b) for b in bodies]
-        return validator.validate(crd, version, sent)
+        sent = [objects.manifest(crd, version, name, namespace, b) for b in bodies]
+        return validator.validate(crd, version, sent, keep_status)
 
     current = body
     [errors] = judged([current])

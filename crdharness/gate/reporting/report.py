@@ -67,6 +67,9 @@ class Report:
     objects_to_fix: dict[str, str] = field(default_factory=dict)  # --from-cluster: every one
     # --from-cluster with --max-objects: crd -> {"replayed", "held", "max_objects"}
     not_replayed: dict[str, dict[str, int]] = field(default_factory=dict)
+    # crd -> version -> generated, accepted, refused and by what (``run.screening``)
+    objects_made: dict[str, dict[str, dict]] = field(default_factory=dict)
+    not_judged_locally: str = ""  # why generated objects were not judged locally first
 
     def acceptance(self, result: CheckResult) -> Acceptance | None:
         if result.passed is not None:
@@ -131,6 +134,8 @@ def write(directory: Path, run: Report) -> Path:
                     for r, a in accepted
                 ],
                 "refused_objects": run.refused,
+                "objects_made": run.objects_made,
+                "objects_not_judged_locally": run.not_judged_locally,
                 "refused_examples": run.refused_examples,
                 "notes": run.notes,
                 "seconds": run.timings,

@@ -64,6 +64,9 @@ type request struct {
 	CRD     json.RawMessage   `json:"crd"`
 	Version string            `json:"version"`
 	Objects []json.RawMessage `json:"objects"`
+	// Judge status too, as a write through the status subresource after the create does
+	// (its transition rules still skipped).
+	KeepStatus bool `json:"keep_status"`
 }
 
 type fieldError struct {
@@ -123,7 +126,7 @@ func handle(req request) interface{} {
 			if err := utiljson.Unmarshal(raw, &obj); err != nil {
 				return map[string]string{"error": fmt.Sprintf("object %d is not a JSON object: %v", i, err)}
 			}
-			results[i] = result{Errors: v.validate(obj)}
+			results[i] = result{Errors: v.validate(obj, req.KeepStatus)}
 		}
 		return map[string]interface{}{"results": results}
 	}
@@ -201,12 +204,12 @@ func tokenRules(s *structuralschema.Structural, at string, rules []rule) []rule 
 }
 
 // validate runs what a create runs, in the custom resource strategy's order.
-func (v *version) validate(obj map[string]interface{}) []fieldError {
+func (v *version) validate(obj map[string]interface{}, keepStatus bool) []fieldError {
 	errs := []fieldError{}
 	if v.structural == nil {
 		return errs
 	}
-	if v.hasStatus {
+	if v.hasStatus && !keepStatus {
 		delete(obj, "status") // create cannot set status
 	}
 	structuraldefaulting.Default(obj, v.structural)
