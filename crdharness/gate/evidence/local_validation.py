@@ -58,7 +58,8 @@ class LocalValidator:
         self._stderr: tempfile._TemporaryFileWrapper | None = None
         self._loaded: dict[str, str] = {}  # CRD name -> its manifest's JSON, as loaded
         self._current: dict[str, dict] = {}  # CRD name -> the manifest last loaded for it
-        self._lock = threading.Lock()  # one request and its answer at a time
+        # one conversation at a time: a load and the validation at it are not interleaved
+        self._lock = threading.RLock()
 
     def __enter__(self) -> LocalValidator:
         self.start()
@@ -148,14 +149,15 @@ class LocalValidator:
         after the create judges it (a CRD without that subresource judges it at creation)."""
         if not manifests:
             return []
-        name = self.load(crd)
-        answer = self._ask(
-            {
-                "op": "validate",
-                "crd": name,
-                "version": version,
-                "objects": manifests,
-                "keep_status": keep_status,
-            }
-        )
+        with self._lock:
+            name = self.load(crd)
+            answer = self._ask(
+                {
+                    "op": "validate",
+                    "crd": name,
+                    "version": version,
+                    "objects": manifests,
+                    "keep_status": keep_status,
+                }
+            )
         return [[FieldError(**error) for error in result["errors"]] for result in answer["results"]]

@@ -13,6 +13,7 @@ import threading
 from collections import Counter
 from dataclasses import dataclass, field
 
+from crdharness.errors import HarnessError
 from crdharness.gate.api import Answer
 from crdharness.gate.evidence import objects, repair
 from crdharness.gate.evidence.local_validation import LocalValidator
@@ -44,7 +45,8 @@ class Screening:
 
     validator: LocalValidator | None = None
     made: dict[tuple[str, str], Made] = field(default_factory=dict)  # (crd, version) ->
-    off: str = ""  # why nothing is judged locally
+    off: str = ""  # why nothing (or some CRDs' objects) is judged locally
+    not_judged: dict[str, str] = field(default_factory=dict)  # crd -> why not, locally
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def _made(self, crd: str, version: str) -> Made:
@@ -62,7 +64,14 @@ class Screening:
             self._made(crd, version).generated += 1
         if self.validator is None:
             return body, None
-        fixed, errors = repair.repaired(self.validator, manifest, entry, body, name, namespace)
+        if crd in self.not_judged:
+            return body, None
+        try:
+            fixed, errors = repair.repaired(self.validator, manifest, entry, body, name, namespace)
+        except HarnessError as exc:  # the validator failed here: the API server alone judges
+            self.not_judged[crd] = str(exc)
+            self.off = "; ".join(f"{c}: {why}" for c, why in sorted(self.not_judged.items()))
+            return body, None
         if fixed is not None:
             if objects.METADATA in body:
                 fixed = {**fixed, objects.METADATA: body[objects.METADATA]}
