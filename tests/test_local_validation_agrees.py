@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from crdharness.gate.api import call
-from crdharness.gate.evidence import coverage_objects, objects
+from crdharness.gate.evidence import coverage_objects, objects, repair
 from crdharness.gate.evidence.local_validation import LocalValidator
 from crdharness.scenarios.versioned import unique_group
 
@@ -109,7 +109,10 @@ def test_the_local_validator_agrees_with_the_api_server(
         version = entry["name"]
         drawn = objects.drawn_from(objects.bodies(entry), DRAWN, 0)
         drawn += coverage_objects.bodies(entry)
-        bodies = drawn + [broken(b, rng) for b in drawn[:DRAWN]]
+        # and what the gate sends: the drawn objects as its search repaired them
+        fixed = [repair.repaired(validator, crd, entry, b)[0] for b in drawn[:DRAWN]]
+        bodies = drawn + [b for b in fixed if b is not None]
+        bodies += [broken(b, rng) for b in drawn[:DRAWN]]
         manifests = [
             objects.manifest(crd, version, f"agree-{i}", namespace, body)
             for i, body in enumerate(bodies)
