@@ -33,6 +33,7 @@ ROUNDS = 6
 PROPOSALS = 40  # judged per round at most
 ERRORS_PER_ROUND = 3
 BLOCKING = 100  # a schema error hides every CEL rule: fixing it first is worth more
+LOSS = 0.5  # a drawn leaf path a proposal no longer holds, against one error it fixes
 
 LITERAL = re.compile(r"'((?:[^'\\]|\\.)*)'|\"((?:[^\"\\]|\\.)*)\"")
 NUMBER = re.compile(r"(?<![\w.'\"])-?\d+(?![\w.])")
@@ -67,11 +68,13 @@ def repaired(
         sent = [objects.manifest(crd, version, name, namespace, b) for b in bodies]
         return validator.validate(crd, version, sent, keep_status)
 
+    schema = objects.body_schema(entry)
     current = body
     [errors] = judged([current])
     for _ in range(ROUNDS):
         if not errors:
             return current, []
+        held = coverage.held(schema, objects.intent(current))
         proposals: list[dict] = []
         seen = {_key(current)}
         for error in errors[:ERRORS_PER_ROUND]:
@@ -83,9 +86,18 @@ def repaired(
             break
         proposals = proposals[:PROPOSALS]
         results = judged(proposals)
-        best = min(range(len(proposals)), key=lambda i: score(results[i]))
-        if score(results[best]) >= score(errors):
+        better = [i for i in range(len(proposals)) if score(results[i]) < score(errors)]
+        if not better:
             break
+        # Of those with fewer errors, the one that keeps most of what was drawn: a list cut
+        # to nothing meets every rule over it but holds none of its paths any more.
+        best = min(
+            better,
+            key=lambda i: (
+                score(results[i])
+                + LOSS * len(held - coverage.held(schema, objects.intent(proposals[i])))
+            ),
+        )
         current, errors = proposals[best], results[best]
     return (current, []) if not errors else (None, errors)
 
@@ -301,6 +313,8 @@ def _rule_fixes(root: dict, body: dict, at: list[str], rule: str) -> list[dict |
                 continue
             for v in _scalars(child, rule)[:4]:
                 found.append(_set(body, [*at, "0", name], v))
+                every = [{**i, name: v} if isinstance(i, dict) else i for i in value]
+                found.append(_set(body, at, every))
             if name not in (items.get("required") or []):  # every item without it
                 found.append(
                     _set(body, at, [{k: x for k, x in i.items() if k != name} for i in value])
