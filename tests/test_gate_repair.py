@@ -101,3 +101,22 @@ def test_an_object_no_repair_finds_is_not_sent_and_its_rule_is_counted(validator
     # a sample is sent as given: the API server's own answer is what its author needs
     sample = {"spec": {"n": 1}, objects.NAME: "mine"}
     assert screening.screen(crd, entry, sample, "n", "gate") == (sample, None)
+
+
+def test_few_accepted_is_said_per_crd_and_version():
+    screening = Screening()
+    crd = {"metadata": {"name": "a.example.com"}}
+    entry = {"name": "v1"}
+    for i in range(4):
+        screening.screen(crd, entry, {"spec": {"i": i}}, "x", None)
+    screening.sent(crd, "v1", {"spec": {}}, None)
+    from crdharness.gate.api import Answer
+
+    refused = Answer(422, {"message": "spec.i: Invalid value"}, [], "")
+    for _ in range(3):
+        screening.sent(crd, "v1", {"spec": {}}, refused)
+    assert screening.few_accepted() == [
+        "a.example.com at v1: 1 of 4 generated objects accepted; refused most by "
+        "API server: spec.i: Invalid value"
+    ]
+    assert screening.as_json()["a.example.com"]["v1"]["refused"] == 3
