@@ -294,7 +294,7 @@ def _rule_fixes(root: dict, body: dict, at: list[str], rule: str) -> list[dict |
         required = set(node.get("required") or [])
         for name in dict.fromkeys(SELECTED.findall(rule)):
             child = props.get(name)
-            if child is None:
+            if child is None or (not at and name in objects.TOP_LEVEL):  # the gate's own
                 continue
             if name in value:
                 if name not in required:
