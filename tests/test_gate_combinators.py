@@ -75,3 +75,16 @@ def test_drawn_objects_hold_every_combinator():
         assert len(set(value["pick"]) & {"x", "y"}) == 1
         assert 1 <= len(value["name"]) <= 3 or value["name"] == ""
         assert value["embedded"]["apiVersion"] and value["embedded"]["kind"]
+
+
+def test_the_users_schema_is_left_as_it_is():
+    schema = {
+        "type": "object",
+        "properties": {"a": {"type": "string"}, "b": {"type": "string"}},
+        "oneOf": [{"required": ["a"]}, {"required": ["b"]}],
+        "anyOf": [{"required": ["a"]}],
+    }
+    before = repr(schema)
+    combinators.alternatives(schema)
+    objects.drawn_from(objects.strategy(schema), 3, 0)
+    assert repr(schema) == before

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import random
 from pathlib import Path
 
@@ -19,15 +20,24 @@ from crdharness.gate.evidence.local_validation import LocalValidator
 from crdharness.scenarios.versioned import unique_group
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-DRAWN = 8  # random objects per version, beside the coverage objects and the broken ones
+# random objects per version, beside the coverage objects and the broken ones
+DRAWN = int(os.environ.get("CRDHARNESS_AGREE_DRAWN", "8"))
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
+# More CRD files or folders to hold it to (a real project's released CRDs, fetched outside
+# the repository), separated by ":".
+EXTRA = "CRDHARNESS_AGREE_EXTRA"
+
+
 def example_crds() -> dict[str, dict]:
-    """Every distinct CRD the examples ship, by file and name."""
+    """Every distinct CRD the examples ship (and ``$CRDHARNESS_AGREE_EXTRA`` names), by
+    file and name."""
     found: dict[str, dict] = {}
     seen: set[str] = set()
-    for path in sorted(EXAMPLES.rglob("*.yaml")):
+    extra = [Path(p) for p in os.environ.get(EXTRA, "").split(":") if p]
+    paths = [*EXAMPLES.rglob("*.yaml"), *(p for e in extra for p in [e, *e.rglob("*.yaml")])]
+    for path in sorted(p for p in paths if p.is_file()):
         try:
             documents = list(yaml.safe_load_all(path.read_text()))
         except yaml.YAMLError:
@@ -38,7 +48,8 @@ def example_crds() -> dict[str, dict]:
             text = json.dumps(doc.get("spec"), sort_keys=True)
             if text not in seen:
                 seen.add(text)
-                found[f"{path.relative_to(EXAMPLES)}:{doc['metadata']['name']}"] = doc
+                where = path.relative_to(EXAMPLES) if path.is_relative_to(EXAMPLES) else path
+                found[f"{where}:{doc['metadata']['name']}"] = doc
     return found
 
 
@@ -94,7 +105,7 @@ def validator():
         yield running
 
 
-@pytest.mark.parametrize("key", sorted(CRDS))
+@pytest.mark.parametrize("key", sorted(CRDS), ids=[k.split("/")[-1] for k in sorted(CRDS)])
 def test_the_local_validator_agrees_with_the_api_server(
     key, cluster, make_crd, namespace, validator
 ):

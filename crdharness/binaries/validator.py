@@ -11,7 +11,7 @@ import hashlib
 import shutil
 from pathlib import Path
 
-from crdharness.binaries import cache, gobuild
+from crdharness.binaries import cache, gobuild, versions
 from crdharness.progress import Reporter, phase, to_stderr
 from crdharness.untimed import untimed
 
@@ -24,7 +24,7 @@ GO_MINIMUM = "1.26.0"  # go.mod's go directive (that of the k8s.io modules)
 
 
 def entry_name() -> str:
-    digest = hashlib.sha256()
+    digest = hashlib.sha256(gobuild.kubernetes_ldflags(versions.DEFAULT).encode())
     for name in SOURCE_FILES:
         digest.update((SOURCE / name).read_bytes())
     return f"crdvalidate-{K8S_MODULES}-{digest.hexdigest()[:12]}"
@@ -55,7 +55,17 @@ def validator_binary(report: Reporter = to_stderr) -> Path:
         log = gobuild.build_log(name)
         with phase(report, f"local CRD validator ({K8S_MODULES}): compiling"):
             go.run(
-                ["build", "-trimpath", "-ldflags", "-s -w", "-o", str(built / BINARY), "."],
+                [
+                    "build",
+                    "-trimpath",
+                    # stamped as kube-apiserver is: the API server's compatibility version
+                    # (which formats and CEL libraries it knows) comes from this version
+                    "-ldflags",
+                    gobuild.kubernetes_ldflags(versions.DEFAULT),
+                    "-o",
+                    str(built / BINARY),
+                    ".",
+                ],
                 cwd=work,
                 log=log,
             )

@@ -114,7 +114,7 @@ def _avoiding(node: dict, negated: dict) -> dict:
 def alternatives(schema: dict) -> list[dict]:
     """The plain nodes (no combinator left) that together draw what ``schema`` allows: one
     per ``oneOf`` branch times one per ``anyOf`` branch (at most ``MOST_ALTERNATIVES``)."""
-    node = folded(schema)
+    node = dict(folded(schema))  # a copy: the user's schema keeps its combinators
     one_of = [b for b in node.pop("oneOf", None) or [] if isinstance(b, dict)]
     any_of = [b for b in node.pop("anyOf", None) or [] if isinstance(b, dict)]
     found = [node]
