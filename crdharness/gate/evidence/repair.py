@@ -29,7 +29,7 @@ import re
 from crdharness.gate.evidence import combinators, coverage, coverage_objects, objects
 from crdharness.gate.evidence.local_validation import CEL, FieldError, LocalValidator
 
-ROUNDS = 6
+ROUNDS = 16  # each keeps the best proposal; an object with many failing items needs many
 PROPOSALS = 40  # judged per round at most
 ERRORS_PER_ROUND = 3
 BLOCKING = 100  # a schema error hides every CEL rule: fixing it first is worth more
