@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -15,6 +14,7 @@ from kubernetes import client, config
 from crdharness.binaries.versions import Release
 from crdharness.errors import HarnessError
 from crdharness.etcd import EtcdReader, StoredObject
+from crdharness.kubeconfig import environment_for
 
 
 def new_api_client(kubeconfig: Path, credentials_dir: Path) -> client.ApiClient:
@@ -153,7 +153,7 @@ class Cluster:
             input=input,
             capture_output=True,
             text=True,
-            env={**os.environ, "KUBECONFIG": str(self.kubeconfig)},
+            env=environment_for(self.kubeconfig),
             timeout=120,
             check=False,
         )

@@ -3,11 +3,32 @@
 from __future__ import annotations
 
 import base64
+import os
+from collections.abc import Mapping
 from pathlib import Path
 
 import yaml
 
 from crdharness.certs import KeyPair, write_private
+
+# How a Kubernetes client finds a cluster other than through KUBECONFIG: in-cluster config
+# (client-go's rest.InClusterConfig reads these two first). A program the harness starts
+# against its own cluster must never fall back to the caller's.
+CALLER_CLUSTER_VARIABLES = ("KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT")
+
+
+def environment_for(kubeconfig: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of a program the harness starts against its own cluster (a webhook, a
+    migration command, kubectl): the caller's, with ``KUBECONFIG`` always the harness's
+    kubeconfig and the in-cluster variables removed, so the caller's own cluster (the one
+    their exported ``KUBECONFIG`` or service account points at) is never reached. ``extra``
+    (the user's ``env:``) is added first; it cannot choose another cluster."""
+    environment = {
+        key: value for key, value in os.environ.items() if key not in CALLER_CLUSTER_VARIABLES
+    }
+    environment.update(extra or {})
+    environment["KUBECONFIG"] = str(kubeconfig)
+    return environment
 
 
 def b64_file(path: Path) -> str:

@@ -241,8 +241,10 @@ def test_a_path_stopped_short_of_is_tried_without_the_samples_fields_first():
 
 
 def test_a_failure_inside_a_preserved_subtree_is_its_leafs_not_a_stop_for_it():
-    from crdharness.gate.checks.round_trip_steps import judged_with
+    from crdharness.gate.checks.round_trip_steps import below_a_loss, judged_with
 
     held = {"spec.route.routes[]", "spec.route.name", "spec.deep.a"}
     failed = frozenset({"spec.route.routes[0].gateUnknown", "spec.deep"})
-    assert judged_with(held, failed) == {"spec.route.routes[]", "spec.deep.a"}
+    assert judged_with(held, failed) == {"spec.route.routes[]"}
+    # spec.deep was lost whole: what the webhook does with spec.deep.a is unknown (issue 43)
+    assert below_a_loss(held, failed) == {"spec.deep.a"}

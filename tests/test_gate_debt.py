@@ -183,3 +183,18 @@ def test_the_report_lists_debt_apart_and_it_does_not_fail_the_verdict(tmp_path):
     md = (tmp_path / "report.md").read_text()
     assert "## Debt of earlier releases (not findings)" in md
     assert f"- release 1: round-trip [{PAIR}] spec.colour" in md
+
+
+def test_a_pair_whose_failures_are_all_debt_is_not_proven_below_every_path():
+    # Outside trial (43): 3 of 41 paths held, the others wiped by the webhook unseen, and
+    # the pair shown as a pass because the only failure seen was the earlier release's.
+    result = lost(round_trip(), "spec.colour")
+    result.coverage = {
+        "exercised": 3,
+        "declared": 41,
+        "uncovered": {"spec.rules": "its objects' round trips stopped at another path"},
+    }
+    assert debt.settle([result], previous("spec.colour"), 1, min_objects=10)
+    assert result.passed is None, result
+    assert result.evidence.startswith("not proven: schema paths 3/41 held; not held: spec.rules")
+    assert "release 1's debt" in result.evidence

@@ -200,7 +200,7 @@ def test_the_zero_value_of_a_difference():
 def test_a_duration_re_spelt_as_go_writes_it_is_normalised_another_is_a_change():
     ctx = context(spec_schema(every={"type": "string"}))
     same = judged(ctx, {"spec": {"every": "1h"}}, {"spec": {"every": "1h0m0s"}})
-    note = 'spec.every: "1h" -> "1h0m0s" (the same duration, as Go spells it)'
+    note = 'spec.every: "1h" -> "1h0m0s" (the same value, as Go spells it)'
     assert same == {"spec.every": ("normalised", note)}
     assert judged(ctx, {"spec": {"every": "1h"}}, {"spec": {"every": "2h0m0s"}}) == {
         "spec.every": None
@@ -246,3 +246,40 @@ def test_an_object_appearing_with_data_or_lost_with_defaults_stays_a_finding():
     assert judged(strict, {"spec": {}}, {"spec": {"target": {"policy": "Owner"}}}) == {
         "spec.target": None
     }
+
+
+def test_a_default_re_spelt_by_go_still_reads_as_only_defaults():
+    # A defaulted duration `1h` reads back as Go's `1h0m0s` in an object written without it:
+    # the same value, so the object that appeared holds only defaults (issue 43's `spec`).
+    interval = {"type": "string", "default": "1h"}
+    ctx = context(spec_schema(target={"type": "object", "properties": {"every": interval}}))
+    appeared = {"spec": {"target": {"every": "1h0m0s"}}}
+    kind, note = judged(ctx, {"spec": {}}, appeared)["spec.target"]
+    assert kind == "normalised" and "the schema's defaults" in note
+    other = {"spec": {"target": {"every": "2h0m0s"}}}  # another duration: data
+    assert judged(ctx, {"spec": {}}, other) == {"spec.target": None}
+
+
+def test_a_time_re_spelt_as_metav1_time_writes_it_is_normalised_a_lost_fraction_is_not():
+    ctx = context(spec_schema(since={"type": "string", "format": "date-time"}))
+    sent = {"spec": {"since": "2024-05-01T10:00:00+02:00"}}
+    kind, note = judged(ctx, sent, {"spec": {"since": "2024-05-01T08:00:00Z"}})["spec.since"]
+    assert kind == "normalised" and "as Go spells it" in note
+    fraction = {"spec": {"since": "2024-05-01T08:00:00.5Z"}}
+    assert judged(ctx, fraction, {"spec": {"since": "2024-05-01T08:00:00Z"}}) == {
+        "spec.since": None
+    }
+    assert judged(ctx, sent, {"spec": {"since": "2024-05-01T09:00:00Z"}}) == {"spec.since": None}
+
+
+def test_a_quantity_re_spelt_as_resource_quantity_writes_it_is_normalised():
+    from crdharness.gate import go_values
+
+    assert go_values.respelt("1.5Gi", "1536Mi") and go_values.respelt("1000", "1k")
+    assert go_values.respelt(7, "7") and go_values.respelt(0.5, "500m")  # a number, as a string
+    assert not go_values.respelt("1Gi", "1073741824")  # Go keeps a quantity's format
+    assert not go_values.respelt("7", "8") and not go_values.respelt(7, "7.0")
+    ctx = context(spec_schema(limits={"type": "object", "additionalProperties": {}}))
+    sent = {"spec": {"limits": {"cpu": 7}}}
+    kind, note = judged(ctx, sent, {"spec": {"limits": {"cpu": "7"}}})["spec.limits.cpu"]
+    assert kind == "normalised" and "as Go spells it" in note

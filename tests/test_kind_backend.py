@@ -284,6 +284,15 @@ def test_missing_kind_binary_is_one_clear_error(monkeypatch):
         kind_cluster.kind_binary()
 
 
+def test_kind_without_its_extra_names_the_install_command(monkeypatch):
+    """Without pytest-kind-ng (the ``kind`` extra), one line says what to install."""
+    from crdharness import backends
+
+    monkeypatch.setitem(sys.modules, "pytest_kind", None)  # importing it raises ImportError
+    with pytest.raises(HarnessError, match=r"pip install 'crdharness\[kind\]'"):
+        backends.start(backends.Settings(backend="kind", k8s_version="1.37"), print)
+
+
 def test_other_backends_deselect_local_only_tests_and_say_so():
     root = Path(__file__).resolve().parent.parent
     result = subprocess.run(

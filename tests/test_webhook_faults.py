@@ -246,3 +246,41 @@ def test_omit_zero_drops_go_zero_values_of_fields_not_list_items():
     assert obj["spec"] == {"keep": True, "list": [0, False]}
     assert obj["status"] == {"inner": {"y": 1}}
     assert obj["metadata"] == {"name": "a", "generation": 0, "creationTimestamp": None}
+
+
+def test_panic_on_drops_the_review_unanswered_for_an_object_holding_the_path():
+    app = ConversionApp(
+        crontab.register(Registry()),
+        faults=faults.Faults.parse(["panic-on=hostPort"]),
+        records=RecordSink(io.BytesIO()),
+    )
+    answer = app.answer("POST", "/crdconvert", {b"content-type": b"application/json"}, b"")
+    assert answer.status == 400  # no review at all: refused as ever
+    body = json.dumps(ex.REQUEST_V1).encode()
+    answer = app.answer("POST", "/crdconvert", {b"content-type": b"application/json"}, body)
+    assert answer.crash.startswith("http: panic serving: runtime error") and answer.body == b""
+    assert "panic-on=hostPort" in answer.crash and "goroutine" in answer.crash
+    _, payload, _ = answer_with("panic-on=spec.none")  # no object holds it: converted
+    assert json.loads(payload)["response"]["result"] == {"status": "Success"}
+
+
+def test_move_field_answers_a_deprecated_fields_value_in_its_successors_place():
+    moved = faults.Faults.parse(["move-field=v2:spec.pattern+spec.match"])
+    assert moved.describe() == ["move-field=v2:spec.pattern+spec.match"]
+    to_v2 = {"desiredAPIVersion": "g.example.com/v2"}
+    obj = {"spec": {"pattern": "a*"}}
+    moved.apply({"response": {"convertedObjects": [obj]}}, to_v2)
+    assert obj == {"spec": {"match": "a*"}}
+    both = {"spec": {"pattern": "a*", "match": "b"}}  # the successor set: left as it is
+    moved.apply({"response": {"convertedObjects": [both]}}, to_v2)
+    assert both == {"spec": {"pattern": "a*", "match": "b"}}
+    back = {"spec": {"pattern": "a*"}}  # converting to another version: untouched
+    moved.apply({"response": {"convertedObjects": [back]}}, {"desiredAPIVersion": "g/v1"})
+    assert back == {"spec": {"pattern": "a*"}}
+
+
+def test_drop_empty_key_drops_a_list_item_whose_key_is_empty_whole():
+    keyless = faults.Faults.parse(["drop-empty-key=spec.sources[].key"])
+    obj = {"spec": {"sources": [{"key": "", "mode": "a"}, {"key": "k", "mode": "b"}]}}
+    keyless.apply({"response": {"convertedObjects": [obj]}}, {})
+    assert obj == {"spec": {"sources": [{"key": "k", "mode": "b"}]}}

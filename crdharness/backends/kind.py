@@ -23,7 +23,13 @@ from crdharness.webhooks import images
 def _start_kind(settings: Settings, report: Reporter) -> Running:
     """A kind cluster, created and deleted by pytest-kind-ng (the one way kind clusters are
     driven here), pinned to the release's node image."""
-    from pytest_kind import KindCluster  # imported only when kind is asked for
+    try:
+        from pytest_kind import KindCluster  # imported only when kind is asked for
+    except ImportError:
+        raise HarnessError(
+            "--cluster=kind needs pytest-kind-ng, which is not installed: "
+            "pip install 'crdharness[kind]'"
+        ) from None
 
     release = versions.resolve(settings.k8s_version)
     if not release.kind_node_image:

@@ -77,6 +77,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="print the read-only ClusterRole the gate needs on the cluster, and exit",
     )
+    parser.add_argument(
+        "--full",
+        action="store_true",
+        help="judge the CRDs the release did not change (documentation only) again too, as "
+        "`full: true` in the gate file does (default: each is listed, not judged again)",
+    )
     parser.add_argument("pytest_args", nargs="*", help="after --: passed on to pytest")
 
 
@@ -220,6 +226,7 @@ def _run(
             # -v brings back pytest's own failure sections.
             *([] if _verbose(args.pytest_args) else ["--tb=no", "-rN"]),
             *([f"--k8s-version={version}"] if version else []),
+            *(["--gate-full"] if args.full else []),
             *private,
             *args.pytest_args,
         ]

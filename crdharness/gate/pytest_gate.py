@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,6 +17,7 @@ import pytest
 
 from crdharness.errors import HarnessError
 from crdharness.gate.checks import expectations
+from crdharness.gate.evidence import unchanged
 from crdharness.gate.evidence.local_validation import LocalValidator
 from crdharness.gate.given import cluster_source, gate_file, manifests
 from crdharness.gate.given.config import GateConfig
@@ -42,6 +43,7 @@ class GateSetup:
     checks: list[plan.PlannedCheck]
     kubernetes_path: list  # crdharness.binaries.versions.Release, oldest first; empty: no upgrade
     source: cluster_source.Source | None = None  # --from-cluster
+    unchanged: dict[str, str] = field(default_factory=dict)  # CRD -> why (evidence.unchanged)
 
 
 SETUP = pytest.StashKey[GateSetup]()
@@ -53,6 +55,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("crdharness-gate", "CRD upgrade gate")
     group.addoption("--gate-config", default=None, help="the gate file (see README)")
     group.addoption("--gate-artifacts", default="artifacts/gate", help="where the report goes")
+    group.addoption("--gate-full", action="store_true", help="judge unchanged CRDs again too")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -79,7 +82,10 @@ def pytest_configure(config: pytest.Config) -> None:
             parsed.migrations = {1: shipped} if shipped else {}
             samples = {}  # the cluster's objects are replayed by the history
         upgrade = plan.kubernetes_path(parsed.kubernetes, config.getoption("--k8s-version"))
-        planned = plan.plan(parsed, releases, upgrade)
+        parsed.full = parsed.full or bool(config.getoption("--gate-full"))
+        # From a cluster, the earlier release is the cluster's own: everything is judged.
+        same = {} if source is not None else unchanged.crds(releases, parsed.webhook)
+        planned = plan.plan(parsed, releases, upgrade, same)
         setup = GateSetup(
             parsed,
             releases,
@@ -88,6 +94,7 @@ def pytest_configure(config: pytest.Config) -> None:
             plan.about_a_cluster(planned) if source is not None else planned,
             upgrade,
             source,
+            same,
         )
         for expectation in parsed.expect:  # a bad expect file fails here, in one line
             expectations.load(expectation)
@@ -139,6 +146,7 @@ def gate_run(cluster, request: pytest.FixtureRequest, tmp_path_factory):
             setup.checks,
             own,
         )
+        ctx.unchanged = setup.unchanged
         if setup.source is not None:
             ctx.source = setup.source.capture
             ctx.redaction = Redaction(setup.source.show_values, setup.source.secrets())

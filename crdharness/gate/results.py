@@ -74,6 +74,9 @@ class CheckResult:
     objects: list[tuple[str, dict]] = field(default_factory=list)  # (title, object) to show
     allowed: list[str] = field(default_factory=list)  # differences an `allow` entry excused
     normalised: list[str] = field(default_factory=list)  # {}, [], 0 read back absent, or back
+    # Differences at A the webhook made by re-spelling (the object reads the same at B before
+    # and after the round trip): both spellings, not findings unless ``strict``.
+    respelt: list[str] = field(default_factory=list)
     # Fields the gate's own request lost (a version's schema prunes them), not the webhook.
     pruned: list[str] = field(default_factory=list)
     counts: dict[str, float] = field(default_factory=dict)  # objects, reviews, ms, s
@@ -113,6 +116,7 @@ class CheckResult:
         self.objects += other.objects
         self.allowed += [note for note in other.allowed if note not in self.allowed]
         self.normalised += [note for note in other.normalised if note not in self.normalised]
+        self.respelt += [note for note in other.respelt if note not in self.respelt]
         self.pruned += [note for note in other.pruned if note not in self.pruned]
 
     def part(self) -> CheckResult:
@@ -132,6 +136,7 @@ class CheckResult:
             "details": self.details,
             "allowed": self.allowed,
             "normalised": self.normalised,
+            **({"respelt": self.respelt} if self.respelt else {}),
             **({"pruned": self.pruned} if self.pruned else {}),
             "counts": self.counts,
             **({"coverage": self.coverage} if self.coverage else {}),

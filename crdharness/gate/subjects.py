@@ -12,6 +12,7 @@ CHECKS: dict[str, str] = {
     "expected-conversion": "candidate",
     "convertibility": "candidate",
     "schemas-vs-strategy": "candidate",
+    "unchanged": "candidate",  # a CRD the release did not change: listed, not judged again
     "migration": "history",
     "deprecation": "history",
     "webhook-conduct": "conduct",

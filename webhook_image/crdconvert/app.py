@@ -32,6 +32,8 @@ class Answer:
     headers: tuple[tuple[bytes, bytes], ...] = ()
     delay: float = 0.0  # seconds to wait before sending it (the ``delay`` fault)
     close: bool = False  # close the connection after it
+    # The ``panic-on`` fault: print this, then drop the connection without any answer.
+    crash: str = ""
 
 
 class Reply(Exception):
@@ -136,9 +138,12 @@ class ConversionApp:
             parsed = review.parse(document)
         except review.BadReview as exc:
             raise Reply(400, f"not a ConversionReview: {exc}", body_read=True) from None
+        faults = self.faults
+        crash = faults.panic_for(document["request"]) if faults.panics else ""
+        if crash:
+            return Answer(500, b"", crash=crash)
         review.convert(parsed, self.registry)
         answer = review.response(parsed)
-        faults = self.faults
         active = faults.active
         if active:
             answer = faults.apply(answer, document["request"])

@@ -194,6 +194,9 @@ NAMES = (
     "swap-fields=<path>+<path>",
     "fill-field=<path>=<json>",
     "go-duration=<path>",
+    "panic-on=<path>",
+    "move-field=[<version>:]<from>+<to>",
+    "drop-empty-key=<list>[].<key>",
 )
 
 
@@ -229,6 +232,41 @@ def _fail_on_durations(answer: dict, request: dict, path: str) -> None:
         if isinstance(node, str) and not GO_DURATION.fullmatch(node):
             _fail(f"time: invalid duration {json.dumps(node)}")(answer, request)
             return
+
+
+def _holds(obj: object, path: str) -> bool:
+    node = obj
+    for part in path.split("."):
+        node = node.get(part) if isinstance(node, dict) else None
+    return node is not None
+
+
+def _drop_empty_keys(obj: dict, spec: str) -> None:
+    """Items of the list ``a.b`` whose ``key`` is empty dropped whole (``a.b[].key``): a
+    converter that skips an entry it cannot name."""
+    listed, _, key = spec.partition("[].")
+    *parents, last = listed.split(".")
+    node: object = obj
+    for part in parents:
+        node = node.get(part) if isinstance(node, dict) else None
+    if isinstance(node, dict) and isinstance(node.get(last), list):
+        node[last] = [i for i in node[last] if not (isinstance(i, dict) and i.get(key) == "")]
+
+
+def _move(obj: dict, source: str, target: str) -> None:
+    """The value at ``source`` answered at ``target`` instead, where the object holds none
+    there: a deprecated field converted into its successor (both one level deep or more)."""
+
+    def parent(path: str) -> tuple[dict | None, str]:
+        *parents, last = path.split(".")
+        node: object = obj
+        for part in parents:
+            node = node.get(part) if isinstance(node, dict) else None
+        return (node if isinstance(node, dict) else None), last
+
+    (a, a_key), (b, b_key) = parent(source), parent(target)
+    if a is not None and b is not None and a_key in a and b_key not in b:
+        b[b_key] = a.pop(a_key)
 
 
 def _fill(obj: dict, path: str, value: object) -> None:
@@ -283,6 +321,15 @@ class Faults:
     # go-duration=<path>, repeatable: the review fails ("time: invalid duration") for an object
     # whose value there is no Go duration, as a webhook decoding it into metav1.Duration does.
     durations: list[str] = field(default_factory=list)
+    # panic-on=<path>, repeatable: for an object that holds the path, the handler panics (a nil
+    # pointer in a Go converter): it prints a Go panic and drops the connection unanswered,
+    # as net/http does with a handler's panic.
+    panics: list[str] = field(default_factory=list)
+    # move-field=[<version>:]<from>+<to>, repeatable: converting (to <version>), a deprecated
+    # field's value is answered in its successor's place (a re-spelling, not a loss).
+    moved: list[tuple[str, str, str]] = field(default_factory=list)
+    # drop-empty-key=<list>[].<key>, repeatable: list items whose key is "" dropped whole.
+    keyless: list[str] = field(default_factory=list)
 
     @classmethod
     def parse(cls, specs: list[str]) -> Faults:
@@ -297,6 +344,14 @@ class Faults:
                 faults.dropped.append(value)
             elif name == "go-duration" and value:
                 faults.durations.append(value)
+            elif name == "panic-on" and value:
+                faults.panics.append(value)
+            elif name == "drop-empty-key" and "[]." in value:
+                faults.keyless.append(value)
+            elif name == "move-field" and value.count("+") == 1:
+                version, _, paths = value.rpartition(":")
+                source, target = paths.split("+")
+                faults.moved.append((version, source, target))
             elif name == "fill-field" and "=" in value:
                 path, _, given = value.partition("=")
                 try:
@@ -333,6 +388,9 @@ class Faults:
             or self.swapped
             or self.filled
             or self.durations
+            or self.panics
+            or self.moved
+            or self.keyless
         )
 
     def describe(self) -> list[str]:
@@ -345,15 +403,41 @@ class Faults:
         names += [f"swap-fields={a}+{b}" for a, b in self.swapped]
         names += [f"fill-field={path}={json.dumps(value)}" for path, value in self.filled]
         names += [f"go-duration={path}" for path in self.durations]
+        names += [f"panic-on={path}" for path in self.panics]
+        names += [f"move-field={v + ':' if v else ''}{a}+{b}" for v, a, b in self.moved]
+        names += [f"drop-empty-key={spec}" for spec in self.keyless]
         return names
+
+    def panic_for(self, request: dict) -> str:
+        """What a Go webhook prints when its handler panics on an object of ``request`` (or
+        nothing): the server then drops the connection without an answer."""
+        for path in self.panics:
+            for obj in request.get("objects") or []:
+                if _holds(obj, path):
+                    name = (obj.get("metadata") or {}).get("name")
+                    return (
+                        "http: panic serving: runtime error: invalid memory address or nil "
+                        f"pointer dereference (crdconvert fault panic-on={path}, object {name})\n"
+                        "goroutine 42 [running]:\n"
+                        "net/http.(*conn).serve.func1()\n"
+                        f"main.convert{path.rpartition('.')[2].title()}(...)\n"
+                    )
+        return ""
 
     def apply(self, answer: dict, request: dict) -> dict:
         for path in self.durations:
             _fail_on_durations(answer, request, path)
         for name in self.rewrites:
             REWRITES[name](answer, request)
-        if self.dropped or self.swapped or self.filled:  # a rewrite may have removed it
+        if (
+            self.dropped or self.swapped or self.filled or self.moved or self.keyless
+        ):  # a rewrite may have removed it
             for obj in _objects(answer):
+                for spec in self.keyless:
+                    _drop_empty_keys(obj, spec)
+                for version, source, target in self.moved:
+                    if not version or _converts_to(request, version):
+                        _move(obj, source, target)
                 for spec in self.dropped:
                     version, _, path = spec.rpartition(":")
                     if not version or _converts_to(request, version):

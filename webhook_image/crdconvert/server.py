@@ -18,6 +18,7 @@ import asyncio
 import signal
 import socket
 import ssl
+import sys
 from collections import deque
 
 import httptools
@@ -143,6 +144,11 @@ class Connection(asyncio.Protocol):
         if self.refused:
             return
         answer = self.app.answer(self.method, self.path, self.headers, b"".join(self.body))
+        if answer.crash:  # a handler's panic: printed, the connection dropped unanswered
+            sys.stderr.write(answer.crash)
+            sys.stderr.flush()
+            self.close()
+            return
         close = answer.close or not self.parser.should_keep_alive()
         self._send(answer, close, head_only=self.method == "HEAD")
 

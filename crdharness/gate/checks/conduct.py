@@ -10,9 +10,11 @@ gives each conversion call a fixed 30 s (``defaultRequestTimeout`` in
 
 from __future__ import annotations
 
+import re
 import statistics
 
 from crdharness.gate.checks import returned_metadata
+from crdharness.gate.given import manifests
 from crdharness.gate.run.context import GateContext
 
 SERVER_LIMIT = 30.0  # seconds kube-apiserver waits for a conversion webhook's answer
@@ -56,9 +58,17 @@ def run(ctx: GateContext) -> None:
     else:
         latency = "no review seen"
     if problems:
-        result.fail(
-            f"{len(problems)} misbehaving answers of {len(exchanges)}: {problems[0]}", *problems
-        )
+        shown = folded(problems)
+        result.fail(f"{len(problems)} misbehaving answers of {len(exchanges)}: {shown[0]}", *shown)
+    elif not exchanges:  # nothing seen is no pass, where something was to be converted
+        if _converting(ctx):
+            result.passed = None
+            result.evidence = "not proven: the webhook answered no conversion review"
+        else:
+            result.evidence = (
+                "no review: no CRD judged converts between two served versions through it"
+                + ("; the unchanged CRDs are listed only" if ctx.unchanged else "")
+            )
     else:
         result.evidence = f"{len(exchanges)} reviews answered correctly; {latency}"
         if restoring:
@@ -73,6 +83,20 @@ def run(ctx: GateContext) -> None:
         )
 
 
+def folded(problems: list[str]) -> list[str]:
+    """One line per kind of misconduct: problems that differ only in the review's uid and
+    object counts (one object answered wrongly 220 times) are one line with their count."""
+    kinds: dict[str, list[str]] = {}
+    for problem in problems:
+        kinds.setdefault(
+            re.sub(r"review \S+ \(\d+ objects", "review (objects", problem), []
+        ).append(problem)
+    return [
+        same[0] + (f" (and {len(same) - 1} more reviews alike)" if len(same) > 1 else "")
+        for same in kinds.values()
+    ]
+
+
 def conduct_problems(e, restored: list[str] | None = None) -> list[str]:
     """What is wrong with exchange ``e``'s answer; the metadata changes kube-apiserver
     undoes (not misconduct) are added to ``restored``."""
@@ -81,7 +105,7 @@ def conduct_problems(e, restored: list[str] | None = None) -> list[str]:
     count = len(request.get("objects") or [])
     where = f"review {uid} ({count} objects to {request.get('desiredAPIVersion')})"
     if e.error:
-        return [f"{where}: unreachable: {e.error}"]
+        return [f"{where}: {e.error}"]
     if e.status != 200:
         return [f"{where}: HTTP {e.status}"]
     answer = e.answer if isinstance(e.answer, dict) else None
@@ -124,3 +148,16 @@ def conduct_problems(e, restored: list[str] | None = None) -> list[str]:
         if restored is not None:
             restored += returned_metadata.restored(before, after)
     return problems
+
+
+def _converting(ctx: GateContext) -> bool:
+    """Whether a CRD the run judges converts through this (the top-level) webhook between
+    two served versions under some release that runs it (then it must have been asked)."""
+    return any(
+        len(release.served(name)) > 1
+        and manifests.uses_webhook(release.subset([name]), ctx.config.webhook)
+        for release in ctx.releases
+        if release.webhook is None or release is ctx.candidate
+        for name in release.crds
+        if not ctx.listed_only(name)
+    )

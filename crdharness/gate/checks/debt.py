@@ -15,11 +15,16 @@ None (its *schemas-vs-strategy* form): every object holding it loses it there. A
 path is a finding as before; the part of that failure that is debt is still listed apart. A
 check and subject the earlier release was not run through (a version pair it does not serve,
 no history, the history deselected) has no debt: its failures stay findings.
+
+A CRD the release did not change (``evidence.unchanged``: identical after documentation,
+under strategy None or behind the same webhook) owes every failure of its own checks to the
+earlier release by construction, whether or not that release's round trips held the same
+object: the same CRD, converted the same way, fails the same way under it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from crdharness.gate import diff, subjects
 from crdharness.gate.results import CheckResult, Debt, Form, Found
@@ -53,17 +58,22 @@ def settle(
     release: int,
     fail_debt: bool = False,
     min_objects: int = 0,
+    unchanged: Mapping[str, str] | None = None,
 ) -> list[Debt]:
     """The debt of ``release`` (1-based) among the failing ``results``, whose failures
     ``previous`` (check:subject -> the forms of that release's failures, for each it was run
     through) already has; each result left with its other failures only (``fail_debt``:
-    left as it is). A result that failed for a reason no form stands for keeps failing."""
+    left as it is). A result that failed for a reason no form stands for keeps failing.
+    ``unchanged``: CRDs the release did not change (-> why): all their failures are debt."""
     listed: list[Debt] = []
     for result in results:
         if result.check not in CHECKS or result.passed is not False or not result.found:
             continue
+        why = (unchanged or {}).get(crd_of(result))
         earlier = previous.get(result.key)
-        if earlier is None:  # that release was not run through it: nothing is known of it
+        if why is not None:  # by construction: every failure of it is the earlier release's
+            earlier = [found.form for found in result.found]
+        elif earlier is None:  # that release was not run through it: nothing is known of it
             continue
         earlier = [*earlier, *_lost_by_strategy_none(result, previous)]
         debts: list[Debt] = []
@@ -83,8 +93,15 @@ def settle(
                 remaining.append(found)
         listed += debts
         if debts and not fail_debt and not result.unexplained:
-            _rebuild(result, remaining, owed, debts, release, min_objects)
+            _rebuild(result, remaining, owed, debts, release, min_objects, why)
     return listed
+
+
+def crd_of(result: CheckResult) -> str:
+    """The CRD a candidate's own check judges (its subject: the CRD, or "CRD A->B")."""
+    if result.check == "schemas-vs-strategy":
+        return result.subject
+    return result.subject.rpartition(" ")[0] or result.subject
 
 
 def _lost_by_strategy_none(result: CheckResult, previous: dict[str, list[Form]]) -> list[Form]:
@@ -120,9 +137,13 @@ def _rebuild(
     debts: list[Debt],
     release: int,
     min_objects: int,
+    unchanged: str | None = None,
 ) -> None:
-    """``result`` as its ``remaining`` failures alone make it, saying what it owes."""
-    note = f"release {release}'s debt, not a finding: " + "; ".join(_paths(d.form) for d in debts)
+    """``result`` as its ``remaining`` failures alone make it, saying what it owes
+    (``unchanged``: why the CRD is, when it is)."""
+    owes = f"release {release}'s debt by construction ({unchanged})" if unchanged else ""
+    note = (owes or f"release {release}'s debt") + ", not a finding: "
+    note += "; ".join(_paths(d.form) for d in debts)
     result.passed, result.evidence, result.details, result.found = True, "", [], []
     result.failed = []
     result.objects = []
@@ -140,4 +161,14 @@ def _rebuild(
         result.evidence = (
             f"not proven: only {reached:g} objects reached this check (at least {min_objects} "
             f"needed, `min_objects`); {note}"
+        )
+    coverage = result.coverage or {}
+    if result.passed and coverage.get("uncovered"):
+        # As the round trips' own rule: a pass below every path is "not proven", also where
+        # the failures that were seen are all the earlier release's (seen: 3 of 41 paths
+        # held, the other 38 wiped by the webhook, and the pair shown as a pass).
+        result.passed = None
+        result.evidence = (
+            f"not proven: schema paths {coverage.get('exercised')}/{coverage.get('declared')} "
+            f"held; not held: {', '.join(list(coverage['uncovered'])[:8])}; {note}"
         )

@@ -72,6 +72,9 @@ def check_warnings(ctx: GateContext, release: Release, subject: str) -> None:
     for name in ctx.live(release):
         manifest = release.crds[name]
         resource = Resource.of(manifest)
+        if release is ctx.candidate and ctx.listed_only(name) and release.deprecated(name):
+            checked.append(f"{resource.plural}: not again ({ctx.unchanged[name]})")
+            continue
         for version, custom in release.deprecated(name).items():
             expected = custom or default_warning(
                 resource.group, version, resource.kind, release.versions(name)

@@ -10,7 +10,6 @@ that first stored it and says what the project can ship instead.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from crdharness.gate.evidence.schemas import schema_differences
 from crdharness.gate.given.config import GateConfig, Migration, fill_placeholders
 from crdharness.gate.given.manifests import Release, uses_webhook
 from crdharness.gate.run.context import GateContext
+from crdharness.kubeconfig import environment_for
 from crdharness.scenarios import migrate, storage_migration
 
 COMMAND_TIMEOUT = 600.0  # seconds the project's own migration command may take
@@ -121,7 +121,7 @@ def _command(cluster: Cluster, config: GateConfig, shipped: Migration) -> Outcom
         done = subprocess.run(
             argv,
             cwd=config.root,
-            env={**os.environ, "KUBECONFIG": str(cluster.kubeconfig)},
+            env=environment_for(cluster.kubeconfig),
             capture_output=True,
             text=True,
             timeout=COMMAND_TIMEOUT,

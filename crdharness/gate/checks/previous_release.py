@@ -56,10 +56,11 @@ def _run(ctx: GateContext, release: Release) -> None:
     ensure_namespace(ctx.cluster, ROUND_TRIP_NS)
     # Its refusals are no evidence about the candidate: the run's counts stay as they were.
     refused, examples = Counter(ctx.refused), dict(ctx.refused_examples)
+    causes = Counter(ctx.refused_causes)
     try:
         for name in ctx.live(release):
-            if name not in ctx.candidate.crds:
-                continue
+            if name not in ctx.candidate.crds or ctx.listed_only(name):
+                continue  # a CRD listed only: none of the candidate's checks to compare
             ctx.previous_forms[subjects.key("schemas-vs-strategy", name)] = [
                 Form(frozenset({path}), pair)
                 for pair, path, _ in schemas_vs_strategy.differences(ctx, release, name)
@@ -92,6 +93,7 @@ def _run(ctx: GateContext, release: Release) -> None:
                     ]
     finally:
         ctx.refused, ctx.refused_examples = refused, examples
+        ctx.refused_causes = causes
 
 
 def _through_a_webhook(ctx: GateContext, release: Release, name: str) -> bool:

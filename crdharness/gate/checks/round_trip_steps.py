@@ -53,7 +53,15 @@ class Steps:
 
 def judged_with(held: set[str], failed: frozenset[str]) -> set[str]:
     """The held leaf paths a round trip that failed on ``failed`` (paths as differences
-    spell them) judged: those at or under a failing path, and a leaf with a failure inside
-    it (a key of a preserve-unknown subtree: the failure is on that leaf's data)."""
+    spell them) judged: a failing path itself, and a leaf with a failure inside it (a key of
+    a preserve-unknown subtree: the failure is on that leaf's data). A path strictly below
+    a failing one is not: what holds it was lost whole (an item the webhook dropped for an
+    empty key), so what the webhook does with it is unknown (``below_a_loss``)."""
     paths = [diff.schema_path(p) for p in failed]
-    return {p for p in held if any(diff.at_or_under(p, f) or diff.at_or_under(f, p) for f in paths)}
+    return {p for p in held if any(p == f or diff.at_or_under(f, p) for f in paths)}
+
+
+def below_a_loss(held: set[str], failed: frozenset[str]) -> set[str]:
+    """The held paths strictly below a failing path: lost with their parent, not judged."""
+    paths = [diff.schema_path(p) for p in failed]
+    return {p for p in held if any(p != f and diff.at_or_under(p, f) for f in paths)}

@@ -13,7 +13,7 @@ from collections import Counter
 from crdharness.gate import concurrency, diff, subjects
 from crdharness.gate.checks import object_round_trip, path_coverage
 from crdharness.gate.checks.object_round_trip import PairRecord
-from crdharness.gate.evidence import changes, objects, targeted
+from crdharness.gate.evidence import changes, objects, refusal, targeted
 from crdharness.gate.evidence.changes import Change
 from crdharness.gate.results import Form, Found, RoundTripFailure
 from crdharness.gate.run.context import GateContext
@@ -45,7 +45,7 @@ def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
     manifest = ctx.candidate.crds[name]
     entry = ctx.candidate.entry(name, a)
     seen = PairRecord()
-    refused_before = Counter(ctx.refused)  # the run's count: this pair's is the difference
+    causes_before = Counter(ctx.refused_causes)
     started = time.perf_counter()
     ctx.report(f"gate: {subject}: round trips ({ctx.config.generate} generated objects)")
 
@@ -132,6 +132,7 @@ def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
     for result in (round_trip, convertible):
         result.counts = dict(seen.counts)
     round_trip.allowed, round_trip.normalised = seen.allowed, seen.normalised
+    round_trip.respelt = seen.respelt
     round_trip.pruned = seen.pruned
     ctx.timings[f"round trips {subject}"] = round(time.perf_counter() - started, 2)
     alone = (
@@ -150,6 +151,12 @@ def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
             )
             + (f" ({len(round_trip.allowed)} allowed differences)" if round_trip.allowed else "")
             + (
+                f" ({len(round_trip.respelt)} re-spelt by the webhook, reading the same at {b}: "
+                "see report.md)"
+                if round_trip.respelt
+                else ""
+            )
+            + (
                 f" ({len(round_trip.pruned)} fields pruned by the gate's own request, not the "
                 "webhook's: see report.md)"
                 if round_trip.pruned
@@ -162,14 +169,16 @@ def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
             f"{seen.counts['created']} objects valid at {a} read and written at {b}" + alone
         )
     compared, created = seen.counts["compared"], seen.counts["created"]
-    refused = dict(Counter(ctx.refused) - refused_before)
+    causes = dict(Counter(ctx.refused_causes) - causes_before)
+    tried = created + seen.counts["refused"]
     meanwhile = seen.counts["written meanwhile"]
     for result, count in ((round_trip, compared), (convertible, created)):
         if created and count < ctx.config.min_objects and result.passed:
             result.passed = None
             result.evidence = (
                 f"not proven: only {count} objects reached this check (at least "
-                f"{ctx.config.min_objects} needed, `min_objects`); refused: {refused}"
+                f"{ctx.config.min_objects} needed, `min_objects`); "
+                f"{refusal.summary(causes, seen.counts['refused'], tried)}"
                 + (
                     f"; {meanwhile} written meanwhile by another client (your controllers, "
                     "if the webhook's process runs them)"
@@ -178,15 +187,24 @@ def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
                 )
                 + ": add samples the API server and your admission webhooks accept"
             )
+    # The gate's own want of objects is no finding: "not proven", saying what refused them.
     for result in (round_trip, convertible):
         if created == 0 and result.passed:
-            result.passed, result.unexplained = False, True
+            result.passed = None
             result.evidence = (
-                f"no object could be created at {a} (refused: {refused}): add "
-                "samples that the API server accepts"
+                f"not proven: no object could be created at {a}: "
+                f"{refusal.summary(causes, seen.counts['refused'], tried)}: add samples "
+                "that the API server (and your admission webhooks) accept"
             )
     path_coverage.settle(
         round_trip, path_coverage.judge(entry, seen.held, refused_paths, seen.stopped), a
+    )
+
+
+def _parent_lost(failure: RoundTripFailure, path: str) -> bool:
+    """Whether a round trip lost a parent of ``path`` whole (and not the path itself)."""
+    return failure.check == "round-trip" and any(
+        diff.at_or_under(path, q) and path != q for q in map(diff.schema_path, failure.paths)
     )
 
 
@@ -202,30 +220,37 @@ def _round_trip_holding(
         change.decide(changes.NOT_PROVEN, f"no object holding it could be built: {exc}")
         return None
     refusals: list = []  # the server's answers to this change's own objects
-    for body in bodies[:2]:  # the next only when the server refused the one before
+    # The next only when the server refused the one before, or the webhook lost the path's
+    # parent whole (an item dropped for its empty key): another object decides the path.
+    dropped: RoundTripFailure | None = None  # a parent lost whole: a finding of its own
+    for body in bodies[:3]:
         before = Counter(seen.counts), len(seen.allowed), len(seen.normalised)
         answers: list = []  # each attempt its own: the round trip counts what it is given
         failure = attempt(body, answers)
         refusals += answers
-        if seen.counts["refused"] == before[0]["refused"]:
+        if failure is not None and _parent_lost(failure, change.path):
+            dropped = dropped or failure
+        elif seen.counts["refused"] == before[0]["refused"]:
             break
     a, b = change.version.split("->")
     if failure is not None:
         # A convertibility failure naming no field (the object cannot be read or written at
         # all) is the change's; one naming fields (a write as read refused for them) only
         # where they are its path, as a loss is.
-        # A loss of the path's parent (a whole list lost) loses the path too.
+        # A loss of the path's parent (an item dropped whole) says nothing of the path: what
+        # the webhook does with it where it keeps the parent is unknown.
         mine = (failure.check == "convertibility" and not failure.paths) or any(
-            diff.at_or_under(diff.schema_path(p), change.path)
-            or (
-                failure.check == "round-trip" and diff.at_or_under(change.path, diff.schema_path(p))
+            diff.at_or_under(diff.schema_path(p), change.path) for p in failure.paths
+        )
+        if mine:
+            change.decide(changes.PROVEN, failure.evidence)
+        elif _parent_lost(failure, change.path):
+            change.decide(
+                changes.NOT_PROVEN,
+                f"every object holding it lost a parent of it whole: {failure.evidence}",
             )
-            for p in failure.paths
-        )
-        change.decide(
-            changes.PROVEN if mine else changes.NOT_PROVEN,
-            failure.evidence if mine else f"failed on another path first: {failure.evidence}",
-        )
+        else:
+            change.decide(changes.NOT_PROVEN, f"failed on another path first: {failure.evidence}")
     elif seen.counts["refused"] > before[0]["refused"]:
         said = f"{refusals[-1].status} {refusals[-1].message[:200]}" if refusals else "refused"
         change.decide(
@@ -248,7 +273,7 @@ def _round_trip_holding(
         change.decide(
             changes.NOT_PROVEN, "its object was written meanwhile by another client: not compared"
         )
-    return failure
+    return failure or dropped
 
 
 def _search(

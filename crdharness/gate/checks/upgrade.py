@@ -119,6 +119,19 @@ def check(ctx: GateContext, release: Release, written, before, stored_before, ju
                 else ""
             )
         )
+        if left_out and result.passed:  # a CRD whose objects were never read is no pass
+            result.passed = None
+            result.evidence = (
+                f"not proven: {', '.join(left_out)} refused at install (see install), its "
+                f"objects not upgraded; the others: {result.evidence}"
+            )
+    listed = [n for n in release.crds if release is ctx.candidate and ctx.listed_only(n)]
+    if result.passed and not written and listed:  # said, never a pass on nothing unexplained
+        result.evidence = (
+            f"no old objects to upgrade: {len(listed)} CRDs unchanged since release "
+            f"{release.index}, listed only (`--full` writes and upgrades them)"
+            + (f"; the others: {result.evidence}" if len(listed) < len(release.crds) else "")
+        )
     decide(ctx, release, written)
     enough_evidence(ctx, result, release, written)
     for obj in written:  # what the operator of a source cluster must fix, by object

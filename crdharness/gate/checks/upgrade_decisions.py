@@ -8,7 +8,7 @@ from crdharness.gate import diff, subjects
 from crdharness.gate.checks import crd_changes
 from crdharness.gate.checks.upgrade_objects import RECREATES, Written
 from crdharness.gate.checks.upgrade_reads import NO_LONGER_DEFAULTED
-from crdharness.gate.evidence import changes, targeted
+from crdharness.gate.evidence import changes, refusal, targeted
 from crdharness.gate.evidence.changes import Change
 from crdharness.gate.given.manifests import Release
 from crdharness.gate.results import CheckResult
@@ -194,6 +194,9 @@ def enough_evidence(ctx: GateContext, result: CheckResult, release: Release, wri
     for name in ctx.live(release):
         if name not in ctx.releases[release.index - 1].crds:
             continue  # new in this release: nothing old to upgrade
+        if not ctx.writes_for(ctx.releases[release.index - 1], name):
+            result.details.append(f"{name}: no objects written for it ({ctx.unchanged[name]})")
+            continue  # unchanged: the release before wrote none (``evidence.unchanged``)
         if ctx.source is not None:  # the evidence is every object the cluster holds
             left_out = objects_left_out(ctx, name)
             if left_out:
@@ -214,6 +217,8 @@ def enough_evidence(ctx: GateContext, result: CheckResult, release: Release, wri
         why.append(f"not every object of the source cluster was replayed ({'; '.join(short)})")
     elif short:
         refused = "; ".join(f"{why}: {n}" for why, n in sorted(ctx.refused.items())) or "none"
+        if ctx.refused_causes:  # what refused them, as the round trips say it
+            refused += f"; most refused by: {refusal.ranked(ctx.refused_causes)}"
         why.append(
             f"fewer than min_objects ({ctx.config.min_objects}) old objects ({', '.join(short)}; "
             f"refused at creation so far: {refused})"

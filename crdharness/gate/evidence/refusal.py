@@ -92,3 +92,27 @@ def reason(schema: dict, message: str, tried: int) -> str:
         f"{who(schema, message)} all {tried} objects tried with it alone; the last: "
         f"{_shortened(message)}"
     )
+
+
+# The API server's prefix naming the one object refused: `Kind.group "name" is invalid: `.
+_OBJECT_PREFIX = re.compile(r'^[\w.-]+ "[^"]*" is invalid: ')
+
+
+def cause(message: str) -> str:
+    """A refusal's message without the object it names: the same rule refusing many
+    objects is one cause."""
+    return _shortened(_OBJECT_PREFIX.sub("", message.strip()))
+
+
+def summary(causes: dict[str, int], refused: int, tried: int, shown: int = 3) -> str:
+    """How many of the ``tried`` objects were refused, and the causes that refused most
+    (``causes``: cause -> count)."""
+    share = f"{refused} of {tried} objects refused ({100 * refused // max(tried, 1)} %)"
+    return f"{share}, by: {ranked(causes, shown)}" if causes else share
+
+
+def ranked(causes: dict[str, int], shown: int = 3) -> str:
+    """The causes that refused most objects, most first (``causes``: cause -> count)."""
+    order = sorted(causes.items(), key=lambda item: (-item[1], item[0]))
+    named = "; ".join(f"{n}x {text}" for text, n in order[:shown])
+    return named + (f"; and {len(order) - shown} other causes" if len(order) > shown else "")

@@ -82,8 +82,13 @@ def _holdings(change: Change) -> list[Holding]:
     if kind in ("type changed", "field removed", "storage version changed under None", ONE_VERSION):
         # Beside the fewest other fields, and beside all of them (a rule that wants two
         # fields together, such as host and port).
+        # Then with data on the way to it (a webhook may drop an item whose key is empty).
         value = present(old)
-        return [put(value), Holding("put", value, among_filled=True)]
+        return [
+            put(value),
+            Holding("put", value, data=True),
+            Holding("put", value, among_filled=True),
+        ]
     if kind == "format changed":
         return [put(minimal(old))]
     if kind == "nullable dropped":
@@ -113,6 +118,7 @@ class Holding:
     value: Any = None
     below: tuple[tuple[tuple[str, ...], Any], ...] = ()
     among_filled: bool = False
+    data: bool = False  # what is built on the way holds data ("key: x", not the least: "")
 
 
 def put(value) -> Holding:
@@ -340,6 +346,7 @@ def _duplicated_items(old: dict) -> list:
 def _place(body: dict, schema: dict, parts: tuple[str, ...], holding: Holding) -> None:
     """Put ``holding`` at ``parts`` of ``body``, building what lies on the way (the
     smallest each node accepts: an object's required fields, one item of a list)."""
+    least = present if holding.data else minimal
     target: Any = body
     node = schema
     for i, part in enumerate(parts):
@@ -349,7 +356,7 @@ def _place(body: dict, schema: dict, parts: tuple[str, ...], holding: Holding) -
             node = node.get("items") or {}
             key: object = 0
             if not target:
-                target.append(minimal(node))
+                target.append(least(node))
         else:
             node = (
                 node.get("additionalProperties")
@@ -358,7 +365,7 @@ def _place(body: dict, schema: dict, parts: tuple[str, ...], holding: Holding) -
             ) or {}
             key = "gate" if part == "*" else part
             if not last and not isinstance(target.get(key), (dict, list)):
-                target[key] = minimal(node)
+                target[key] = least(node)
         if last:
             _hold(target, key, node, parent, holding)
             return

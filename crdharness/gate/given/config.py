@@ -173,6 +173,7 @@ class GateConfig:
     expect: list[Expectation] = field(default_factory=list)
     accept_not_proven: list[Acceptance] = field(default_factory=list)
     from_cluster: FromCluster | None = None
+    full: bool = False  # `--full`: unchanged CRDs judged again (``evidence.unchanged``)
 
     @property
     def root(self) -> Path:

@@ -42,6 +42,7 @@ TOP_KEYS = {
     "upgrade_objects",
     "timeout",
     "strict",
+    "full",
     "debt",
     "min_objects",
     "shrink_seconds",
@@ -117,6 +118,8 @@ def load(source: Path | str) -> GateConfig:
             )
     if "strict" in top:
         config.strict = reader.scalar(top["strict"], "strict", bool)
+    if "full" in top:
+        config.full = reader.scalar(top["full"], "full", bool)
     if "debt" in top:
         config.debt = reader.scalar(top["debt"], "debt", str)
         if config.debt not in DEBT_CHOICES:

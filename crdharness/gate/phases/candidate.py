@@ -41,6 +41,10 @@ def run(ctx: GateContext) -> None:
     for name in ctx.candidate.crds:
         if name in uninstallable:
             continue
+        if name in ctx.unchanged:
+            _listed(ctx, name)
+            if ctx.listed_only(name):
+                continue
         for a, b in itertools.permutations(ctx.candidate.served(name), 2):
             ctx.check_deadline(f"the round trips of {name} {a}->{b}")
             subject = subjects.pair(name, a, b)
@@ -55,13 +59,30 @@ def run(ctx: GateContext) -> None:
     _settle_debt(ctx)
 
 
+def _listed(ctx: GateContext, name: str) -> None:
+    """The one row of a CRD the release did not change (``evidence.unchanged``)."""
+    result = ctx.result("unchanged", name)
+    previous = len(ctx.releases) - 1
+    if ctx.config.full:
+        result.evidence = (
+            f"{ctx.unchanged[name]}: judged again (`full`); what its own checks find is "
+            f"release {previous}'s debt by construction"
+        )
+    else:
+        result.evidence = (
+            f"{ctx.unchanged[name]}: not judged again (its round trips, convertibility and "
+            f"schemas-vs-strategy would judge release {previous}'s CRD; `--full` runs them)"
+        )
+
+
 def _settle_debt(ctx: GateContext) -> None:
     """What the release before the candidate already fails the same way is its debt, not
     the candidate's finding (``checks.debt``)."""
     if len(ctx.releases) < 2:
         return  # no earlier release: nothing is debt
     previous = len(ctx.releases) - 1  # its 1-based number
-    if not ctx.previous_forms and not ctx.previous_not_evaluated:
+    judged = [n for n in ctx.candidate.crds if not ctx.listed_only(n)]
+    if judged and not ctx.previous_forms and not ctx.previous_not_evaluated:
         ctx.previous_not_evaluated = (
             f"release {previous} was not run through the candidate's own checks (the history "
             "did not reach it, or was not run): nothing is counted as its debt"
@@ -72,4 +93,10 @@ def _settle_debt(ctx: GateContext) -> None:
         previous,
         ctx.config.fail_debt,
         ctx.config.min_objects,
+        ctx.unchanged,
     )
+    if ctx.previous_not_evaluated and ctx.unchanged:
+        ctx.previous_not_evaluated += (
+            f" (but for the {len(ctx.unchanged)} CRDs the release did not change: their own "
+            f"checks' failures are release {previous}'s debt by construction)"
+        )

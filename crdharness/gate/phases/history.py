@@ -120,6 +120,8 @@ def write_objects(
     back at each."""
     written = []
     for name in ctx.live(release):
+        if not ctx.writes_for(release, name):
+            continue  # unchanged: listed, not judged again (``evidence.unchanged``)
         served = [e for e in release.versions(name) if e.get("served")]
         if count is None:
             per_version = -(-ctx.config.min_objects // max(len(served), 1))

@@ -56,6 +56,19 @@ def run(ctx: GateContext) -> None:
                 result.fail(f"{crd}: LIST at {version} fails under {new}: {message}")
         stored_after = _stored_object_revisions(ctx) if ctx.cluster.etcd is not None else None
         judge(result, before, after, stored_before, stored_after, older, newer)
+        listed = sorted(n for n in ctx.candidate.crds if ctx.listed_only(n))
+        if not before and result.passed is None and len(listed) == len(ctx.candidate.crds):
+            result.passed = True  # nothing was to be carried: no object is no evidence missing
+            result.evidence = (
+                "no object to carry across: every CRD of the candidate is unchanged, listed "
+                "only (`--full` writes them)"
+            )
+        if listed:  # said, never passed over
+            result.details.append(
+                f"no new objects of the {len(listed)} CRDs the release did not change "
+                f"({', '.join(listed[:5])}{', ...' if len(listed) > 5 else ''}): listed "
+                "only (`--full` writes them too)"
+            )
         result.counts["api_unavailable_seconds"] = round(away, 1)
 
 
@@ -101,7 +114,10 @@ def judge(
         etcd = ""
     else:
         etcd = "stored bytes untouched"
-    if result.passed:
+    if result.passed and not objects:  # nothing carried across is no pass
+        result.passed = None
+        result.evidence = f"not proven: no object of the candidate's CRDs to read; {etcd}"
+    elif result.passed:
         result.evidence = (
             f"{objects} objects read at every served version ({len(before)} reads) under "
             f"{newer.git_version} exactly as under {older.git_version}; {etcd}"

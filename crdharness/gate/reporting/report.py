@@ -170,6 +170,7 @@ def write(directory: Path, run: Report) -> Path:
             r.passed is False
             or r.allowed
             or r.normalised
+            or r.respelt
             or r.pruned
             or (r.details and r.passed is None)
         ):
@@ -184,6 +185,13 @@ def write(directory: Path, run: Report) -> Path:
                     "schema gives it no `default`, read back absent, or the reverse; "
                     "`strict: true` makes these findings):",
                     *[f"- {n}" for n in r.normalised[:20]],
+                ]
+            if r.respelt:
+                md += [
+                    "",
+                    "Re-spelt by the webhook (the object reads the same at the other version "
+                    "before and after; `strict: true` makes these findings):",
+                    *[f"- {n}" for n in r.respelt[:20]],
                 ]
             if r.pruned:
                 md += [

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 from crdharness.binaries.versions import Release as KubernetesRelease
 from crdharness.cluster import Cluster
-from crdharness.gate import diff, go_durations, subjects
+from crdharness.gate import diff, go_values, subjects
 from crdharness.gate.api import Answer, Resource, call, write_with_retry
-from crdharness.gate.evidence import names, objects, schemas
+from crdharness.gate.evidence import names, objects, refusal, schemas, unchanged
 from crdharness.gate.evidence.changes import Change
 from crdharness.gate.given.config import GateConfig
 from crdharness.gate.given.manifests import Release, point_conversion
@@ -59,6 +59,7 @@ class GateContext:
     timings: dict[str, float] = field(default_factory=dict)  # seconds per phase and step
     refused: Counter[str] = field(default_factory=Counter)  # why generated objects were refused
     refused_examples: dict[str, str] = field(default_factory=dict)  # reason -> one message
+    refused_causes: Counter[str] = field(default_factory=Counter)  # refusal.cause -> objects
     refused_crds: set[str] = field(default_factory=set)  # a release could not install them
     # generated objects judged locally (and repaired) before they are sent, and counted
     screening: Screening = field(default_factory=Screening)
@@ -88,6 +89,8 @@ class GateContext:
     # CRDs whose round trips cannot tell the previous release's debt (the candidate's webhook)
     debt_unknowable: list[str] = field(default_factory=list)
     debt: list[Debt] = field(default_factory=list)
+    # The candidate's CRDs the release did not change -> why (``evidence.unchanged``)
+    unchanged: dict[str, str] = field(default_factory=dict)
     deadline: float = 0.0  # time.monotonic() when the run's `timeout:` passes
     # ``--from-cluster``: what the source cluster holds (release 1 is its CRDs), and what
     # the run may show of it.
@@ -131,6 +134,22 @@ class GateContext:
         """The checks the phase is deciding now (``check:subject``): if it raises, these fail
         even where they already hold some evidence."""
         self.in_progress = set(keys)
+
+    def listed_only(self, crd: str) -> bool:
+        """Whether the candidate's ``crd`` is unchanged and not judged again (no ``full``):
+        no objects drawn for it, no round trips, no writes."""
+        return crd in self.unchanged and not self.config.full
+
+    def writes_for(self, release: Release, crd: str) -> bool:
+        """Whether ``release`` writes objects of ``crd`` for the checks after it. Not for a
+        CRD listed only: neither the candidate (nothing of it is judged again) nor the release
+        before it (nothing to upgrade), unless another CRD of its group changed — then its
+        old objects still go through the upgrade."""
+        if not self.listed_only(crd) or release.index < len(self.releases) - 2:
+            return True
+        if release is self.candidate:
+            return False
+        return unchanged.group_changed(self.releases, self.unchanged, crd)
 
     def live(self, release: Release) -> list[str]:
         """The CRDs of ``release`` the history still carries (none refused before)."""
@@ -187,8 +206,8 @@ class GateContext:
         ``0``, ``""``) read back absent or the reverse, where each version's schema that
         declares the field declares it a plain field with no ``default``, or an empty value
         likewise (``""`` not where a ``default`` is declared), an object that appears holding
-        only zero values and defaults (``schemas.defaults_only``), or a duration re-spelt as
-        Go's ``metav1.Duration`` writes it (``1h`` -> ``1h0m0s``); None when it is a finding."""
+        only zero values and defaults (``schemas.defaults_only``), or a duration or time re-spelt as
+        Go writes it (``go_values``: ``1h`` -> ``1h0m0s``); None when it is a finding."""
         rule = next((r for r in self.config.allow if r.covers(difference.path, a, b)), None)
         if rule is not None:
             return "allowed", f"{difference.path} ({rule.reason})"
@@ -217,10 +236,10 @@ class GateContext:
                     f"{difference.describe()} (only zero values and the schema's defaults: a "
                     "Go struct without omitempty, defaulted by the API server)"
                 )
-        if difference.change == "changed" and go_durations.respelt(
+        if difference.change == "changed" and go_values.respelt(
             difference.before, difference.after
         ):
-            return "normalised", f"{difference.describe()} (the same duration, as Go spells it)"
+            return "normalised", f"{difference.describe()} (the same value, as Go spells it)"
         return None
 
     def resource(self, crd: str) -> Resource:
@@ -270,11 +289,20 @@ class GateContext:
                 current=created.body,
             )
             if not put.ok:
+                call(self.cluster, "DELETE", resource.path(version, namespace, name))
+                if put.status >= 500:  # a status the schema allows that storing failed on
+                    failure = NotConvertible(
+                        f"an object valid at {version} cannot have its status written: "
+                        f"{put.message}",
+                        [f"PUT {version}/status: {put.status} {put.message}"],
+                        [(f"sent at {version}", {**obj, "status": body["status"]})],
+                    )
+                    failure.answer = put
+                    raise failure
                 if refusals is not None:
                     refusals.append(put)
                 else:
                     self.count_refusal(put, "status ")
-                call(self.cluster, "DELETE", resource.path(version, namespace, name))
                 return None
             return put.body
         return created.body
@@ -285,6 +313,8 @@ class GateContext:
             why = f"{what}refused by an admission webhook"
         elif answer.message.startswith(LOCALLY):  # not sent: the rule is in the message
             why = f"{what}{LOCALLY}"
+        elif "conversion webhook" in answer.message:
+            why = f"{what}failed by the conversion webhook ({answer.status})"
         else:
             why = f"{what}refused by the API server's validation ({answer.status})"
         self.count(why, answer.message)
@@ -295,3 +325,4 @@ class GateContext:
         with self._counting:
             self.refused[why] += 1
             self.refused_examples.setdefault(why, message[:300])
+            self.refused_causes[refusal.cause(message)] += 1

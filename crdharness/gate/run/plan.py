@@ -4,7 +4,7 @@ test (so ``-k``, JUnit and the terminal summary name them), and says which phase
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from crdharness.binaries import versions
@@ -40,7 +40,10 @@ def plan(
     config: GateConfig,
     releases: list[Release],
     upgrade_through: Sequence[versions.Release] = (),
+    unchanged: Collection[str] = (),
 ) -> list[PlannedCheck]:
+    """``unchanged``: the candidate's CRDs the release did not change (``evidence.unchanged``):
+    each one row, and without ``full`` none of its own checks."""
     planned = [PlannedCheck("install", subjects.release(r.index)) for r in releases]
     for previous, release in itertools.pairwise(releases):
         transition = subjects.transition(release.index)
@@ -63,6 +66,10 @@ def plan(
             planned.append(PlannedCheck("deprecation", subjects.release(release.index)))
     candidate = releases[-1]
     for name in candidate.crds:
+        if name in unchanged:
+            planned.append(PlannedCheck("unchanged", name))
+            if not config.full:
+                continue
         planned.append(PlannedCheck("schemas-vs-strategy", name))
         for a, b in itertools.permutations(candidate.served(name), 2):
             planned.append(PlannedCheck("round-trip", subjects.pair(name, a, b)))
@@ -80,7 +87,13 @@ def plan(
 
 # The candidate's own checks: its round trips and convertibility, of objects the gate makes
 # up, and its schemas against its strategy judge the release, not a cluster's upgrade.
-RELEASE_ONLY = {"round-trip", "convertibility", "schemas-vs-strategy", "expected-conversion"}
+RELEASE_ONLY = {
+    "round-trip",
+    "convertibility",
+    "schemas-vs-strategy",
+    "expected-conversion",
+    "unchanged",
+}
 
 
 def about_a_cluster(planned: list[PlannedCheck]) -> list[PlannedCheck]:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from crdharness.errors import HarnessError
 from crdharness.gate.given.config import WebhookBuild, fill_placeholders
+from crdharness.kubeconfig import CALLER_CLUSTER_VARIABLES
 from crdharness.progress import to_stderr
 from crdharness.untimed import untimed
 
@@ -29,7 +30,9 @@ def build(spec: WebhookBuild, binary: Path, log: Path, workdir: Path) -> Path:
     written to ``log`` (the webhook's own, which the failure bundle keeps); a failure is a
     ``HarnessError`` (the gate could not run) whose first line says why and what to do,
     followed by the build's last lines."""
-    env = {**os.environ, "GOTOOLCHAIN": "local"}
+    # A build has no business with any cluster: the caller's is not handed on.
+    withheld = ("KUBECONFIG", *CALLER_CLUSTER_VARIABLES)
+    env = {k: v for k, v in os.environ.items() if k not in withheld} | {"GOTOOLCHAIN": "local"}
     if spec.go is not None:
         go = shutil.which("go")
         if go is None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import ssl
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -19,8 +20,13 @@ from pathlib import Path
 import requests
 
 from crdharness import certs, ports
+from crdharness.gate.webhook import crash
 
 PROBE_HEADER = "X-Crdharness-Probe"
+# kube-apiserver gives a conversion call 30 s; the proxy gives up just before, so that what it
+# says about a webhook that hung (``crash``) reaches the API server's error, not a bare
+# "context deadline exceeded".
+FORWARD_TIMEOUT = 29.0
 # Headers about the connection, not the request: not forwarded (RFC 9110, 7.6.1).
 HOP_BY_HOP = {
     "host",
@@ -45,7 +51,7 @@ class Exchange:
     status: int
     answer: dict | None
     seconds: float
-    error: str = ""  # the proxy could not reach the webhook
+    error: str = ""  # the webhook gave no answer: what it did (``crash``)
     answer_text: str = ""  # the start of an answer that is not JSON
 
     @property
@@ -57,11 +63,18 @@ class RecordingProxy:
     """HTTPS on 127.0.0.1, forwarding every POST to ``target`` and recording the exchange."""
 
     def __init__(
-        self, ca: certs.CertificateAuthority, target: str, target_ca: Path | None, log: Path
+        self,
+        ca: certs.CertificateAuthority,
+        target: str,
+        target_ca: Path | None,
+        log: Path,
+        webhook_log: crash.WebhookLog | None = None,
     ):
         """``target_ca``: the CA the webhook's certificate is checked against (None: the
-        machine's trust store, for a URL webhook with a public certificate)."""
+        machine's trust store, for a URL webhook with a public certificate). ``webhook_log``:
+        the webhook's output, quoted when it crashes on a review."""
         self.target = target.rstrip("/")
+        self.webhook_log = webhook_log
         self.target_ca = target_ca
         self.log = log
         self.exchanges: list[Exchange] = []
@@ -94,7 +107,8 @@ class RecordingProxy:
             def log_message(self, format, *args):  # the API server's calls are recorded, not logged
                 pass
 
-        self.server = ThreadingHTTPServer((ports.LOOPBACK, 0), Handler)
+        self.server = _QuietServer((ports.LOOPBACK, 0), Handler)
+        self.server.error_log = log.with_name("proxy-errors.log")
         self.server.daemon_threads = True
         self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
         self.port = self.server.server_address[1]
@@ -117,19 +131,24 @@ class RecordingProxy:
 
     def _forward(self, path: str, body: bytes, headers: dict[str, str], probe: bool):
         started = time.perf_counter()
+        log_offset = self.webhook_log.offset() if self.webhook_log else 0
         try:
             response = self._http().post(
                 self.target + path,
                 data=body,
                 headers=headers,  # as the API server sent them (webhooks negotiate on Accept)
                 verify=str(self.target_ca) if self.target_ca else True,
-                timeout=60,
+                timeout=FORWARD_TIMEOUT,
             )
         except requests.RequestException as exc:
             seconds = time.perf_counter() - started
+            log = self.webhook_log
+            excerpt = log.excerpt_since(log_offset) if log else []
+            said = crash.message(crash.what_happened(exc, FORWARD_TIMEOUT), excerpt, log)
             if not probe:
-                self._record(Exchange(path, _json(body), 502, None, seconds, error=str(exc)))
-            return 502, {"Content-Type": "text/plain"}, f"gate proxy: {exc}".encode()
+                error = said.removeprefix("gate proxy: ")
+                self._record(Exchange(path, _json(body), 502, None, seconds, error=error))
+            return 502, {"Content-Type": "text/plain"}, said.encode()
         seconds = time.perf_counter() - started
         if not probe:
             answer = _json(response.content)
@@ -149,6 +168,21 @@ class RecordingProxy:
     def stop(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """A client hanging up mid-exchange (the API server timing out, or closing its
+    connections at teardown: ``SSLEOFError``, ``BrokenPipeError``) is the gate's plumbing, not
+    the user's business: one line in ``proxy-errors.log``, never a traceback on the terminal
+    (socketserver's default prints one to stderr)."""
+
+    error_log: Path | None = None
+
+    def handle_error(self, request, client_address) -> None:
+        exc = sys.exc_info()[1]
+        if self.error_log is not None:
+            with self.error_log.open("a") as out:
+                out.write(f"{time.strftime('%H:%M:%S')} {client_address}: {exc!r}\n")
 
 
 def review_record(exchange: Exchange) -> dict:

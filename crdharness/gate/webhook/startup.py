@@ -64,7 +64,9 @@ def hint(log: str, seen: ProbeSeen, path: str | None) -> str:
     if seen.error and "refused" in seen.error.lower():
         return (
             "nothing listens on the port the gate gave it: pass {port} in `command:` and "
-            "listen on it (not on a fixed port)"
+            "listen on it (not on a fixed port), or it started no webhook server at all (some "
+            "programs serve webhooks only when a certificate exists at a fixed path: point "
+            "that path at {cert_dir})"
         )
     if seen.error and "ssl" in seen.error.lower():
         return (

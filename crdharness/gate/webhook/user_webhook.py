@@ -20,9 +20,10 @@ from crdharness import certs, ports
 from crdharness.errors import HarnessError
 from crdharness.gate.given.config import WebhookSpec, fill_placeholders
 from crdharness.gate.given.manifests import url_reach
-from crdharness.gate.webhook import build, startup
+from crdharness.gate.webhook import build, crash, startup
 from crdharness.gate.webhook.proxy import PROBE_HEADER, RecordingProxy, review_record
 from crdharness.guardian import Guardian
+from crdharness.kubeconfig import environment_for
 from crdharness.polling import WaitTimeout, wait_for
 from crdharness.processes import ManagedProcess, identity
 from crdharness.webhooks import images
@@ -116,7 +117,11 @@ class UserWebhook(ReviewRecords):
             target, target_ca = f"{parts.scheme}://{parts.netloc}", self.spec.ca
             if parts.path not in ("", "/"):
                 self.spec.path = parts.path
-        self.proxy = RecordingProxy(self.ca, target, target_ca, self.directory / "exchanges.jsonl")
+        # A command webhook's output is the gate's to quote when it crashes on a review.
+        output = crash.WebhookLog(self.log_path) if self.process is not None else None
+        self.proxy = RecordingProxy(
+            self.ca, target, target_ca, self.directory / "exchanges.jsonl", output
+        )
         return self
 
     def _launch_command(self) -> tuple[str, Path]:
@@ -130,8 +135,11 @@ class UserWebhook(ReviewRecords):
         port = ports.free_port()
         values = self.placeholders(port, str(cert_dir), binary)
         command = [fill_placeholders(word, values) for word in self.spec.command or []]
-        env = {**os.environ, **{k: fill_placeholders(v, values) for k, v in self.spec.env.items()}}
-        env.setdefault("KUBECONFIG", str(self.kubeconfig))
+        # The gate's cluster only: an exported KUBECONFIG (most developers have one) would
+        # start a controller manager against the caller's real cluster.
+        env = environment_for(
+            self.kubeconfig, {k: fill_placeholders(v, values) for k, v in self.spec.env.items()}
+        )
         self.process = ManagedProcess(
             "webhook",
             command,

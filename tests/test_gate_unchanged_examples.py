@@ -1,0 +1,94 @@
+"""The unchanged-CRD rule and "not proven" for the gate's own inability, on the real gate
+(``examples/gate/unchanged/``): a real API server and etcd, run as a user runs it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.gate_cli import report_of, run_gate
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "gate" / "unchanged"
+CHECKUP = "checkups.unchanged.gate.example.com"
+SENSOR = "sensors.unchanged.gate.example.com"
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+
+def gate(tmp_path: Path, gate_file: str, *args: str) -> tuple[int, dict, str]:
+    done = run_gate(EXAMPLE / gate_file, tmp_path / "gate", *args, cwd=tmp_path)
+    return done.returncode, report_of(done, tmp_path / "gate" / "report.json"), done.stdout
+
+
+def rows(report: dict) -> dict[str, dict]:
+    return {f"{c['check']}[{c['subject']}]": c for c in report["checks"]}
+
+
+def test_a_descriptions_only_release_is_one_row_and_nothing_of_it_is_judged_again(tmp_path):
+    code, report, output = gate(tmp_path, "gate.yaml")
+    assert code == 0, output[-3000:]
+    found = rows(report)
+    assert found[f"unchanged[{CHECKUP}]"]["status"] == "pass"
+    assert found[f"unchanged[{CHECKUP}]"]["evidence"].startswith(
+        "unchanged: documentation only (since release 1; strategy None): not judged again"
+    )
+    assert not [k for k in found if k.startswith(("round-trip", "convertibility", "schemas-vs"))]
+    upgrade = found["upgrade[release 1->2]"]
+    assert upgrade["status"] == "pass" and "listed only" in upgrade["evidence"], upgrade
+    assert not report["refused_objects"]  # nothing drawn, nothing sent
+    assert report["changes"] == []
+
+
+def test_a_byte_identical_release_owes_what_its_own_checks_find_to_release_1(tmp_path):
+    code, report, output = gate(tmp_path, "gate-identical.yaml")
+    assert code == 0, output[-3000:]
+    assert rows(report)[f"unchanged[{CHECKUP}]"]["evidence"].startswith("unchanged: identical")
+    # Judged again, with release 1's own round trips not run (only convertibility selected):
+    # the failure v1->v2 finds is an object release 1's round trips did not hold, and still
+    # its debt by construction: no FAIL (exit 2 only for the checks deselected).
+    (tmp_path / "full").mkdir()
+    code, report, output = gate(
+        tmp_path / "full", "gate-identical.yaml", "--full", "--", "-k", "convertibility"
+    )
+    assert code == 2, output[-3000:]
+    found = rows(report)
+    assert not [k for k, c in found.items() if c["status"] == "FAIL"], output[-3000:]
+    undecided = {c["evidence"] for c in found.values() if c["status"] == "not proven"}
+    assert undecided == {"not proven: not run (deselected)"}
+    refused_again = found[f"convertibility[{CHECKUP} v1->v2]"]
+    assert refused_again["status"] == "pass"
+    assert refused_again["evidence"].startswith("release 1's debt by construction (unchanged: ")
+    assert [(d["check"], d["subject"]) for d in report["debt"]] == [
+        ("convertibility", f"{CHECKUP} v1->v2")
+    ]
+    assert "release 1 was not run through" in report["debt_not_evaluated"]
+
+
+def test_no_object_could_be_created_is_not_proven_exit_2_never_a_failure(tmp_path):
+    code, report, output = gate(tmp_path, "gate-never-valid.yaml")
+    assert code == 2, output[-3000:]
+    assert report["verdict"] == "NOT PROVEN"
+    for check in ("round-trip", "convertibility"):
+        for a, b in (("v1", "v2"), ("v2", "v1")):
+            row = rows(report)[f"{check}[{SENSOR} {a}->{b}]"]
+            assert row["status"] == "not proven", row
+            evidence = row["evidence"]
+            assert evidence.startswith(f"not proven: no object could be created at {a}: ")
+            assert "objects refused (100 %), by: " in evidence, evidence
+            assert "the token must be both a and b" in evidence, evidence
+
+
+def test_an_unchanged_crd_beside_a_changed_one_of_its_group_still_upgrades_its_old_objects(
+    tmp_path,
+):
+    code, report, output = gate(tmp_path, "gate-group.yaml")
+    assert code == 0, output[-3000:]
+    found = rows(report)
+    assert found[f"unchanged[{CHECKUP}]"]["status"] == "pass"
+    assert not [k for k in found if CHECKUP in k and not k.startswith("unchanged")]
+    upgrade = found["upgrade[release 1->2]"]
+    assert upgrade["status"] == "pass", upgrade
+    assert not [d for d in upgrade["details"] if d.startswith(f"{CHECKUP}: no objects written")]
+    # Its old objects were written again under release 2: release 1's own refusal of the
+    # same write is its hazard, the witness that they went through the upgrade.
+    assert any(h.startswith(f"release 1: {CHECKUP} at v2") for h in report["hazards"])
