@@ -1076,3 +1076,17 @@ def test_couriers_every_path_is_held_one_carrier_at_a_time_and_past_a_go_duratio
     for pair in ("v1alpha1->v1", "v1->v1alpha1"):
         coverage = checks(report)[f"round-trip[couriers.gate.example.com {pair}]"]["coverage"]
         assert coverage == {"exercised": 8, "declared": 8, "uncovered": {}}, coverage
+
+
+def test_rule_heavy_voyages_are_made_and_a_default_beside_an_exactly_one_of_rule_is_proven(
+    tmp_path,
+):
+    # Validity that lives in CEL rules and combinators (examples/gate/voyages): the gate's
+    # drawn objects are repaired against the API server's own rules before they are sent.
+    code, report, output = gate(tmp_path, "voyages/gate-same.yaml")
+    assert code == 0, output[-3000:]
+    made = report["objects_made"]["voyages.voyages.gate.example.com"]["v1"]
+    assert made["generated"] > 0 and made["accepted"] >= 0.9 * made["generated"], made
+    code, report, output = gate(tmp_path / "default", "voyages/gate.yaml")
+    assert code == 1, output[-3000:]
+    assert changes(report) == {("spec.route.harbour", "default added"): "proven"}

@@ -18,6 +18,7 @@ import pytest
 from crdharness.errors import HarnessError
 from crdharness.gate.checks import expectations
 from crdharness.gate.evidence import unchanged
+from crdharness.gate.evidence.local_validation import LocalValidator
 from crdharness.gate.given import cluster_source, gate_file, manifests
 from crdharness.gate.given.config import GateConfig
 from crdharness.gate.given.manifests import Release
@@ -132,6 +133,7 @@ def gate_run(cluster, request: pytest.FixtureRequest, tmp_path_factory):
 
     setup = request.config.stash[SETUP]
     webhook = None
+    validator = None
     own: dict[int, UserWebhook] = {}  # release index -> its own webhook, once ready
     try:
         with harness_work(request.config, "crdharness gate"):
@@ -163,12 +165,30 @@ def gate_run(cluster, request: pytest.FixtureRequest, tmp_path_factory):
         if ready is not None:
             ctx.timings["control plane ready"] = round(ready, 2)
         ctx.timings["webhook ready"] = webhook_seconds
+        validator = _local_validator(ctx)
         run = GateRun(ctx)
         request.config.stash[RUN] = run
         with _bounded(run):
             yield run
     finally:
+        if validator is not None:
+            validator.stop()
         _stop_all([w for w in (webhook, *own.values()) if w is not None])
+
+
+def _local_validator(ctx) -> LocalValidator | None:
+    """The run's local validator, started; None (and why, once) when it cannot be built:
+    every generated object is then sent as drawn, and the API server alone judges it."""
+    validator = LocalValidator(report=ctx.report)
+    try:
+        validator.start()
+    except (HarnessError, OSError) as exc:
+        validator.stop()
+        ctx.screening.off = f"generated objects not judged locally first: {exc}"
+        ctx.report(f"gate: {ctx.screening.off}")
+        return None
+    ctx.screening.validator = validator
+    return validator
 
 
 def _stop_all(webhooks: list) -> None:
@@ -299,6 +319,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
         answer=answer,
         objects_to_fix=objects_to_fix,
         not_replayed=_not_replayed(setup.source),
+        objects_made=ctx.screening.as_json(),
+        not_judged_locally=ctx.screening.off,
     )
     if setup.shard is not None:  # the whole report as data, for gate-merge
         gate_report.shard = {**setup.shard, "data": stored.as_data(gate_report)}
@@ -324,6 +346,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
     if ctx.refused:
         refused = ", ".join(f"{why}: {n}" for why, n in sorted(ctx.refused.items()))
         terminalreporter.write_line(f"objects refused before any check (not findings): {refused}")
+    for line in ctx.screening.few_accepted():  # fewer than half: the evidence is thin there
+        terminalreporter.write_line(f"few generated objects accepted: {line}")
     if found:
         terminalreporter.write_line(
             f"what changed between releases: {len(found)} changes, "

@@ -101,6 +101,14 @@ def _run_named(
     # loss would look like the webhook's. They are left out, and said so.
     body, dropped = pruning.sendable(entry, body)
     seen.note_pruned([pruning.left_out(path, a) for path in dropped])
+    # A generated object the API server's own rules refuse is repaired first, or not sent.
+    body, refused = ctx.screening.screen(manifest, entry, body, name, namespace)
+    if refused is not None:
+        if refusals is not None:
+            refusals.append(refused)
+        ctx.count_refusal(refused)
+        seen.counts["refused"] += 1
+        return None
     try:
         created = ctx.create(manifest, entry, a, name, namespace, body, refusals)
         for answer in refusals or []:

@@ -91,6 +91,10 @@ def exercise(
         # A round trip that failed on one path stopped before the others were judged: each
         # of them again on its own (a loss behind the first one shows; the path is held).
         retry += [p for p in sorted(record.stopped) if p not in retry]
+    # A path built into an object that was sent without it (repaired against the CRD's
+    # rules: ``run.screening``) is tried again like one stopped short of.
+    for body in batch:
+        retry += [p for p in sorted(coverage.held(schema, body)) if p not in retry]
     retry = [p for p in retry if p not in seen.held]
     _repack(ctx, attempt, schema, [p for p in retry if p not in refused_objects], seen, found)
     retry = [p for p in retry if p not in seen.held]

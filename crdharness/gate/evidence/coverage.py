@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample, Unsatisfiable
 
 from crdharness.gate import diff, go_regex
+from crdharness.gate.evidence import combinators
 
 PATTERN_TRIES = 300  # strings drawn from a pattern in search of one the length bounds allow
 
@@ -199,6 +200,8 @@ def _fieldless(node: dict) -> bool:
 def values_of(node: dict) -> tuple[list, str]:
     """The values that exercise a leaf (data first, then each other enum value, ``false``,
     ``0``), or none and why."""
+    if any(k in node for k in ("allOf", "oneOf", "anyOf", "not")):  # enum ∩ enum, ...
+        node = combinators.alternatives(node)[0]
     if "enum" in node:
         enum = [v for v in node["enum"] if v is not None]
         ordered = sorted(enum, key=lambda v: not holds_data(node, v))

@@ -8,9 +8,10 @@ strategy for a sub-schema on every draw, which never finishes on real CRDs (a Cr
 a whole PodTemplateSpec), and it no longer works with current hypothesis. Structural schemas
 are a small subset of JSON Schema (a type on every node, properties, items,
 additionalProperties, enum, bounds, pattern, a few extensions), so the mapping is short.
-What a schema says only in CEL rules, ``allOf``/``anyOf``/``not`` or formats the API server
-checks differently produces objects the API server refuses: the gate counts those as refused
-input, never as findings.
+``allOf``/``oneOf``/``anyOf``/``not`` are drawn through ``combinators`` (every branch of an
+allOf at once, one branch of a oneOf and not the others). What a schema says only in CEL rules
+is met afterwards, by ``repair`` with the local validator; an object still refused is counted
+as refused input, never as a finding.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import re
 from hypothesis import strategies as st
 
 from crdharness.gate import go_regex
-from crdharness.gate.evidence import coverage
+from crdharness.gate.evidence import combinators, coverage
 
 INT64 = 2**53  # JSON numbers beyond this lose precision in some clients; stay inside
 INT32 = 2**31
@@ -70,6 +71,21 @@ def strategy(schema: dict, depth: int = 0) -> st.SearchStrategy:
 
 
 def _values(schema: dict, depth: int) -> st.SearchStrategy:
+    if any(k in schema for k in ("allOf", "oneOf", "anyOf", "not")):
+        nodes = combinators.alternatives(schema)
+        return st.one_of([_plain_values(node, depth) for node in nodes])
+    return _plain_values(schema, depth)
+
+
+def _plain_values(schema: dict, depth: int) -> st.SearchStrategy:
+    values = _typed_values(schema, depth)
+    excluded = schema.get(combinators.EXCLUDED)
+    if excluded:  # what a ``not: {enum: ...}`` forbids
+        values = values.filter(lambda v: v not in excluded)
+    return values
+
+
+def _typed_values(schema: dict, depth: int) -> st.SearchStrategy:
     if "enum" in schema:
         return st.sampled_from(schema["enum"])
     if schema.get("x-kubernetes-int-or-string"):
@@ -83,7 +99,13 @@ def _values(schema: dict, depth: int) -> st.SearchStrategy:
         high = min(schema.get("maxItems", low + EXTRA_ITEMS), low + EXTRA_ITEMS)
         unique = schema.get("x-kubernetes-list-type") == "set"
         keys = schema.get("x-kubernetes-list-map-keys")
-        if keys:  # a map list: its keys identify each item
+        if keys:  # a map list: its keys identify each item, so every item has them
+            item = schema.get("items") or {}
+            needed = [
+                k for k in keys if "default" not in ((item.get("properties") or {}).get(k) or {})
+            ]
+            item = {**item, "required": list(dict.fromkeys([*item.get("required", []), *needed]))}
+            items = strategy(item, depth + 1)
             return st.lists(
                 items,
                 min_size=low,
@@ -106,17 +128,35 @@ def _values(schema: dict, depth: int) -> st.SearchStrategy:
     return st.dictionaries(KEYS, st.text(max_size=8) | st.integers(-100, 100), max_size=2)
 
 
+# An embedded resource must name an apiVersion and kind, and have valid metadata.
+EMBEDDED = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "gate-embedded"}}
+
+
 def _objects(schema: dict, depth: int) -> st.SearchStrategy:
+    fields = _fields(schema, depth)
+    if schema.get("x-kubernetes-embedded-resource"):
+        return fields.map(lambda found: {**found, **copy.deepcopy(EMBEDDED)})
+    return fields
+
+
+def _fields(schema: dict, depth: int) -> st.SearchStrategy:
     properties = schema.get("properties") or {}
+    if schema.get("x-kubernetes-embedded-resource"):
+        properties = {k: v for k, v in properties.items() if k not in TOP_LEVEL}
     if properties:
-        required = set(schema.get("required") or [])
+        required = [k for k in properties if k in set(schema.get("required") or [])]
+        # minProperties beyond what is required: the first optional fields are made required
+        lacking = schema.get("minProperties", 0) - len(required)
+        required += [k for k in properties if k not in required][: max(0, lacking)]
         must = {k: strategy(v, depth + 1) for k, v in properties.items() if k in required}
         may = (
             {k: strategy(v, depth + 1) for k, v in properties.items() if k not in required}
             if depth < OPTIONAL_DEPTH
             else {}
         )
-        return st.fixed_dictionaries(must, optional=may)
+        drawn = st.fixed_dictionaries(must, optional=may)
+        most = schema.get("maxProperties")
+        return drawn.filter(lambda d: len(d) <= most) if most is not None else drawn
     extra = schema.get("additionalProperties")
     if isinstance(extra, dict):
         low = schema.get("minProperties", 0)
@@ -132,12 +172,14 @@ def _strings(schema: dict) -> st.SearchStrategy:
     high = min(schema.get("maxLength", low + EXTRA_LENGTH), low + EXTRA_LENGTH)
     pattern = schema.get("pattern")
     if pattern:
+        # maxLength as declared: a pattern's strings may be longer than the drawn ones
+        most = schema.get("maxLength", max(high, low + 200))
         try:  # the API server's RE2 syntax, as Python spells it
             python = go_regex.compile(pattern).pattern
         except re.error:  # no Python spelling: any text (the server may refuse)
             return st.text(min_size=low, max_size=high)
-        return st.from_regex(python, fullmatch=True).filter(
-            lambda t: low <= len(t) <= max(high, low + 200)
+        return _checked(
+            schema, st.from_regex(python, fullmatch=True).filter(lambda t: low <= len(t) <= most)
         )
     fmt = schema.get("format")
     if fmt == "date-time":
@@ -150,7 +192,29 @@ def _strings(schema: dict) -> st.SearchStrategy:
         )
     if fmt in coverage.FORMATS:  # a format the API server checks: a value it accepts
         return st.just(coverage.FORMATS[fmt])
-    return st.text(min_size=low, max_size=high)
+    return _checked(schema, st.text(min_size=low, max_size=high))
+
+
+def _checked(schema: dict, strings: st.SearchStrategy) -> st.SearchStrategy:
+    """``strings`` that also match every pattern an ``allOf`` added and none a ``not``
+    forbids."""
+    more = [_compiled(p) for p in schema.get(combinators.PATTERNS, [])]
+    never = [_compiled(p) for p in schema.get(combinators.EXCLUDED_PATTERNS, [])]
+    if not more and not never:
+        return strings
+    return strings.filter(
+        lambda t: (
+            all(p is None or p.search(t) for p in more)
+            and not any(p is not None and p.search(t) for p in never)
+        )
+    )
+
+
+def _compiled(pattern: str) -> re.Pattern | None:
+    try:
+        return go_regex.compile(pattern)
+    except re.error:
+        return None
 
 
 def _bounds(schema: dict, low, high, step):

@@ -338,6 +338,14 @@ def _write_one(
     # ``version`` does not declare yet: the API server would prune them. Not sent, so
     # ``sent`` is what the object really held (its reads are judged against it).
     body, _ = pruning.sendable(entry, body)
+    # A generated object the API server's own rules refuse is repaired first, or not sent.
+    body, refused = ctx.screening.screen(manifest, entry, body, obj_name, namespace)
+    if refused is not None:
+        if refusals is not None:
+            refusals.append(refused)
+        else:
+            ctx.count_refusal(refused)
+        return None
     try:
         created = ctx.create(manifest, entry, version, obj_name, namespace, body, refusals=refusals)
     except NotConvertible as failure:

@@ -140,6 +140,9 @@ def merge(shards: list[ShardReport]) -> Report:
         merged.debt += run.debt
         merged.changes += run.changes
         merged.pair_changes += run.pair_changes
+        merged.objects_made.update(run.objects_made)  # by CRD: each in one shard
+        merged.not_judged_locally = merged.not_judged_locally or run.not_judged_locally
+    merged.objects_made = dict(sorted(merged.objects_made.items(), key=lambda kv: position(kv[0])))
     merged.accepted = next((r.accepted for r in runs if r.accepted), [])  # one gate file's
     for i, crds in merged.stored_after.items():
         merged.stored_after[i] = dict(sorted(crds.items(), key=lambda kv: position(kv[0])))

@@ -70,6 +70,9 @@ class Report:
     # --shard: which share this is, and the whole report as data (``stored``), for
     # gate-merge; a merged report: the shards it was made of.
     shard: dict = field(default_factory=dict)
+    # crd -> version -> generated, accepted, refused and by what (``run.screening``)
+    objects_made: dict[str, dict[str, dict]] = field(default_factory=dict)
+    not_judged_locally: str = ""  # why generated objects were not judged locally first
 
     def acceptance(self, result: CheckResult) -> Acceptance | None:
         if result.passed is not None:
@@ -141,6 +144,8 @@ def write(directory: Path, run: Report) -> Path:
                     for r, a in accepted
                 ],
                 "refused_objects": run.refused,
+                "objects_made": run.objects_made,
+                "objects_not_judged_locally": run.not_judged_locally,
                 "refused_examples": run.refused_examples,
                 "notes": run.notes,
                 "seconds": run.timings,

@@ -27,6 +27,8 @@ def as_data(run: Report) -> dict[str, Any]:
         "hazards": run.hazards,
         "debt": [d.as_json() for d in run.debt],
         "debt_note": run.debt_note,
+        "objects_made": run.objects_made,
+        "not_judged_locally": run.not_judged_locally,
         "accepted": [
             {"check": a.check, "subject": a.subject, "reason": a.reason} for a in run.accepted
         ],
@@ -58,6 +60,8 @@ def from_data(data: dict[str, Any]) -> Report:
             for d in data["debt"]
         ],
         debt_note=data["debt_note"],
+        objects_made=dict(data.get("objects_made") or {}),
+        not_judged_locally=str(data.get("not_judged_locally") or ""),
         accepted=[Acceptance(a["check"], a["subject"], a["reason"]) for a in data["accepted"]],
     )
 

@@ -26,6 +26,7 @@ from crdharness.gate.given.manifests import Release, point_conversion
 from crdharness.gate.redaction import Redaction
 from crdharness.gate.results import CheckResult, Debt, Form, NotConvertible
 from crdharness.gate.run.plan import PlannedCheck
+from crdharness.gate.run.screening import LOCALLY, Screening
 
 if TYPE_CHECKING:
     from crdharness.gate.given.cluster_source import Capture
@@ -61,6 +62,8 @@ class GateContext:
     refused_examples: dict[str, str] = field(default_factory=dict)  # reason -> one message
     refused_causes: Counter[str] = field(default_factory=Counter)  # refusal.cause -> objects
     refused_crds: set[str] = field(default_factory=set)  # a release could not install them
+    # generated objects judged locally (and repaired) before they are sent, and counted
+    screening: Screening = field(default_factory=Screening)
     history_completed: bool = False  # the history phase reached its last release
     stored_after: dict[int, dict[str, list[str]]] = field(default_factory=dict)  # release ->
     found: dict[tuple[str, str], list[dict]] = field(default_factory=dict)  # failing bodies
@@ -277,6 +280,7 @@ class GateContext:
         resource = Resource.of(manifest)
         obj = objects.manifest(manifest, version, name, namespace, body)
         created = call(self.cluster, "POST", resource.path(version, namespace), obj)
+        self.screening.sent(manifest, version, body, None if created.ok else created)
         if created.status >= 500:  # the input was fine; storing it failed (conversion)
             failure = NotConvertible(
                 f"an object valid at {version} cannot be created: {created.message}",
@@ -322,6 +326,8 @@ class GateContext:
         """An object the server refused: not a finding, but counted and shown once."""
         if "admission webhook" in answer.message:
             why = f"{what}refused by an admission webhook"
+        elif answer.message.startswith(LOCALLY):  # not sent: the rule is in the message
+            why = f"{what}{LOCALLY}"
         elif "conversion webhook" in answer.message:
             why = f"{what}failed by the conversion webhook ({answer.status})"
         else:

@@ -1,0 +1,364 @@
+"""Generated objects made acceptable before they are sent: a bounded search, judged at each
+step by the local validator (the API server's own code), for an object near the drawn one
+that every rule holds for.
+
+Each round takes the first errors the validator gave and proposes fixes where they point:
+
+- a CEL rule's node: the optional fields the rule names dropped or drawn (exactly one of, at
+  most one of, an implication), its scalars set to the rule's literals, each enum value,
+  true and false, or numbers the rule names (a ternary on a discriminator); a list cut
+  short, an item left out, the items' named fields set to the rule's literals (size,
+  membership, ``all``/``exists``); a string given the prefix, suffix or substring the rule
+  asks (``startsWith``, ``endsWith``, ``contains``) or drawn from its ``matches`` pattern;
+- a schema error: the field drawn again, added where required, left out where optional; a
+  ``oneOf`` node kept to one branch's fields; a set's duplicates removed;
+- the failing node itself left out where its parent does not require it.
+
+All proposals of a round are judged in one batch and the best kept (schema errors, which
+stop CEL rules from running, count most); the search ends when nothing is left, when no
+proposal does better, or after ``ROUNDS``. Written here: no library searches JSON objects
+against CEL rules; the checks are the API server's, the search is ours.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+
+from crdharness.gate.evidence import combinators, coverage, coverage_objects, objects
+from crdharness.gate.evidence.local_validation import CEL, FieldError, LocalValidator
+
+ROUNDS = 16  # each keeps the best proposal; an object with many failing items needs many
+PROPOSALS = 40  # judged per round at most
+ERRORS_PER_ROUND = 3
+BLOCKING = 100  # a schema error hides every CEL rule: fixing it first is worth more
+LOSS = 0.5  # a drawn leaf path a proposal no longer holds, against one error it fixes
+
+LITERAL = re.compile(r"'((?:[^'\\]|\\.)*)'|\"((?:[^\"\\]|\\.)*)\"")
+NUMBER = re.compile(r"(?<![\w.'\"])-?\d+(?![\w.])")
+SELECTED = re.compile(r"\bself\.([A-Za-z_][A-Za-z0-9_]*)")
+ITEM_FIELD = re.compile(r"\b[a-z]\w*\.([A-Za-z_][A-Za-z0-9_]*)")  # ``s.minutes`` in all()
+STRING_CALL = re.compile(r"\bself\.(startsWith|endsWith|contains|matches)\(\s*(['\"])(.*?)\2\s*\)")
+SEGMENT = re.compile(r"\.?([^.\[\]]+)|\[([^\]]*)\]")
+COMBINATOR_PATH = re.compile(r'"([^"]+)" must validate')
+
+
+def score(errors: list[FieldError]) -> int:
+    return sum(1 if e.source == CEL else BLOCKING for e in errors)
+
+
+def repaired(
+    validator: LocalValidator,
+    crd: dict,
+    entry: dict,
+    body: dict,
+    name: str = "gate-repair",
+    namespace: str | None = "gate",
+) -> tuple[dict | None, list[FieldError]]:
+    """``body`` (an object's fields, as ``objects`` draws them), or one near it the local
+    validator accepts at ``entry``'s version, as object ``name`` (a schema may constrain
+    names); None and the last errors when none was found."""
+    version = entry["name"]
+    root = (entry.get("schema") or {}).get("openAPIV3Schema") or {}
+    # a status is written after the create, through its subresource: judged too
+    keep_status = "status" in body and objects.has_status(entry)
+
+    def judged(bodies: list[dict]) -> list[list[FieldError]]:
+        sent = [objects.manifest(crd, version, name, namespace, b) for b in bodies]
+        return validator.validate(crd, version, sent, keep_status)
+
+    schema = objects.body_schema(entry)
+    current = body
+    [errors] = judged([current])
+    for _ in range(ROUNDS):
+        if not errors:
+            return current, []
+        held = coverage.held(schema, objects.intent(current))
+        proposals: list[dict] = []
+        seen = {_key(current)}
+        for error in errors[:ERRORS_PER_ROUND]:
+            for proposal in _proposals(root, current, error):
+                if _key(proposal) not in seen:
+                    seen.add(_key(proposal))
+                    proposals.append(proposal)
+        if not proposals:
+            break
+        proposals = proposals[:PROPOSALS]
+        results = judged(proposals)
+        better = [i for i in range(len(proposals)) if score(results[i]) < score(errors)]
+        if not better:
+            break
+        # Of those with fewer errors, the one that keeps most of what was drawn: a list cut
+        # to nothing meets every rule over it but holds none of its paths any more.
+        best = min(
+            better,
+            key=lambda i: (
+                score(results[i])
+                + LOSS * len(held - coverage.held(schema, objects.intent(proposals[i])))
+            ),
+        )
+        current, errors = proposals[best], results[best]
+    return (current, []) if not errors else (None, errors)
+
+
+def _key(body: dict) -> str:
+    return json.dumps(body, sort_keys=True, default=str)
+
+
+# -- paths -------------------------------------------------------------------------------
+
+
+def _segments(path: str) -> list[str]:
+    return [a or b for a, b in SEGMENT.findall(path)]
+
+
+def _resolve(body: dict, root: dict, segments: list[str]):
+    """[(container, key, schema)] along ``segments`` (a list index as int), or None where
+    the body holds no such value."""
+    chain = []
+    value, node = body, root
+    for part in segments:
+        if isinstance(value, list):
+            try:
+                key: str | int = int(part)
+            except ValueError:
+                return None
+            child_node = node.get("items") or {}
+        elif isinstance(value, dict):
+            key = part
+            props = node.get("properties") or {}
+            child_node = props.get(part) or (
+                node["additionalProperties"]
+                if isinstance(node.get("additionalProperties"), dict)
+                else {}
+            )
+        else:
+            return None
+        try:
+            child = value[key]
+        except (KeyError, IndexError, TypeError):
+            return None
+        chain.append((value, key, child_node))
+        value, node = child, child_node
+    return chain
+
+
+def _at(body: dict, segments: list[str], change) -> dict | None:
+    """A copy of ``body`` with ``change(container, key)`` done at ``segments``."""
+    copied = copy.deepcopy(body)
+    target = copied
+    for part in segments[:-1]:
+        try:
+            target = target[int(part)] if isinstance(target, list) else target[part]
+        except (KeyError, IndexError, ValueError, TypeError):
+            return None
+    last: str | int = segments[-1]
+    if isinstance(target, list):
+        try:
+            last = int(last)
+        except ValueError:
+            return None
+    change(target, last)
+    return copied
+
+
+def _set(body: dict, segments: list[str], value) -> dict | None:
+    def put(container, key):
+        container[key] = copy.deepcopy(value)
+
+    return _at(body, segments, put) if segments else value
+
+
+def _drop(body: dict, segments: list[str]) -> dict | None:
+    def remove(container, key):
+        if isinstance(container, dict):
+            container.pop(key, None)
+        elif isinstance(container, list) and 0 <= key < len(container):
+            del container[key]
+
+    return _at(body, segments, remove) if segments else None
+
+
+# -- values ------------------------------------------------------------------------------
+
+
+def filler(node: dict) -> list:
+    """A few values ``node`` accepts that hold data: its required fields only for an
+    object, one item's worth for a list."""
+    node = combinators.alternatives(node)[0]
+    if node.get("properties"):
+        return [coverage_objects.Builder(node, {}).body()]
+    if node.get("type") == "array":
+        items = node.get("items") or {}
+        return [[v] for v in filler(items)[:1]] if node.get("minItems", 0) <= 1 else []
+    if node.get("type") == "object" or isinstance(node.get("additionalProperties"), dict):
+        return [{}]
+    values, _ = coverage.values_of(node)
+    return values[:4]
+
+
+def _literals(rule: str) -> tuple[list[str], list[int]]:
+    strings = [a or b for a, b in LITERAL.findall(rule)]
+    numbers = [int(n) for n in NUMBER.findall(LITERAL.sub("", rule))]
+    return list(dict.fromkeys(strings)), list(dict.fromkeys(numbers))
+
+
+def _scalars(node: dict, rule: str) -> list:
+    """Values to try at a scalar a rule compares: its enum, the rule's literals of its type."""
+    node = combinators.alternatives(node)[0]
+    strings, numbers = _literals(rule)
+    kind = node.get("type")
+    if "enum" in node:
+        return list(node["enum"])[:8]
+    if kind == "boolean":
+        return [True, False]
+    if kind == "string" or node.get("x-kubernetes-int-or-string"):
+        return strings[:6]
+    if kind in ("integer", "number"):
+        return [*numbers[:6], *[n + 1 for n in numbers[:3]]]
+    return []
+
+
+def _string_fixes(value: str, rule: str) -> list[str]:
+    calls = STRING_CALL.findall(rule)
+    if not calls:
+        return []
+    core = value
+    prefix = suffix = ""
+    for name, _, argument in calls:
+        if name == "startsWith":
+            prefix = argument
+        elif name == "endsWith":
+            suffix = argument
+        elif name == "contains" and argument not in core:
+            core += argument
+        elif name == "matches":
+            try:
+                drawn = objects.drawn_from(
+                    objects.strategy({"type": "string", "pattern": argument}), 3, 0
+                )
+            except Exception:  # a pattern Python cannot draw from: no fix
+                drawn = []
+            return [str(d) for d in drawn if isinstance(d, str)]
+    return list(dict.fromkeys([prefix + core + suffix, prefix + suffix, prefix + "a" + suffix]))
+
+
+# -- proposals ---------------------------------------------------------------------------
+
+
+def _proposals(root: dict, body: dict, error: FieldError) -> list[dict]:
+    if error.source == CEL:
+        segments = _segments(error.field)[: len(_segments(error.rule_at))]
+        found = _rule_fixes(root, body, segments, error.rule)
+    else:
+        where = error.field or next(iter(COMBINATOR_PATH.findall(error.message)), "")
+        segments = _segments(where)
+        found = _schema_fixes(root, body, segments, error)
+    found.append(_optional_dropped(root, body, segments))
+    return [b for b in found if isinstance(b, dict)]
+
+
+def _optional_dropped(root: dict, body: dict, segments: list[str]) -> dict | None:
+    """``body`` without the value at ``segments``, where its parent does not require it."""
+    chain = _resolve(body, root, segments)
+    if not chain:
+        return None
+    parent_node = chain[-2][2] if len(chain) > 1 else root
+    container, key, _ = chain[-1]
+    if isinstance(container, dict) and key in (parent_node.get("required") or []):
+        return None
+    if isinstance(container, list) and len(container) <= parent_node.get("minItems", 0):
+        return None
+    return _drop(body, segments)
+
+
+def _node_and_value(root: dict, body: dict, segments: list[str]):
+    if not segments:
+        return root, body
+    chain = _resolve(body, root, segments)
+    if not chain:
+        return None, None
+    container, key, node = chain[-1]
+    return node, container[key]
+
+
+def _rule_fixes(root: dict, body: dict, at: list[str], rule: str) -> list[dict | None]:
+    node, value = _node_and_value(root, body, at)
+    if node is None:
+        return []
+    node = combinators.alternatives(node)[0]
+    found: list[dict | None] = []
+    if isinstance(value, dict):
+        props = node.get("properties") or {}
+        required = set(node.get("required") or [])
+        for name in dict.fromkeys(SELECTED.findall(rule)):
+            child = props.get(name)
+            if child is None or (not at and name in objects.TOP_LEVEL):  # the gate's own
+                continue
+            if name in value:
+                if name not in required:
+                    found.append(_drop(body, [*at, name]))
+                found += [_set(body, [*at, name], v) for v in _scalars(child, rule)]
+            else:
+                found += [_set(body, [*at, name], v) for v in filler(child)[:2]]
+    elif isinstance(value, list):
+        found += [_set(body, at, value[:n]) for n in (0, 1, len(value) - 1) if n < len(value)]
+        found += [_drop(body, [*at, str(i)]) for i in range(min(len(value), 4))]
+        items = node.get("items") or {}
+        strings = _literals(rule)[0]
+        for name in dict.fromkeys(ITEM_FIELD.findall(rule.replace("self.", ""))):
+            child = (items.get("properties") or {}).get(name)
+            if child is None or not value or not isinstance(value[0], dict):
+                continue
+            for v in _scalars(child, rule)[:4]:
+                found.append(_set(body, [*at, "0", name], v))
+                every = [{**i, name: v} if isinstance(i, dict) else i for i in value]
+                found.append(_set(body, at, every))
+            if name not in (items.get("required") or []):  # every item without it
+                found.append(
+                    _set(body, at, [{k: x for k, x in i.items() if k != name} for i in value])
+                )
+        if not isinstance(items.get("properties"), dict):  # a list of scalars: its literals
+            found += [_set(body, at, [s]) for s in strings[:3]]
+            found += [_set(body, at, [*value, s]) for s in strings[:2] if s not in value]
+    elif isinstance(value, str):
+        found += [_set(body, at, s) for s in _string_fixes(value, rule)]
+        found += [_set(body, at, v) for v in _scalars(node, rule)]
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        found += [_set(body, at, v) for v in _scalars(node, rule)]
+        for divisor in _literals(rule)[1]:
+            if divisor > 0 and isinstance(value, int):
+                found.append(_set(body, at, value - value % divisor))
+    elif isinstance(value, bool):
+        found.append(_set(body, at, not value))
+    return found
+
+
+def _schema_fixes(root: dict, body: dict, at: list[str], error: FieldError) -> list[dict | None]:
+    found: list[dict | None] = []
+    if error.type == "FieldValueRequired" and at:
+        parent_node, _ = _node_and_value(root, body, at[:-1])
+        child = ((parent_node or {}).get("properties") or {}).get(at[-1])
+        if child is not None:
+            found += [_set(body, at, v) for v in filler(child)[:2]]
+        return found
+    node, value = _node_and_value(root, body, at)
+    if node is None:
+        return found
+    if error.type == "FieldValueDuplicate" and isinstance(value, list):
+        unique: list = []
+        for item in value:
+            if item not in unique:
+                unique.append(item)
+        found.append(_set(body, at, unique))
+    if isinstance(value, dict):  # a oneOf / anyOf / not at an object: each branch's fields
+        for alternative in combinators.alternatives(node):
+            allowed = set(alternative.get("properties") or {})
+            kept = {k: v for k, v in value.items() if k in allowed}
+            for key in alternative.get("required") or []:
+                if key not in kept and key in allowed:
+                    kept[key] = next(iter(filler(alternative["properties"][key])), None)
+            found.append(_set(body, at, kept))
+    found += [_set(body, at, v) for v in filler(node)[:3] if v != value]
+    return found

@@ -1,0 +1,122 @@
+"""Generated objects repaired against the API server's own rules, run locally
+(``gate.evidence.repair``), for our own rule-heavy Voyage (examples/gate/voyages): each rule
+shape is met, and what cannot be met is said with the rule that refused it."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from crdharness.gate.evidence import coverage_objects, objects, repair
+from crdharness.gate.evidence.local_validation import LocalValidator
+from crdharness.gate.run.screening import Screening
+
+VOYAGE = Path(__file__).resolve().parent.parent / "examples" / "gate" / "voyages"
+
+
+@pytest.fixture(scope="module")
+def validator():
+    with LocalValidator() as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def crd():
+    return yaml.safe_load((VOYAGE / "release-1.yaml").read_text())
+
+
+def test_drawn_voyages_are_repaired_until_the_api_servers_rules_hold(validator, crd):
+    entry = crd["spec"]["versions"][0]
+    drawn = objects.drawn_from(objects.bodies(entry), 30, 0) + coverage_objects.bodies(entry)
+    sent = [objects.manifest(crd, "v1", "v", "gate", b) for b in drawn]
+    before = sum(not e for e in validator.validate(crd, "v1", sent))
+    fixed = [repair.repaired(validator, crd, entry, body)[0] for body in drawn]
+    accepted = [f for f in fixed if f is not None]
+    assert before < 0.8 * len(drawn)  # the rules refuse many drawn objects as drawn
+    assert len(accepted) >= 0.9 * len(drawn), f"{len(accepted)} of {len(drawn)}"
+    again = [objects.manifest(crd, "v1", "v", "gate", b) for b in accepted]
+    assert all(not e for e in validator.validate(crd, "v1", again))
+
+
+def test_each_rule_shape_is_met(validator, crd):
+    entry = crd["spec"]["versions"][0]
+    broken = {
+        "spec": {
+            "route": {"berth": 3, "berthName": "east"},  # exactly one of
+            "payment": {"cash": 5, "card": "visa"},  # at most one of
+            "vessel": {"kind": "Barge", "cabins": 4},  # ternary and implication
+            "stops": [{"name": "a", "minutes": 7}, {"name": "b"}],  # exists, all
+            "tags": ["charter", "regular"],  # membership
+            "callSign": "XY",  # string predicate
+        }
+    }
+    fixed, errors = repair.repaired(validator, crd, entry, broken)
+    assert errors == [] and fixed is not None
+    spec = fixed["spec"]
+    assert ("berth" in spec["route"]) != ("berthName" in spec["route"])
+    assert spec["callSign"].startswith("FV-") if "callSign" in spec else True
+
+
+def test_an_object_no_repair_finds_is_not_sent_and_its_rule_is_counted(validator):
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "never.repair.gate.example.com"},
+        "spec": {
+            "group": "repair.gate.example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "never", "singular": "never", "kind": "Never"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "required": ["spec"],
+                            "properties": {
+                                "spec": {
+                                    "type": "object",
+                                    "x-kubernetes-validations": [
+                                        {"rule": "self.n * 2 == 7", "message": "never"}
+                                    ],
+                                    "required": ["n"],
+                                    "properties": {"n": {"type": "integer"}},
+                                }
+                            },
+                        }
+                    },
+                }
+            ],
+        },
+    }
+    entry = crd["spec"]["versions"][0]
+    screening = Screening(validator)
+    _, refused = screening.screen(crd, entry, {"spec": {"n": 1}}, "n", "gate")
+    assert refused is not None and "never" in refused.message
+    made = screening.as_json()["never.repair.gate.example.com"]["v1"]
+    assert made["generated"] == 1 and made["refused"] == 1
+    assert list(made["refused_by"]) == ["CEL rule at spec: self.n * 2 == 7"]
+    # a sample is sent as given: the API server's own answer is what its author needs
+    sample = {"spec": {"n": 1}, objects.NAME: "mine"}
+    assert screening.screen(crd, entry, sample, "n", "gate") == (sample, None)
+
+
+def test_few_accepted_is_said_per_crd_and_version():
+    screening = Screening()
+    crd = {"metadata": {"name": "a.example.com"}}
+    entry = {"name": "v1"}
+    for i in range(4):
+        screening.screen(crd, entry, {"spec": {"i": i}}, "x", None)
+    screening.sent(crd, "v1", {"spec": {}}, None)
+    from crdharness.gate.api import Answer
+
+    refused = Answer(422, {"message": "spec.i: Invalid value"}, [], "")
+    for _ in range(3):
+        screening.sent(crd, "v1", {"spec": {}}, refused)
+    assert screening.few_accepted() == [
+        "a.example.com at v1: 1 of 4 generated objects accepted; refused most by "
+        "API server: spec.i: Invalid value"
+    ]
+    assert screening.as_json()["a.example.com"]["v1"]["refused"] == 3
