@@ -248,3 +248,25 @@ def test_a_failure_inside_a_preserved_subtree_is_its_leafs_not_a_stop_for_it():
     assert judged_with(held, failed) == {"spec.route.routes[]"}
     # spec.deep was lost whole: what the webhook does with spec.deep.a is unknown (issue 43)
     assert below_a_loss(held, failed) == {"spec.deep.a"}
+
+
+def test_a_value_laid_under_a_sample_with_an_empty_list_on_its_path():
+    # Outside trial (43): a sample's `mutators: []` on the path crashed the builder.
+    from crdharness.gate.evidence import coverage_objects
+
+    item = {"type": "object", "properties": {"handler": {"type": "string"}}}
+    rules = {
+        "type": "array",
+        "items": {
+            "type": "object",
+            "properties": {"mutators": {"type": "array", "items": item}},
+        },
+    }
+    schema = {
+        "type": "object",
+        "properties": {"spec": {"type": "object", "properties": {"rules": rules}}},
+    }
+    body = coverage_objects.single(
+        schema, "spec.rules[].mutators[].handler", "x", {"spec": {"rules": [{"mutators": []}]}}
+    )
+    assert body["spec"]["rules"][0]["mutators"][0]["handler"] == "x"

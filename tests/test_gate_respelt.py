@@ -38,3 +38,30 @@ def test_a_field_only_lost_stays_a_loss_though_the_other_version_reads_the_same(
     assert code == 1 and PAIR in failed(report), output[-3000:]
     pair = checks(report)[PAIR]
     assert "spec.pattern" in pair["evidence"] and not pair.get("respelt"), pair
+
+
+class _Read:
+    """An API answer's body, as respelt reads it."""
+
+    def __init__(self, body: dict):
+        self.body = body
+
+
+def test_only_a_value_b_showed_counts_as_re_spelt_not_a_loss_b_cannot_see():
+    from crdharness.gate import diff
+    from crdharness.gate.checks.object_round_trip import respelt
+
+    at_b = _Read({"metadata": {"name": "x"}, "spec": {"match": "a*"}})
+    pattern_lost = diff.Difference("spec.pattern", "lost", "a*")
+    match_added = diff.Difference("spec.match", "added", None, "a*")
+    assert respelt([pattern_lost, match_added], at_b, at_b)  # the matchers example
+    assert not respelt([pattern_lost], at_b, at_b)  # only lost: a loss
+    # Outside trial (43): a status B does not declare, changed on the way back, reads the
+    # same at B trivially; and a field B holds, lost at A beside a re-spelling, is a loss.
+    state = diff.Difference("status.state", "changed", "Cordoned", "Active")
+    assert not respelt([state], at_b, at_b)
+    holds = _Read({"metadata": {"name": "x"}, "spec": {"match": "a*", "classes": ["c"]}})
+    classes_lost = diff.Difference("spec.classes", "lost", ["c"])
+    assert not respelt([pattern_lost, match_added, classes_lost], holds, holds)
+    other = _Read({"metadata": {"name": "x"}, "spec": {"match": "b*"}})
+    assert not respelt([pattern_lost, match_added], other, other)  # not what B showed

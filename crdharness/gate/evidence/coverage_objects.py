@@ -258,4 +258,6 @@ def _under(base, built):
         return {**built, **{k: _under(v, built[k]) if k in built else v for k, v in base.items()}}
     if isinstance(base, list) and isinstance(built, list) and base and built:
         return [_under(base[0], built[0]), *base[1:]]
+    if base == [] and isinstance(built, list) and built:  # an empty list holds nothing
+        return built
     return built if base is None else base
