@@ -429,7 +429,7 @@ def test_schema_differences_are_grouped_by_subtree():
     ]
 
 
-def test_a_phase_that_raises_fails_every_check_it_had_not_decided():
+def test_a_phase_that_raises_leaves_every_check_it_had_not_decided_not_proven():
     history = [release(0, [{"name": "v1", "served": True, "storage": True}])]
     config = GateConfig(source=None, crds=[])
     checks = plan.plan(config, history)
@@ -445,15 +445,31 @@ def test_a_phase_that_raises_fails_every_check_it_had_not_decided():
     undecided = [c for c in checks if c.phase == "history" and c.key != checks[0].key]
     for check in undecided:
         result = run.decision(check)
-        assert result.status == "FAIL"
+        assert result.status == "not proven"
         assert result.evidence == (
-            "the gate could not finish this check: ConnectionError: the API server went away"
+            "not proven: the gate could not finish this check: "
+            "ConnectionError: the API server went away"
         )
         assert result.details[0].startswith("raised at gate/")
     # A phase that never ran says so; none shows pass without evidence.
     strategy = run.decision(next(c for c in checks if c.phase == "candidate"))
     assert strategy.status == "not proven" and "not run" in strategy.evidence
     assert {r.key for r in run.decide_all()} >= {c.key for c in checks}
+
+
+def test_a_check_the_gate_fails_in_is_not_proven_and_what_it_had_found_stays_a_finding():
+    from crdharness.gate.results import CheckResult
+    from crdharness.gate.run.own_failures import contained
+
+    clean, found = CheckResult("round-trip", "a"), CheckResult("round-trip", "b")
+    found.fail("v1->v2->v1 lost spec.x")
+    with contained(clean, found):
+        [][0]  # the gate's own bug, half way through both checks
+    assert clean.status == "not proven"
+    assert clean.evidence.startswith("not proven: the gate could not finish this check: IndexError")
+    assert clean.details == ["raised outside the harness"]  # here: in the test's own code
+    assert found.status == "FAIL" and found.evidence == "v1->v2->v1 lost spec.x"
+    assert found.details[0].startswith("(and then the gate could not finish this check")
 
 
 def test_the_kubernetes_upgrade_is_planned_only_in_the_run_on_the_oldest_listed_version():
@@ -804,3 +820,31 @@ def test_a_failure_block_says_how_many_paths_it_left_out_and_shows_the_deep_valu
     )
     assert "      flag: true" in shown and shown[0].startswith("… (")
     assert len([line for line in shown if not line.startswith("…")]) == terminal.OBJECT_LINES
+
+
+def test_a_pair_the_gate_fails_in_stops_only_that_pair_and_the_debt_is_still_settled(monkeypatch):
+    from crdharness.gate.phases import candidate
+
+    served = [{"name": v, "served": True, "storage": v == "v1"} for v in ("v1", "v2", "v3")]
+    history = [release(0, served), release(1, served)]
+    config = GateConfig(source=None, crds=[])
+    ctx = GateContext(None, config, history, {}, lambda line: None, planned=[])
+    ctx.history_completed = True
+    judged: list[tuple[str, str]] = []
+
+    def check_pair(ctx, name, a, b):
+        if (a, b) == ("v1", "v2"):
+            {}["gate's own bug"]
+        judged.append((a, b))
+
+    settled = []
+    monkeypatch.setattr(candidate, "ensure_namespace", lambda cluster, ns: None)
+    monkeypatch.setattr(candidate.round_trips, "check_pair", check_pair)
+    monkeypatch.setattr(candidate.schemas_vs_strategy, "check", lambda ctx, name: None)
+    monkeypatch.setattr(candidate, "_settle_debt", lambda ctx: settled.append(True))
+    candidate.run(ctx)
+    assert len(judged) == 5 and ("v1", "v2") not in judged  # the other pairs went on
+    crashed = ctx.result("round-trip", "things.example.com v1->v2")
+    assert crashed.status == "not proven" and "KeyError" in crashed.evidence
+    assert ctx.result("convertibility", "things.example.com v1->v2").status == "not proven"
+    assert settled == [True]

@@ -103,6 +103,18 @@ class CheckResult:
         self.failed += [evidence, *details]
         return self
 
+    def not_finished(self, cause: str, where: str) -> CheckResult:
+        """The gate's own failure (a bug, a cluster gone) stopped this check: "not proven"
+        with the cause, never a finding. What it had already found stays a finding."""
+        line = f"the gate could not finish this check: {cause}"
+        if self.passed is False:
+            self.details += [f"(and then {line})", where]
+        else:
+            self.passed = None
+            self.evidence = f"not proven: {line}"
+            self.details += [where]
+        return self
+
     def add(self, other: CheckResult) -> None:
         """What ``other`` found (one object's part of this check, judged beside others'),
         added as if found here: the first failure stays the headline."""

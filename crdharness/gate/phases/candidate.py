@@ -13,10 +13,19 @@ from crdharness.gate import subjects
 from crdharness.gate.api import apply_crd, delete_crd, ensure_namespace, read_crd
 from crdharness.gate.checks import debt, expectations, round_trips, schemas_vs_strategy
 from crdharness.gate.run.context import ROUND_TRIP_NS, GateContext
+from crdharness.gate.run.own_failures import contained
 from crdharness.scenarios import crds
 
 
 def run(ctx: GateContext) -> None:
+    try:
+        _run(ctx)
+    finally:  # a failure of the gate's own mid-phase still sets apart what is debt
+        with ctx.timed("candidate: debt"):
+            _settle_debt(ctx)
+
+
+def _run(ctx: GateContext) -> None:
     # Round trips need the candidate installed; without the history (or for a CRD a
     # release of it refused) it is installed on its own.
     alone = [
@@ -51,14 +60,18 @@ def run(ctx: GateContext) -> None:
             ctx.working_on(
                 subjects.key("round-trip", subject), subjects.key("convertibility", subject)
             )
-            round_trips.check_pair(ctx, name, a, b)
-        with ctx.timed("candidate: schemas vs strategy"):
+            with contained(
+                ctx.result("round-trip", subject), ctx.result("convertibility", subject)
+            ):
+                round_trips.check_pair(ctx, name, a, b)
+        with (
+            ctx.timed("candidate: schemas vs strategy"),
+            contained(ctx.result("schemas-vs-strategy", name)),
+        ):
             schemas_vs_strategy.check(ctx, name)  # after the round trips: ranks what they lost
     ctx.working_on(*(subjects.key("expected-conversion", e.subject) for e in ctx.config.expect))
     expectations.check(ctx)
     ctx.working_on()
-    with ctx.timed("candidate: debt"):
-        _settle_debt(ctx)
 
 
 def _listed(ctx: GateContext, name: str) -> None:

@@ -11,7 +11,6 @@ never reached says so ("not proven"); none is left showing pass without evidence
 from __future__ import annotations
 
 import time
-import traceback
 from collections.abc import Callable
 
 from crdharness.gate import subjects
@@ -19,6 +18,7 @@ from crdharness.gate.checks import conduct
 from crdharness.gate.phases import candidate, history, kubernetes_upgrade
 from crdharness.gate.results import CheckResult
 from crdharness.gate.run.context import GateContext, GateTimeout
+from crdharness.gate.run.own_failures import cause_of, where_raised
 from crdharness.gate.run.plan import PlannedCheck
 
 Phase = Callable[[GateContext], None]
@@ -51,16 +51,17 @@ class GateRun:
             self.ctx.check_deadline(f"the {phase} phase")
             self.phases[phase](self.ctx)
         except (Exception, GateTimeout) as exc:  # the gate's own failure becomes the checks'
-            self.phase_errors[phase] = _cause(exc)
+            self.phase_errors[phase] = cause_of(exc)
             self._fail_undecided(phase, exc)
         finally:
             self.running_phase = outer
             self.ctx.timings[phase] = round(time.perf_counter() - started, 2)
 
     def _fail_undecided(self, phase: str, exc: BaseException) -> None:
-        """After ``phase`` raised: every check of it not decided, or under way, fails."""
-        cause = _cause(exc)
-        where = _where(exc)
+        """After ``phase`` raised: every check of it not decided, or under way, is "not
+        proven" with the cause (the gate's own failure is never the release's finding)."""
+        cause = cause_of(exc)
+        where = where_raised(exc)
         for planned in self.ctx.planned:
             if planned.phase != phase:
                 continue
@@ -68,8 +69,9 @@ class GateRun:
             in_progress = planned.key in self.ctx.in_progress
             if result.passed is False or (_decided(result) and not in_progress):
                 continue
-            result.passed = True  # so fail() makes this the headline
-            result.fail(f"the gate could not finish this check: {cause}", where)
+            result.passed = True
+            result.evidence = ""
+            result.not_finished(cause, where)
 
     def decision(self, planned: PlannedCheck) -> CheckResult:
         """The result of a planned check, as it may be shown (``redaction``); one the run
@@ -109,17 +111,3 @@ class GateRun:
 
 def _decided(result: CheckResult) -> bool:
     return result.passed is not True or bool(result.evidence)
-
-
-def _cause(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    return f"{type(exc).__name__}: {text}"[:400] if text else type(exc).__name__
-
-
-def _where(exc: BaseException) -> str:
-    """The innermost frame of the harness's own code, for the engineer who reads the bug."""
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if "crdharness" in f.filename]
-    if not frames:
-        return "raised outside the harness"
-    frame = frames[-1]
-    return f"raised at {frame.filename.rsplit('crdharness/', 1)[-1]}:{frame.lineno} ({frame.name})"
