@@ -181,3 +181,18 @@ def test_webhook_conducts_block_names_no_path_the_server_restores():
     block = failure_block(result, {})
     assert "crashed on this review" in block[1], block
     assert not any(line.startswith("  paths:") for line in block), block
+
+
+def test_paths_other_failures_name_are_not_shown_as_the_headlines():
+    subject = f"{CRD} v1beta1->v1alpha1"
+    result = _convertibility(subject, CRASH)  # its form names no path
+    other = "an object valid at v1beta1 cannot be read at v1alpha1: spec.owner.kind refused"
+    result.fail(other, found=[Found(Form(frozenset({"spec.owner.kind"})), other)])
+    block = failure_block(result, {})
+    assert (
+        block[1].startswith("  an object valid at v1beta1 cannot be read") and "Storage" in block[1]
+    )
+    assert "  paths of its other failures: spec.owner.kind" in block, block
+    # A headline that names its paths keeps the plain label.
+    lost = _round_trip(subject, "v1beta1->v1alpha1->v1beta1 changed spec.flag", "spec.flag")
+    assert "  paths: spec.flag" in failure_block(lost, {})

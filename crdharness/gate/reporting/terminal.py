@@ -82,12 +82,21 @@ def failure_block(result: CheckResult, shown: dict[Shape, str]) -> list[str]:
     shown[same] = result.subject
     lines = [f"FAIL {result.check} [{result.subject}]", f"  {_cut(result.evidence, EVIDENCE)}"]
     if paths:
-        lines.append(f"  paths: {_listed(paths)}")
+        lines.append(f"  {_paths_label(result)}: {_listed(paths)}")
     for title, obj in result.objects[:1]:
         yaml_lines = yaml.safe_dump(relevant(as_shown(obj), paths), sort_keys=False).splitlines()
         lines.append(f"  {title}:")
         lines += [f"    {line}" for line in excerpt(yaml_lines, paths)]
     return lines
+
+
+def _paths_label(result: CheckResult) -> str:
+    """ "paths", unless the headline's own failure names none: then the paths are its other
+    failures' (a status the webhook cannot decode is not about ``spec.owner.kind``)."""
+    headline = next((f for f in result.found if f.evidence == result.evidence), None)
+    if headline is not None and not headline.form.paths:
+        return "paths of its other failures"
+    return "paths"
 
 
 def _listed(paths: list[str]) -> str:
