@@ -139,6 +139,18 @@ def test_where_the_schema_declares_a_default_absent_is_a_real_loss():
     assert judged(mixed, before, after) == {"spec.paused": None, "spec.owner": None}
 
 
+def test_a_zero_value_whose_declared_default_is_that_zero_is_normalised():
+    # Absent reads as the default, which is the zero value lost: the same either way.
+    zero_default = {**PLAIN, "paused": {"type": "boolean", "default": False}}
+    before = {"spec": {"paused": False}}
+    found = judged(context(spec_schema(**zero_default)), before, {"spec": {}})
+    assert found == {"spec.paused": ("normalised", "spec.paused: lost (was false) (zero value)")}
+    # A default of true at the other version: absent reads true there, a finding.
+    truthy = {**PLAIN, "paused": {"type": "boolean", "default": True}}
+    mixed = context(spec_schema(**zero_default), spec_schema(**truthy))
+    assert judged(mixed, before, {"spec": {}}) == {"spec.paused": None}
+
+
 def test_a_list_item_or_map_value_keeps_its_zero_value_in_go():
     ctx = context(spec_schema(**PLAIN))
     items = judged(ctx, {"spec": {"ports": [{"n": 1}, {"n": 0}]}}, {"spec": {"ports": [{"n": 1}]}})

@@ -137,6 +137,15 @@ def zero_field(version: dict, path: str) -> str | None:
     return kind
 
 
+def defaults_to_zero(version: dict, path: str) -> bool:
+    """Whether the field at ``path`` is plain or has a zero ``default`` (``false``, ``0``,
+    ``""``): absent and its zero value then read the same wherever the default fills in."""
+    kind = zero_field(version, path)
+    if kind != "defaulted":
+        return kind in ("plain", None)
+    return diff.zero(default_of(version, path)[1])
+
+
 def defaults_only(versions: list[dict], path: str, value) -> bool:
     """Whether ``value`` (an object at ``path``) holds data at all, by the ``versions``'
     schemas: every leaf is the ``default`` the schema gives it there, or a zero value of a

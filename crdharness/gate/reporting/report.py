@@ -193,7 +193,8 @@ def write(directory: Path, run: Report) -> Path:
                 md += [
                     "",
                     "Normalised, not lost (an empty value, or a zero value of a field whose "
-                    "schema gives it no `default`, read back absent, or the reverse; "
+                    "schema gives it no `default` or that zero as its `default`, read back "
+                    "absent, or the reverse; "
                     "`strict: true` makes these findings):",
                     *[f"- {n}" for n in r.normalised[:20]],
                 ]

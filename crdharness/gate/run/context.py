@@ -232,14 +232,14 @@ class GateContext:
             # A Go reader of a plain bool or int cannot tell absent from its zero value; the
             # API server can, where a default would fill in something else on the next read.
             at = release or self.candidate
-            kinds = {
-                schemas.zero_field(at.version(crd, v) or {}, path)
-                for v in {a, b}
-                for path in {difference.path, *difference.zero_leaves()}
-            }
-            if "defaulted" in kinds:
+            versions = [at.version(crd, v) or {} for v in {a, b}]
+            paths = {difference.path, *difference.zero_leaves()}
+            kinds = {schemas.zero_field(version, path) for version in versions for path in paths}
+            if "defaulted" in kinds and not all(
+                schemas.defaults_to_zero(version, path) for version in versions for path in paths
+            ):
                 return None
-            if kinds - {None} == {"plain"}:
+            if kinds - {None} <= {"plain", "defaulted"} and kinds - {None}:
                 return "normalised", f"{difference.describe()} (zero value)"
         if difference.normalised:
             return "normalised", difference.describe()
