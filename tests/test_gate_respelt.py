@@ -49,7 +49,7 @@ class _Read:
 
 def test_only_a_value_b_showed_counts_as_re_spelt_not_a_loss_b_cannot_see():
     from crdharness.gate import diff
-    from crdharness.gate.checks.object_round_trip import respelt
+    from crdharness.gate.checks.respelling import respelt
 
     at_b = _Read({"metadata": {"name": "x"}, "spec": {"match": "a*"}})
     pattern_lost = diff.Difference("spec.pattern", "lost", "a*")
@@ -65,3 +65,11 @@ def test_only_a_value_b_showed_counts_as_re_spelt_not_a_loss_b_cannot_see():
     assert not respelt([pattern_lost, match_added, classes_lost], holds, holds)
     other = _Read({"metadata": {"name": "x"}, "spec": {"match": "b*"}})
     assert not respelt([pattern_lost, match_added], other, other)  # not what B showed
+    # Outside trial (43): a list lost beside an annotation that appeared is no re-spelling.
+    noted = diff.Difference("metadata.annotations.note", "added", None, "a*")
+    marked = _Read({"metadata": {"name": "x", "annotations": {"note": "a*"}}, "spec": {}})
+    assert not respelt([pattern_lost, noted], marked, marked)
+    # The successor may sit deeper in the same object.
+    deeper = _Read({"metadata": {"name": "x"}, "spec": {"match": {"glob": "a*"}}})
+    glob = diff.Difference("spec.match.glob", "added", None, "a*")
+    assert respelt([pattern_lost, glob], deeper, deeper)

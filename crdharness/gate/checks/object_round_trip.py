@@ -11,16 +11,15 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from crdharness.gate import diff, go_values
+from crdharness.gate import diff
 from crdharness.gate.api import Answer, Resource, call
 from crdharness.gate.checks import upgrade_writes
+from crdharness.gate.checks.respelling import TOUCH, respelt
 from crdharness.gate.checks.round_trip_steps import Steps, below_a_loss, judged_with
 from crdharness.gate.evidence import coverage, names, objects, pruning, schemas
 from crdharness.gate.given.manifests import Release
 from crdharness.gate.results import NotConvertible, RoundTripFailure
 from crdharness.gate.run.context import ROUND_TRIP_NS, GateContext
-
-TOUCH = "gate.crdharness.io/round-trip"
 
 
 @dataclass
@@ -263,42 +262,6 @@ def _compare(
     if changed is not None and remade is not None:
         seen.also.append(remade)
     return changed or remade
-
-
-def respelt(found: list[diff.Difference], at_b: Answer, after_b: Answer) -> bool:
-    """Whether the differences a round trip found back at A are the webhook's re-spelling,
-    not a loss: the object reads exactly the same at B before and after the round trip; each
-    value that appeared or changed at A is the one B held at that same path (the meaning came
-    back from B: a deprecated ``regex: true`` answered as its successor's ``matchType: "=~"``,
-    which B reads); and each old spelling lost at A is one B does not hold. A value B never
-    showed (a status B does not declare, changed on the way back) or a field B holds and A
-    lost stays a loss, as does a field only lost."""
-    # (The write at B sent the object read there with the gate's annotation added.)
-    if diff.differences(
-        diff.comparable(at_b.body, ignore_annotations=(TOUCH,)),
-        diff.comparable(after_b.body, ignore_annotations=(TOUCH,)),
-    ):
-        return False
-    at_b_leaves = diff.leaves(at_b.body)
-    moved = False
-    for d in found:
-        if d.change == "lost":
-            if any(diff.at_or_under(p, d.path) for p in at_b_leaves):
-                return False  # B holds it: lost on the way back
-            continue
-        # Both by the path below d.path: "" for the value itself, "name", "[0].name".
-        came = {
-            p[len(d.path) :].removeprefix("."): v
-            for p, v in at_b_leaves.items()
-            if diff.at_or_under(p, d.path)
-        }
-        new = diff.leaves(d.after)
-        if not came or set(came) != set(new):
-            return False
-        if not all(go_values.same(came[k], v) for k, v in new.items()):
-            return False
-        moved = moved or not diff.zero_or_all_zero(d.after)
-    return moved
 
 
 def _created_again(
