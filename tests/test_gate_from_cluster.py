@@ -19,10 +19,10 @@ import pytest
 import yaml
 
 from crdharness import kubeconfig
-from crdharness.backends.controlplane import ControlPlane, ControlPlaneOptions
+from crdharness.backends.controlplane import ControlPlane
 from crdharness.backends.local import local_cluster
-from crdharness.binaries import assets, versions
 from crdharness.cluster import Cluster
+from tests.audited import audited_control_plane
 from tests.gate_cli import report_of, run_gate
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -32,25 +32,18 @@ CRD = "tunnels.network.gate.example.com"
 GROUP, PLURAL = "network.gate.example.com", "tunnels"
 READER = "gate-reader"
 TOKEN = "tk-4f9b2e61c0d8a7"  # a Secret-like value: it must never be shown
-AUDIT_POLICY = {"apiVersion": "audit.k8s.io/v1", "kind": "Policy", "rules": [{"level": "Metadata"}]}
 
 
 @pytest.fixture
 def source(tmp_path, request):
     """The user's cluster: a control plane of its own, with an audit log of every request."""
-    policy = tmp_path / "audit-policy.yaml"
-    policy.write_text(yaml.safe_dump(AUDIT_POLICY))
-    audit_log = tmp_path / "audit.log"
-    release = versions.resolve(request.config.getoption("--k8s-version"))
-    options = ControlPlaneOptions(
-        extra_apiserver_flags=[f"--audit-policy-file={policy}", f"--audit-log-path={audit_log}"]
-    )
-    plane = ControlPlane(assets.resolve(release), release, options, report=lambda line: None)
-    plane.start()
-    cluster = local_cluster(plane)
-    yield plane, cluster, audit_log
-    cluster.close()
-    plane.stop()
+    with audited_control_plane(tmp_path, request.config.getoption("--k8s-version")) as (
+        plane,
+        audit_log,
+    ):
+        cluster = local_cluster(plane)
+        yield plane, cluster, audit_log
+        cluster.close()
 
 
 def _ok(answer) -> dict:

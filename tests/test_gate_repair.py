@@ -10,6 +10,7 @@ import yaml
 from crdharness.gate.evidence import coverage_objects, objects, repair
 from crdharness.gate.evidence.local_validation import LocalValidator
 from crdharness.gate.run.screening import Screening
+from crdharness.scenarios import crds
 
 VOYAGE = Path(__file__).resolve().parent.parent / "examples" / "gate" / "voyages"
 
@@ -58,39 +59,16 @@ def test_each_rule_shape_is_met(validator, crd):
 
 
 def test_an_object_no_repair_finds_is_not_sent_and_its_rule_is_counted(validator):
-    crd = {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "never.repair.gate.example.com"},
-        "spec": {
-            "group": "repair.gate.example.com",
-            "scope": "Namespaced",
-            "names": {"plural": "never", "singular": "never", "kind": "Never"},
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "required": ["spec"],
-                            "properties": {
-                                "spec": {
-                                    "type": "object",
-                                    "x-kubernetes-validations": [
-                                        {"rule": "self.n * 2 == 7", "message": "never"}
-                                    ],
-                                    "required": ["n"],
-                                    "properties": {"n": {"type": "integer"}},
-                                }
-                            },
-                        }
-                    },
-                }
-            ],
-        },
+    spec = {
+        "type": "object",
+        "x-kubernetes-validations": [{"rule": "self.n * 2 == 7", "message": "never"}],
+        "required": ["n"],
+        "properties": {"n": {"type": "integer"}},
     }
+    schema = {"type": "object", "required": ["spec"], "properties": {"spec": spec}}
+    crd = crds.manifest(
+        "repair.gate.example.com", "Never", [crds.version("v1", schema)], plural="never"
+    )
     entry = crd["spec"]["versions"][0]
     screening = Screening(validator)
     _, refused = screening.screen(crd, entry, {"spec": {"n": 1}}, "n", "gate")

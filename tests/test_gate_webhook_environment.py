@@ -9,18 +9,15 @@ import textwrap
 from pathlib import Path
 
 import pytest
-import yaml
 
 from crdharness import kubeconfig
-from crdharness.backends.controlplane import ControlPlane, ControlPlaneOptions
-from crdharness.binaries import assets, versions
+from tests.audited import audited_control_plane
 from tests.gate_cli import report_of, run_gate
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 CRD = Path(__file__).resolve().parent.parent / "examples" / "gate" / "crontab-webhook" / "crd.yaml"
 CALLER = "the-callers-own-user"
-AUDIT_POLICY = {"apiVersion": "audit.k8s.io/v1", "kind": "Policy", "rules": [{"level": "Metadata"}]}
 
 # The webhook: before it serves, it does what a controller manager does at start (lists
 # namespaces through $KUBECONFIG) and writes down which server answered and what it was given.
@@ -43,26 +40,20 @@ WEBHOOK = textwrap.dedent(
 @pytest.fixture
 def callers_cluster(tmp_path, request):
     """The caller's own cluster: a control plane with an audit log of every request."""
-    policy = tmp_path / "audit-policy.yaml"
-    policy.write_text(yaml.safe_dump(AUDIT_POLICY))
-    audit_log = tmp_path / "audit.log"
-    release = versions.resolve(request.config.getoption("--k8s-version"))
-    options = ControlPlaneOptions(
-        extra_apiserver_flags=[f"--audit-policy-file={policy}", f"--audit-log-path={audit_log}"]
-    )
-    plane = ControlPlane(assets.resolve(release), release, options, report=lambda line: None)
-    plane.start()
-    assert plane.ca is not None
-    pair = plane.ca.issue_client(CALLER, CALLER, ("system:masters",))
-    path = kubeconfig.write(
-        tmp_path / "callers.kubeconfig",
-        "callers-cluster",
-        plane.server_url,
-        plane.ca.bundle_b64,
-        pair,
-    )
-    yield plane, path, audit_log
-    plane.stop()
+    with audited_control_plane(tmp_path, request.config.getoption("--k8s-version")) as (
+        plane,
+        audit_log,
+    ):
+        assert plane.ca is not None
+        pair = plane.ca.issue_client(CALLER, CALLER, ("system:masters",))
+        path = kubeconfig.write(
+            tmp_path / "callers.kubeconfig",
+            "callers-cluster",
+            plane.server_url,
+            plane.ca.bundle_b64,
+            pair,
+        )
+        yield plane, path, audit_log
 
 
 def _requests_by(audit_log: Path, user: str) -> list[str]:

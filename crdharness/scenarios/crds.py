@@ -177,31 +177,47 @@ def with_group(manifest: dict, group: str) -> dict:
     return moved
 
 
+def manifest(
+    group: str,
+    kind: str,
+    versions: list[dict],
+    scope: str = "Namespaced",
+    plural: str | None = None,
+) -> dict[str, Any]:
+    """A CustomResourceDefinition manifest of ``kind`` in ``group`` (names from the kind, as
+    kubebuilder writes them), serving ``versions`` (``version`` builds one)."""
+    plural = plural or f"{kind.lower()}s"
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{group}"},
+        "spec": {
+            "group": group,
+            "scope": scope,
+            "names": {"plural": plural, "singular": kind.lower(), "kind": kind},
+            "versions": versions,
+        },
+    }
+
+
+def version(name: str, schema: dict, storage: bool = True, served: bool = True) -> dict:
+    """One entry of a CRD's ``spec.versions``, with ``schema`` as its openAPIV3Schema."""
+    return {
+        "name": name,
+        "served": served,
+        "storage": storage,
+        "schema": {"openAPIV3Schema": schema},
+    }
+
+
 # A CRD of the harness's own, created and deleted again to prove that an API server can serve
 # custom resources (``wait_crds_work``).
-READINESS_CRD: dict[str, Any] = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "probes.readiness.crdharness.io"},
-    "spec": {
-        "group": "readiness.crdharness.io",
-        "scope": "Cluster",
-        "names": {"plural": "probes", "singular": "probe", "kind": "Probe"},
-        "versions": [
-            {
-                "name": "v1",
-                "served": True,
-                "storage": True,
-                "schema": {
-                    "openAPIV3Schema": {
-                        "type": "object",
-                        "x-kubernetes-preserve-unknown-fields": True,
-                    }
-                },
-            }
-        ],
-    },
-}
+READINESS_CRD = manifest(
+    "readiness.crdharness.io",
+    "Probe",
+    [version("v1", {"type": "object", "x-kubernetes-preserve-unknown-fields": True})],
+    scope="Cluster",
+)
 
 
 def wait_crds_work(api_client: client.ApiClient, timeout: float = 60) -> None:
