@@ -39,3 +39,44 @@ def report_of(done: subprocess.CompletedProcess, report_file: Path) -> dict:
         f"no report; the gate said:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     )
     return json.loads(report_file.read_text())
+
+
+def two_version_crd(group: str, kind: str, schema: dict, status: bool = False) -> dict:
+    """A CRD serving ``v1`` (stored) and ``v2`` with the same ``schema``, converted by a
+    webhook (the gate points it at the one it runs)."""
+    from crdharness.scenarios import crds
+
+    versions = [crds.version("v1", schema), crds.version("v2", schema, storage=False)]
+    if status:
+        for entry in versions:
+            entry["subresources"] = {"status": {}}
+    manifest = crds.manifest(group, kind, versions)
+    service = {"namespace": "default", "name": f"{kind.lower()}-conversion", "path": "/convert"}
+    manifest["spec"]["conversion"] = {
+        "strategy": "Webhook",
+        "webhook": {"conversionReviewVersions": ["v1"], "clientConfig": {"service": service}},
+    }
+    return manifest
+
+
+def gate_crdconvert(
+    directory: Path, crd: dict, *flags: str, generate: int
+) -> tuple[subprocess.CompletedProcess, dict]:
+    """The gate on ``crd`` with crdconvert (``flags``: its faults) as the webhook; the run
+    and its report.json."""
+    import yaml
+
+    (directory / "crd.yaml").write_text(yaml.safe_dump(crd))
+    kind = crd["spec"]["names"]["kind"]
+    command = (
+        "{python} -m crdconvert --host 127.0.0.1 --port {port} --tls-cert {tls_cert} "
+        f"--tls-key {{tls_key}} --path /convert --identity {kind} {' '.join(flags)}"
+    )
+    gate_file = directory / "gate.yaml"
+    gate_file.write_text(
+        f"crds: [crd.yaml]\nwebhook:\n  command: {json.dumps(command)}\n  path: /convert\n"
+        f"generate: {generate}\n"
+    )
+    artifacts = directory / "gate"
+    done = run_gate(gate_file, artifacts, cwd=directory)
+    return done, report_of(done, artifacts / "report.json")

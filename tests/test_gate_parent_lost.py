@@ -16,7 +16,7 @@ from crdharness.gate.checks.object_round_trip import PairRecord
 from crdharness.gate.evidence import changes
 from crdharness.gate.given.config import GateConfig
 from crdharness.gate.results import DataChanged
-from tests.gate_cli import report_of, run_gate
+from tests.gate_cli import gate_crdconvert, two_version_crd
 
 ITEM = {
     "type": "object",
@@ -105,31 +105,23 @@ def test_a_path_the_webhook_keeps_whenever_the_key_is_set_is_cleared_not_proven_
     assert failure is not None and failure.paths == frozenset({"spec.sources[0]"})
 
 
-CRD = """
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: stores.parentlost.example.com}
-spec:
-  group: parentlost.example.com
-  scope: Namespaced
-  names: {plural: stores, singular: store, kind: Store}
-  conversion:
-    strategy: Webhook
-    webhook:
-      conversionReviewVersions: ["v1"]
-      clientConfig: {service: {namespace: default, name: store-conversion, path: /convert}}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema: {openAPIV3Schema: &schema {type: object, properties: {spec: {type: object, properties:
-      {sources: {type: array, items: {type: object, required: [key], properties:
-        {key: {type: string}, strategy: {type: string, enum: [Default, Unicode]}}}}}}}}}
-  - name: v2
-    served: true
-    storage: false
-    schema: {openAPIV3Schema: *schema}
-"""
+SOURCE = {
+    "type": "object",
+    "required": ["key"],
+    "properties": {
+        "key": {"type": "string"},
+        "strategy": {"type": "string", "enum": ["Default", "Unicode"]},
+    },
+}
+SOURCES = {"type": "array", "items": SOURCE}
+CRD = two_version_crd(
+    "parentlost.example.com",
+    "Store",
+    {
+        "type": "object",
+        "properties": {"spec": {"type": "object", "properties": {"sources": SOURCES}}},
+    },
+)
 
 
 @pytest.mark.e2e
@@ -137,20 +129,13 @@ spec:
 def test_a_field_lost_from_the_old_version_behind_items_dropped_for_empty_keys(tmp_path):
     # The webhook drops an item whose key is empty (both ways) and loses `strategy` on the
     # way to v2 only: the loss is named on the path itself, whatever the empty keys did.
-    (tmp_path / "crd.yaml").write_text(CRD)
-    command = (
-        "{python} -m crdconvert --host 127.0.0.1 --port {port} --tls-cert {tls_cert} "
-        "--tls-key {tls_key} --path /convert --identity Store "
-        "--fault drop-empty-key=spec.sources[].key --fault drop-field=v2:spec.sources[].strategy"
+    done, report = gate_crdconvert(
+        tmp_path,
+        CRD,
+        "--fault drop-empty-key=spec.sources[].key",
+        "--fault drop-field=v2:spec.sources[].strategy",
+        generate=10,
     )
-    gate_file = tmp_path / "gate.yaml"
-    gate_file.write_text(
-        f"crds: [crd.yaml]\nwebhook:\n  command: {json.dumps(command)}\n  path: /convert\n"
-        "generate: 10\n"
-    )
-    artifacts = tmp_path / "gate"
-    done = run_gate(gate_file, artifacts, cwd=tmp_path)
-    report = report_of(done, artifacts / "report.json")
     assert done.returncode == 1, done.stdout[-3000:]
     pair = next(
         c for c in report["checks"] if c["check"] == "round-trip" and "v1->v2" in c["subject"]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.gate_cli import report_of, run_gate
+from tests.gate_cli import gate_crdconvert, report_of, run_gate, two_version_crd
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -42,52 +42,28 @@ def test_a_panic_on_one_object_is_named_with_the_webhooks_own_words(tmp_path):
     assert "Traceback" not in output, output[-3000:]
 
 
-STATUS_CRD = """
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: timers.statusfail.example.com}
-spec:
-  group: statusfail.example.com
-  scope: Namespaced
-  names: {plural: timers, singular: timer, kind: Timer}
-  conversion:
-    strategy: Webhook
-    webhook:
-      conversionReviewVersions: ["v1"]
-      clientConfig: {service: {namespace: default, name: timer-conversion, path: /convert}}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    subresources: {status: {}}
-    schema: {openAPIV3Schema: &schema {type: object, properties: {
-      spec: {type: object, properties: {name: {type: string}}},
-      status: {type: object, properties: {every: {type: string}}}}}}
-  - name: v2
-    served: true
-    storage: false
-    subresources: {status: {}}
-    schema: {openAPIV3Schema: *schema}
-"""
+TIMER = {"type": "object", "properties": {"name": {"type": "string"}}}
+STATUS_CRD = two_version_crd(
+    "statusfail.example.com",
+    "Timer",
+    {
+        "type": "object",
+        "properties": {
+            "spec": TIMER,
+            "status": {"type": "object", "properties": {"every": {"type": "string"}}},
+        },
+    },
+    status=True,
+)
 
 
 def test_a_webhook_failing_on_a_status_the_schema_allows_is_a_finding_not_a_refusal(tmp_path):
     # Outside trial (43, D8): a status written at v2 is converted for storage, and a webhook
     # whose Go type cannot hold the value fails; the schema allows it, so the object cannot
     # be stored: convertibility's finding, not "refused by the API server's validation".
-    (tmp_path / "crd.yaml").write_text(STATUS_CRD)
-    command = (
-        "{python} -m crdconvert --host 127.0.0.1 --port {port} --tls-cert {tls_cert} "
-        "--tls-key {tls_key} --path /convert --identity Timer --fault go-duration=status.every"
+    done, report = gate_crdconvert(
+        tmp_path, STATUS_CRD, "--fault go-duration=status.every", generate=6
     )
-    gate_file = tmp_path / "gate.yaml"
-    gate_file.write_text(
-        f"crds: [crd.yaml]\nwebhook:\n  command: {json.dumps(command)}\n  path: /convert\n"
-        "generate: 6\n"
-    )
-    artifacts = tmp_path / "gate"
-    done = run_gate(gate_file, artifacts, cwd=tmp_path)
-    report = report_of(done, artifacts / "report.json")
     assert done.returncode == 1, done.stdout[-3000:]
     failing = [c for c in report["checks"] if c["status"] == "FAIL"]
     assert any(
