@@ -2,8 +2,8 @@
 # The gate step of action.yml: run the gate, print one annotation per finding, put report.md
 # in the job summary and the exit status in the step's outputs. Runs anywhere the GitHub
 # variables point to files (GITHUB_OUTPUT, GITHUB_STEP_SUMMARY), so the tests run it too.
-# Inputs (environment): GATE_FILE, ARTIFACTS, K8S_VERSION, CLUSTER, SHARD (K/N) (all but the
-# first two optional).
+# Inputs (environment): GATE_FILE, ARTIFACTS, K8S_VERSION, CLUSTER, SHARD (K/N), FULL
+# ("true": --full) (all but the first two optional).
 set -uo pipefail
 : "${GATE_FILE:?GATE_FILE: the gate file to run}"
 : "${ARTIFACTS:=artifacts/gate}"
@@ -13,6 +13,7 @@ args=(gate "$GATE_FILE" --artifacts "$ARTIFACTS" --annotations github)
 [ -n "${K8S_VERSION:-}" ] && args+=(--k8s-version "$K8S_VERSION")
 [ -n "${CLUSTER:-}" ] && args+=(--cluster "$CLUSTER")
 [ -n "${SHARD:-}" ] && args+=(--shard "$SHARD")
+[ "${FULL:-false}" = true ] && args+=(--full)
 python -m crdharness "${args[@]}"
 code=$?
 # One report per Kubernetes version the gate file lists (k8s-*/), or one at the top.
