@@ -50,14 +50,21 @@ def _backend(session: nox.Session) -> str:
 E2E_WORKERS = "6"
 
 
-def _parallel(session: nox.Session) -> list[str]:
-    """``-n E2E_WORKERS`` unless the arguments choose (``-n 0`` runs serially)."""
+# The harness's own tests in parallel: most start control planes of their own (a gate run
+# each) and wait on them, so three workers keep two cores busy. worksteal: a worker that runs
+# out takes queued tests from a busy one (plain `load` left one worker with a tail of slow
+# gate runs, 15 minutes alone in a trial run).
+TESTS_WORKERS = "3"
+
+
+def _parallel(session: nox.Session, workers: str = E2E_WORKERS, dist: str = "load") -> list[str]:
+    """``-n workers --dist dist`` unless the arguments choose (``-n 0`` runs serially)."""
     args = list(session.posargs)
     chosen = any(
         a in ("-n", "--numprocesses", "no:xdist") or a.startswith(("-n", "--numprocesses="))
         for a in args
     )
-    return [] if chosen else ["-n", E2E_WORKERS]
+    return [] if chosen else ["-n", workers, "--dist", dist]
 
 
 def _install(session: nox.Session) -> None:
@@ -113,7 +120,7 @@ def tests(session: nox.Session) -> None:
     _install(session)
     _prepare_binaries(session)
     session.run("python", "-m", "crdharness", "image")
-    _pytest(session, "tests", "tests")
+    _pytest(session, "tests", "tests", *_parallel(session, TESTS_WORKERS, "worksteal"))
     # The e2e suite as `nox -s e2e` runs it (in parallel), with each form of the webhook.
     _pytest(session, "e2e", "e2e", *_parallel(session))
     _pytest(session, "e2e-container", "e2e", "--webhook=container", *_parallel(session))
