@@ -14,29 +14,14 @@ from crdharness.gate.given.manifests import Release
 from crdharness.gate.reporting import merge, report, stored
 from crdharness.gate.results import CheckResult
 from crdharness.gate.run import shards
+from crdharness.scenarios import crds
 
 
 def crd(group: str, plural: str, versions: int = 1, fields: int = 1) -> dict:
     props = {f"f{i}": {"type": "string"} for i in range(fields)}
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.{group}"},
-        "spec": {
-            "group": group,
-            "scope": "Namespaced",
-            "names": {"plural": plural, "kind": plural.title()},
-            "versions": [
-                {
-                    "name": f"v{i + 1}",
-                    "served": True,
-                    "storage": i == 0,
-                    "schema": {"openAPIV3Schema": {"type": "object", "properties": props}},
-                }
-                for i in range(versions)
-            ],
-        },
-    }
+    schema = {"type": "object", "properties": props}
+    served = [crds.version(f"v{i + 1}", schema, storage=i == 0) for i in range(versions)]
+    return crds.manifest(group, plural.title(), served, plural=plural)
 
 
 def history(*crds: dict) -> list[Release]:
