@@ -117,6 +117,8 @@ def test_convertibility_is_the_same_form_when_the_previous_release_fails_the_pai
 
     result = failing()
     assert debt.settle([result], {f"convertibility:{PAIR}": [Form()]}, 1) and result.passed
+    # A failure without paths is named by its own words, not only "the same failure".
+    assert "the same failure (cannot be read at v2)" in result.evidence, result.evidence
     result = failing()
     assert not debt.settle([result], {f"convertibility:{PAIR}": []}, 1)
     assert result.passed is False

@@ -117,9 +117,15 @@ def _lost_by_strategy_none(result: CheckResult, previous: dict[str, list[Form]])
     return [Form(form.paths) for form in forms if form.pair == pair]
 
 
-def _paths(form: Form) -> str:
-    paths = ", ".join(sorted(form.paths))
-    return " ".join(x for x in (form.pair, paths) if x) or "the same failure"
+def _named(debt: Debt) -> str:
+    """A debt as its row names it: its pair and paths, else its own first words (a failure
+    without paths, such as a status the webhook cannot decode)."""
+    paths = ", ".join(sorted(debt.form.paths))
+    named = " ".join(x for x in (debt.form.pair, paths) if x)
+    if named:
+        return named
+    evidence = debt.evidence if len(debt.evidence) <= 160 else debt.evidence[:159] + "…"
+    return f"the same failure ({evidence})"
 
 
 def _only_new(found: Found, new: Form, old: Form, release: int) -> Found:
@@ -143,7 +149,7 @@ def _rebuild(
     (``unchanged``: why the CRD is, when it is)."""
     owes = f"release {release}'s debt by construction ({unchanged})" if unchanged else ""
     note = (owes or f"release {release}'s debt") + ", not a finding: "
-    note += "; ".join(_paths(d.form) for d in debts)
+    note += "; ".join(dict.fromkeys(_named(d) for d in debts))
     result.passed, result.evidence, result.details, result.found = True, "", [], []
     result.failed = []
     result.objects = []
