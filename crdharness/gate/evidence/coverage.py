@@ -22,6 +22,7 @@ from hypothesis.errors import NoSuchExample, Unsatisfiable
 
 from crdharness.gate import diff, go_regex
 from crdharness.gate.evidence import combinators
+from crdharness.gate.evidence.characters import CHARACTERS
 
 PATTERN_TRIES = 300  # strings drawn from a pattern in search of one the length bounds allow
 
@@ -289,7 +290,7 @@ def _from_pattern(pattern: str, low: int, high: int) -> tuple[str | None, str]:
         python = go_regex.compile(pattern).pattern
     except re.error as exc:
         return None, f"no string found for pattern {pattern!r} (not translated to Python: {exc})"
-    strings = st.from_regex(python, fullmatch=True)
+    strings = st.from_regex(python, fullmatch=True, alphabet=CHARACTERS)
     try:
         return find(strings, lambda s: max(low, 1) <= len(s) <= high, settings=_FIND), ""
     except (NoSuchExample, Unsatisfiable):

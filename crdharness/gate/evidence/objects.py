@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 from crdharness.gate import go_regex
 from crdharness.gate.evidence import combinators, coverage
+from crdharness.gate.evidence.characters import CHARACTERS
 
 INT64 = 2**53  # JSON numbers beyond this lose precision in some clients; stay inside
 INT32 = 2**31
@@ -38,7 +39,9 @@ TOP_LEVEL = ("apiVersion", "kind", "metadata")
 METADATA = "__metadata__"
 NAME = "__name__"
 PRIVATE = (METADATA, NAME)
-LABEL_TEXT = st.from_regex(r"[a-z0-9]([a-z0-9-]{0,10}[a-z0-9])?", fullmatch=True)
+LABEL_TEXT = st.from_regex(
+    r"[a-z0-9]([a-z0-9-]{0,10}[a-z0-9])?", fullmatch=True, alphabet=CHARACTERS
+)
 KEYS = st.text("abcdefghijklmnopqrstuvwxyz0123456789-", min_size=1, max_size=8)
 
 
@@ -125,7 +128,9 @@ def _typed_values(schema: dict, depth: int) -> st.SearchStrategy:
     if kind == "boolean":
         return st.booleans()
     # No type: only x-kubernetes-preserve-unknown-fields or x-kubernetes-embedded-resource.
-    return st.dictionaries(KEYS, st.text(max_size=8) | st.integers(-100, 100), max_size=2)
+    return st.dictionaries(
+        KEYS, st.text(CHARACTERS, max_size=8) | st.integers(-100, 100), max_size=2
+    )
 
 
 # An embedded resource must name an apiVersion and kind, and have valid metadata.
@@ -177,9 +182,12 @@ def _strings(schema: dict) -> st.SearchStrategy:
         try:  # the API server's RE2 syntax, as Python spells it
             python = go_regex.compile(pattern).pattern
         except re.error:  # no Python spelling: any text (the server may refuse)
-            return st.text(min_size=low, max_size=high)
+            return st.text(CHARACTERS, min_size=low, max_size=high)
         return _checked(
-            schema, st.from_regex(python, fullmatch=True).filter(lambda t: low <= len(t) <= most)
+            schema,
+            st.from_regex(python, fullmatch=True, alphabet=CHARACTERS).filter(
+                lambda t: low <= len(t) <= most
+            ),
         )
     fmt = schema.get("format")
     if fmt == "date-time":
@@ -192,7 +200,7 @@ def _strings(schema: dict) -> st.SearchStrategy:
         )
     if fmt in coverage.FORMATS:  # a format the API server checks: a value it accepts
         return st.just(coverage.FORMATS[fmt])
-    return _checked(schema, st.text(min_size=low, max_size=high))
+    return _checked(schema, st.text(CHARACTERS, min_size=low, max_size=high))
 
 
 def _checked(schema: dict, strings: st.SearchStrategy) -> st.SearchStrategy:
@@ -243,7 +251,7 @@ def generated_metadata() -> st.SearchStrategy[dict]:
             "labels": st.dictionaries(LABEL_TEXT, LABEL_TEXT, min_size=1, max_size=2),
             "annotations": st.dictionaries(
                 LABEL_TEXT.map(lambda k: f"gate.example.com/{k}"),
-                st.text(max_size=12),
+                st.text(CHARACTERS, max_size=12),
                 min_size=1,
                 max_size=2,
             ),
