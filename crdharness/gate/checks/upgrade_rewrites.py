@@ -165,6 +165,14 @@ def write_all_again(
             obj.refused |= {r.write for r in refused}  # the operator's advice: what passed
             known = [r for r in refused if r.key in obj.baseline]  # refused before: hazards
             new = [r for r in refused if r not in known]
+            answered = [r for r in new if _refused_answer(ctx, release, obj.crd, r)]
+            new = [r for r in new if r not in answered]
+            part.details += [
+                f"{WEBHOOKS_OWN}: {obj.label}: {r.line[:300]} (the webhook's answer for this "
+                "object, grown by the gate's own writes, is one kube-apiserver refuses: "
+                "webhook-conduct judges the webhook's answers)"
+                for r in answered
+            ]
             known_count += len(known)
             obj.hazarded |= {r.key for r in known}
             _remember(release, obj, version, refused, known, hazards)
@@ -192,6 +200,16 @@ def write_all_again(
         writes += count
         hazards_count += known_count
     return writes, hazards_count
+
+
+def _refused_answer(ctx: GateContext, release: Release, crd: str, refusal: Refusal) -> bool:
+    """A write refused because kube-apiserver refuses the candidate's webhook's answer (its
+    metadata: an annotation over 256 KiB), where every answer is judged by webhook-conduct
+    (through the recording proxy): the webhook's misconduct, one finding in one place, not
+    the upgrade's (the object grew by the gate's own writes through that same webhook)."""
+    proxied = ctx.webhook is not None and getattr(ctx.webhook, "proxy", None) is not None
+    by_candidates = not ctx.own_webhook(release, crd)
+    return proxied and by_candidates and "returned invalid metadata" in refusal.message
 
 
 def _check_unchanged_by_writes(

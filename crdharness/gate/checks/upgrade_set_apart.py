@@ -1,0 +1,61 @@
+"""Part of check *upgrade*: an object its own release can no longer read after the gate's own
+writes under that release is set apart before the next release is applied.
+
+The history writes each old object again at every served version (``upgrade_rewrites``). A
+webhook that adds to an object on every conversion (appends a list's items again, doubles an
+annotation) makes it grow with each of those writes, until the object can no longer be read at
+some version under the very release that stored it: its conversion answer is refused (an
+annotation over 256 KiB). Kept, such an object would fail the next release's install (the API
+server's cache of the resource converts every stored object, and never builds while one cannot
+be converted), blamed on a release that did not make it so. It is the earlier release's hazard
+(reported apart), the same rule as for an object its release cannot read once created
+(``phases.history._write_one``).
+"""
+
+from __future__ import annotations
+
+from crdharness.gate import concurrency
+from crdharness.gate.api import call
+from crdharness.gate.checks.upgrade_objects import Written
+from crdharness.gate.given.manifests import Release
+from crdharness.gate.run.context import GateContext
+
+
+def set_apart_unreadable(
+    ctx: GateContext, release: Release, written: list[Written]
+) -> list[Written]:
+    """``written`` without the objects ``release`` can no longer read at one of its served
+    versions (each deleted, and named as the release's hazard)."""
+
+    def unreadable(obj: Written) -> tuple[str, str] | None:
+        resource = ctx.resource(obj.crd)
+        for version in release.served(obj.crd):
+            got = call(ctx.cluster, "GET", resource.path(version, obj.namespace, obj.name))
+            if got.status >= 500:  # its conversion failed (a 404: already gone, nothing kept)
+                return version, f"{got.status} {got.message[:300]}"
+        return None
+
+    kept = []
+    for obj, failed in zip(
+        written, concurrency.each(unreadable, written, ctx.config.concurrency), strict=True
+    ):
+        if failed is None:
+            kept.append(obj)
+            continue
+        version, why = failed
+        resource = ctx.resource(obj.crd)
+        served = release.served(obj.crd)
+        # At the storage version its delete converts nothing (its answer is the object).
+        storage = release.storage(obj.crd)
+        readable = (
+            storage if storage in served else next((v for v in served if v != version), version)
+        )
+        call(ctx.cluster, "DELETE", resource.path(readable, obj.namespace, obj.name))
+        ctx.hazards.setdefault(
+            f"{obj.crd}:unreadable:{obj.label}",
+            f"release {release.index + 1}: {obj.crd} {obj.label}, written again under this "
+            f"release itself, can no longer be read at {version} ({why}); set apart (deleted) "
+            "before the next release: kept, it would keep the API server from serving the "
+            "resource after any change to the CRD",
+        )
+    return kept
