@@ -380,6 +380,20 @@ def test_an_object_grown_by_the_gates_own_writes_is_release_1s_hazard_not_releas
     }, failed(report)
 
 
+def test_misconduct_release_1s_own_webhook_already_shows_is_its_debt(tmp_path):
+    # Both releases' webhooks double an annotation: the oversized answers release 1's own
+    # webhook gave on the same kind of review are its debt, listed apart, not a finding.
+    code, report, output = gate(tmp_path, "release-webhook/gate-grows.yaml")
+    assert code != 1, output[-3000:]
+    conduct = checks(report)["webhook-conduct[webhook]"]
+    assert conduct["status"] == "pass", conduct
+    assert conduct["evidence"].startswith("release 1's debt, not a finding: 1 kind of"), conduct
+    owed = [d for d in report["debt"] if d["check"] == "webhook-conduct"]
+    assert len(owed) == 1 and "more reviews alike" in owed[0]["evidence"], owed
+    assert "metadata.annotations: " in owed[0]["evidence"], owed
+    assert checks(report)["install[release 2]"]["status"] == "pass"
+
+
 def test_an_added_optional_field_keeps_old_objects_writable(tmp_path):
     code, report, output = gate(tmp_path, "narrowed/gate.yaml")
     assert code == 0, output[-3000:]
