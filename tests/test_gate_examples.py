@@ -378,6 +378,7 @@ def test_an_object_grown_by_the_gates_own_writes_is_release_1s_hazard_not_releas
         "webhook-conduct[webhook]",
         "round-trip[crontabs.gate.example.com v1beta1->v1]",
     }, failed(report)
+    assert (tmp_path / "gate" / "report.md").stat().st_size < 200_000
 
 
 def test_misconduct_release_1s_own_webhook_already_shows_is_its_debt(tmp_path):

@@ -177,6 +177,45 @@ SAID_PATH = re.compile(
 )
 
 
+PATHS_SAID = 8  # paths a line names before it says how many more there are
+_ITEM = re.compile(r"(.*)\[(\d+)\]")
+
+
+def said(found: list[Difference], limit: int = PATHS_SAID) -> str:
+    """The paths of ``found`` as a person reads them: items appended to one list (or cut from
+    its end) said as that list growing from n to m items (shrinking), not as every index; at
+    most ``limit`` said, then how many more (never silently dropped)."""
+    lists: dict[tuple[str, str], list[int]] = {}
+    said_in_order: list[tuple[str, str] | str] = []
+    for d in found:
+        item = _ITEM.fullmatch(d.path)
+        if item and d.change in ("added", "lost"):
+            key = (item[1], d.change)
+            if key not in lists:
+                said_in_order.append(key)
+            lists.setdefault(key, []).append(int(item[2]))
+        elif d.path not in said_in_order:
+            said_in_order.append(d.path)
+    parts = []
+    for entry in said_in_order:
+        if isinstance(entry, str):
+            parts.append(entry)
+            continue
+        at, indexes = entry[0], lists[entry]
+        low, high = min(indexes), max(indexes) + 1
+        if entry[1] == "added":
+            parts.append(f"{at} grew from {low} to {high} items")
+        else:
+            parts.append(f"{at} shrank from {high} to {low} items")
+    more = len(parts) - limit
+    return ", ".join(parts[:limit]) + (f", and {more} more paths" if more > 0 else "")
+
+
+def loses_or_changes(found: list[Difference]) -> str:
+    """The verb for ``found``: "loses" only where every difference is a loss."""
+    return "loses" if all(d.change == "lost" for d in found) else "changes"
+
+
 def named_paths(text: str) -> list[str]:
     """The field paths ``text`` names (the API server's messages, the gate's evidence), in
     the order named."""

@@ -251,8 +251,8 @@ def _check_unchanged_by_writes(
         if found and webhooks_own:
             result.details.append(
                 f"{WEBHOOKS_OWN}: {obj.label} written again at {version} under "
-                f"release {release.index + 1} already loses "
-                f"{', '.join(sorted({d.path for d in found}))} through the webhook (read at "
+                f"release {release.index + 1} already {diff.loses_or_changes(found)} "
+                f"{diff.said(found)} through the webhook (read at "
                 f"{at}); round-trip reports the webhook's losses"
             )
             continue
@@ -269,12 +269,12 @@ def _check_unchanged_by_writes(
         if not found:
             continue
         if hazard:
-            paths = ", ".join(dict.fromkeys(d.path for d in found))
+            paths = diff.said(found)
             hazards.setdefault(
                 f"{obj.crd}:lost:{version}:{paths}",
                 f"release {release.index + 1}: {obj.crd} written again at {version} "
-                f"({_how(ctx, release, obj.crd)}) loses {paths} (read at {at}), under this "
-                "release itself",
+                f"({_how(ctx, release, obj.crd)}) {diff.loses_or_changes(found)} {paths} (read "
+                f"at {at}), under this release itself",
             )
             continue
         compared = _lost_by_new_object(ctx, release, obj, version, at, before, found)
@@ -286,13 +286,18 @@ def _check_unchanged_by_writes(
                 result,
                 obj,
                 f"{obj.crd} {obj.label} (stored under release {stored}) lost or changed "
-                f"{', '.join(dict.fromkeys(d.path for d in found))} when written again at "
+                f"{diff.said(found)} when written again at "
                 f"{version} "
                 f"with what was read there (read at {at})"
                 + (f"; {compared[1]}" if compared[1] else ""),
                 *(
                     f"{obj.label} written again at {version}, read at {at}: {d.describe()}"
-                    for d in found
+                    for d in found[: diff.PATHS_SAID]
+                ),
+                *(
+                    [f"{obj.label}: and {len(found) - diff.PATHS_SAID} more differences"]
+                    if len(found) > diff.PATHS_SAID
+                    else []
                 ),
                 paths=[d.path for d in found],
             )
@@ -314,11 +319,12 @@ def _lost_by_new_object(
     )
     if evidence is None:
         return None, f"{version} is new in release {release.index + 1}, and {why_not}"
-    paths = ", ".join(dict.fromkeys(d.path for d in found))
+    paths = diff.said(found)
     return (
         f"{WEBHOOKS_OWN}: {obj.label} written again at {version} (not served by release "
-        f"{release.index}) loses {paths} (read at {at}), and so does a new object under release "
-        f"{release.index + 1} ({evidence[:300]}); round-trip reports the webhook's losses"
+        f"{release.index}) {diff.loses_or_changes(found)} {paths} (read at {at}), and so "
+        f"does a new object under release {release.index + 1} ({evidence[:300]}); round-trip "
+        "reports the webhook's losses"
     ), ""
 
 

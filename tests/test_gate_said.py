@@ -1,0 +1,44 @@
+"""What a report line says of many differences (``diff.said``) and how long any line of
+report.md may be (``reporting.capped``): a list that grew is said as growth, never as ten
+thousand losses, and nothing cut goes without a word."""
+
+from crdharness.gate import diff
+from crdharness.gate.reporting import capped
+
+
+def test_items_appended_to_a_list_are_said_as_the_list_growing():
+    before = {"spec": {"owners": [{"operations": ["List", "Get"]}]}}
+    after = {"spec": {"owners": [{"operations": ["List", "Get"] * 5000}]}}
+    found = diff.differences(before, after)
+    assert len(found) == 9998
+    said = diff.said(found)
+    assert said == "spec.owners[0].operations grew from 2 to 10000 items", said
+    assert diff.loses_or_changes(found) == "changes"
+
+
+def test_items_cut_from_a_list_are_said_as_the_list_shrinking_and_lost_only_then():
+    before = {"spec": {"hosts": ["a", "b", "c", "d"], "port": 80}}
+    after = {"spec": {"hosts": ["a"]}}
+    found = diff.differences(before, after)
+    assert diff.said(found) == "spec.hosts shrank from 4 to 1 items, spec.port"
+    assert diff.loses_or_changes(found) == "loses"
+
+
+def test_past_the_limit_a_line_says_how_many_more_paths_it_names():
+    before = {"spec": {f"f{i}": i for i in range(12)}}
+    found = diff.differences(before, {"spec": {}})
+    said = diff.said(found, limit=3)
+    assert said == "spec.f0, spec.f1, spec.f2, and 9 more paths", said
+
+
+def test_a_report_line_past_its_limit_is_cut_saying_how_much_and_how_many_paths():
+    line = "lost " + ", ".join(f"spec.items[{i}]" for i in range(1000))
+    cut = capped.line(line, limit=100)
+    assert cut.startswith(line[:100] + "… (cut: ")
+    assert f"{len(line) - 100} more characters" in cut
+    rest = line[100:]
+    assert f"naming {len(diff.named_paths(rest))} more paths" in cut, cut
+    assert len(diff.named_paths(rest)) > 900
+    assert len(cut) < 200
+    assert capped.line("short") == "short"
+    assert capped.lines("a\n" + "x" * 50, limit=10).split("\n")[0] == "a"
