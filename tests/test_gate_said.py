@@ -42,3 +42,12 @@ def test_a_report_line_past_its_limit_is_cut_saying_how_much_and_how_many_paths(
     assert len(cut) < 200
     assert capped.line("short") == "short"
     assert capped.lines("a\n" + "x" * 50, limit=10).split("\n")[0] == "a"
+
+
+def test_an_objects_yaml_in_report_md_is_cut_saying_how_many_lines_more():
+    text = "\n".join(f"- List {i}" for i in range(1000))
+    cut = capped.block(text, limit=10).split("\n")
+    assert cut[:10] == text.split("\n")[:10]
+    assert cut[10] == "# … 990 more lines (objects/ has the whole object)"
+    assert len(cut) == 11
+    assert capped.block("a: 1") == "a: 1"

@@ -8,6 +8,7 @@ from __future__ import annotations
 from crdharness.gate import diff
 
 LINE = 2000  # characters of one line of report.md
+OBJECT_LINES = 300  # lines of one object's YAML in report.md
 
 
 def line(text: str, limit: int = LINE) -> str:
@@ -22,3 +23,12 @@ def line(text: str, limit: int = LINE) -> str:
 def lines(text: str, limit: int = LINE) -> str:
     """Each line of ``text`` as ``line`` bounds it."""
     return "\n".join(line(each, limit) for each in text.split("\n"))
+
+
+def block(text: str, limit: int = OBJECT_LINES) -> str:
+    """An object's YAML, at most ``limit`` lines of it, saying how many more objects/ has."""
+    shown = text.split("\n")
+    if len(shown) <= limit:
+        return text
+    more = len(shown) - limit
+    return "\n".join([*shown[:limit], f"# … {more} more lines (objects/ has the whole object)"])

@@ -217,7 +217,7 @@ def write(directory: Path, run: Report) -> Path:
                     f"{title}:",
                     "",
                     "```yaml",
-                    yaml.safe_dump(brief(as_shown(obj)), sort_keys=False).rstrip(),
+                    capped.block(yaml.safe_dump(brief(as_shown(obj)), sort_keys=False).rstrip()),
                     "```",
                 ]
             if len(r.objects) > MD_OBJECTS:
