@@ -51,3 +51,31 @@ def test_an_objects_yaml_in_report_md_is_cut_saying_how_many_lines_more():
     assert cut[10] == "# … 990 more lines (objects/ has the whole object)"
     assert len(cut) == 11
     assert capped.block("a: 1") == "a: 1"
+
+
+def test_a_list_grown_again_by_the_same_write_is_told_apart_from_a_loss_in_it():
+    from crdharness.gate.checks.upgrade_objects import Written
+    from crdharness.gate.checks.upgrade_rewrites import _grown_again
+
+    ops = "spec.owners[].proxySettings[].operations"
+    first = diff.differences(
+        {"spec": {"owners": [{"proxySettings": [{"operations": ["List", "Get"]}]}]}},
+        {"spec": {"owners": [{"proxySettings": [{"operations": ["List", "List", "Get"]}]}]}},
+    )
+    assert diff.grown_lists(first) == {ops}
+    obj = Written("tenants.example.com", "v1", "t", None, grown={("v1alpha1", ops)})
+    again = diff.differences(
+        {"spec": {"owners": [{"proxySettings": [{"operations": ["List", "Get"]}]}], "x": 1}},
+        {"spec": {"owners": [{"proxySettings": [{"operations": ["Get", "List", "Get"]}]}]}},
+    )
+    grown = _grown_again(obj, "v1alpha1", again)
+    assert {d.path for d in grown} == {
+        f"spec.owners[0].proxySettings[0].operations[{i}]" for i in range(3)
+    }
+    assert [d.path for d in again if d not in grown] == ["spec.x"]  # a loss stays one
+    assert _grown_again(obj, "v1beta1", again) == []  # not grown by that write before
+    shrunk = diff.differences(
+        {"spec": {"owners": [{"proxySettings": [{"operations": ["List", "Get"]}]}]}},
+        {"spec": {"owners": [{"proxySettings": [{"operations": ["List"]}]}]}},
+    )
+    assert _grown_again(obj, "v1alpha1", shrunk) == []

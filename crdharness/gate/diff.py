@@ -211,6 +211,15 @@ def said(found: list[Difference], limit: int = PATHS_SAID) -> str:
     return ", ".join(parts[:limit]) + (f", and {more} more paths" if more > 0 else "")
 
 
+def grown_lists(found: list[Difference]) -> set[str]:
+    """The schema paths of the lists ``found`` appends items to (``spec.owners[].ops``)."""
+    return {
+        schema_path(item[1])
+        for d in found
+        if d.change == "added" and (item := _ITEM.fullmatch(d.path)) is not None
+    }
+
+
 def loses_or_changes(found: list[Difference]) -> str:
     """The verb for ``found``: "loses" only where every difference is a loss."""
     return "loses" if all(d.change == "lost" for d in found) else "changes"
