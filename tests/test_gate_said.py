@@ -16,6 +16,14 @@ def test_items_appended_to_a_list_are_said_as_the_list_growing():
     assert diff.loses_or_changes(found) == "changes"
 
 
+def test_items_of_a_grown_list_that_changed_are_counted_with_its_growth():
+    before = {"spec": {"ops": ["List", "Get", "Get"]}}
+    after = {"spec": {"ops": ["List", "List", "List", "Get", "Get", "Get"]}, "x": 1}
+    found = diff.differences(before, after)
+    said = diff.said(found)
+    assert said == "spec.ops grew from 3 to 6 items (2 of the items kept changed), x", said
+
+
 def test_items_cut_from_a_list_are_said_as_the_list_shrinking_and_lost_only_then():
     before = {"spec": {"hosts": ["a", "b", "c", "d"], "port": 80}}
     after = {"spec": {"hosts": ["a"]}}

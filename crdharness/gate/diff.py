@@ -183,19 +183,31 @@ _ITEM = re.compile(r"(.*)\[(\d+)\]")
 
 def said(found: list[Difference], limit: int = PATHS_SAID) -> str:
     """The paths of ``found`` as a person reads them: items appended to one list (or cut from
-    its end) said as that list growing from n to m items (shrinking), not as every index; at
-    most ``limit`` said, then how many more (never silently dropped)."""
+    its end) said as that list growing from n to m items (shrinking), not as every index, and
+    its items that changed on the way counted there; at most ``limit`` said, then how many
+    more (never silently dropped)."""
     lists: dict[tuple[str, str], list[int]] = {}
+    for d in found:
+        item = _ITEM.fullmatch(d.path)
+        if item and d.change in ("added", "lost"):
+            lists.setdefault((item[1], d.change), []).append(int(item[2]))
+    resized = {at for at, _ in lists}
+    changed: dict[str, set[int]] = {}  # a resized list -> its items that changed
     said_in_order: list[tuple[str, str] | str] = []
     for d in found:
         item = _ITEM.fullmatch(d.path)
         if item and d.change in ("added", "lost"):
-            key = (item[1], d.change)
-            if key not in lists:
-                said_in_order.append(key)
-            lists.setdefault(key, []).append(int(item[2]))
-        elif d.path not in said_in_order:
-            said_in_order.append(d.path)
+            entry: tuple[str, str] | str = (item[1], d.change)
+        else:
+            # In a list that grew or shrank: one of its items changed on the way.
+            within = sorted((a for a in resized if d.path.startswith(a + "[")), key=len)
+            if within:
+                at = within[-1]
+                changed.setdefault(at, set()).add(int(d.path[len(at) + 1 :].split("]", 1)[0]))
+                continue
+            entry = d.path
+        if entry not in said_in_order:
+            said_in_order.append(entry)
     parts = []
     for entry in said_in_order:
         if isinstance(entry, str):
@@ -204,9 +216,11 @@ def said(found: list[Difference], limit: int = PATHS_SAID) -> str:
         at, indexes = entry[0], lists[entry]
         low, high = min(indexes), max(indexes) + 1
         if entry[1] == "added":
-            parts.append(f"{at} grew from {low} to {high} items")
+            part = f"{at} grew from {low} to {high} items"
         else:
-            parts.append(f"{at} shrank from {high} to {low} items")
+            part = f"{at} shrank from {high} to {low} items"
+        moved = changed.pop(at, set())
+        parts.append(part + (f" ({len(moved)} of the items kept changed)" if moved else ""))
     more = len(parts) - limit
     return ", ".join(parts[:limit]) + (f", and {more} more paths" if more > 0 else "")
 

@@ -32,7 +32,7 @@ def set_apart_unreadable(
         for version in release.served(obj.crd):
             got = call(ctx.cluster, "GET", resource.path(version, obj.namespace, obj.name))
             if got.status >= 500:  # its conversion failed (a 404: already gone, nothing kept)
-                return version, f"{got.status} {got.message[:300]}"
+                return version, f"{got.status} {got.message[:600]}"
         return None
 
     kept = []
