@@ -9,7 +9,9 @@ annotation over 256 KiB). Kept, such an object would fail the next release's ins
 server's cache of the resource converts every stored object, and never builds while one cannot
 be converted), blamed on a release that did not make it so. It is the earlier release's hazard
 (reported apart), the same rule as for an object its release cannot read once created
-(``phases.history._write_one``).
+(``phases.history._write_one``). So is an object whose lists those writes grew, still
+readable or not: the next release's writes would grow it again (to megabytes: a list tripled
+per write), which is the webhook's doing, reported by round-trip, not the upgrade's.
 """
 
 from __future__ import annotations
@@ -25,9 +27,18 @@ def set_apart_unreadable(
     ctx: GateContext, release: Release, written: list[Written]
 ) -> list[Written]:
     """``written`` without the objects ``release`` can no longer read at one of its served
-    versions (each deleted, and named as the release's hazard)."""
+    versions, or whose lists its own writes grew (each deleted, and named as the release's
+    hazard)."""
 
     def unreadable(obj: Written) -> tuple[str, str] | None:
+        if obj.grown:  # each write through the webhook appends again: no stable witness
+            versions = ", ".join(sorted({v for v, _ in obj.grown}))
+            lists = ", ".join(sorted({g for _, g in obj.grown}))
+            return "", (
+                f"each write of it at {versions} appends to {lists} again through the webhook "
+                "(the gate's own writes grew it); the next release's writes would only grow it "
+                "further, the webhook's doing (round-trip's), not the upgrade's"
+            )
         resource = ctx.resource(obj.crd)
         for version in release.served(obj.crd):
             got = call(ctx.cluster, "GET", resource.path(version, obj.namespace, obj.name))
@@ -51,11 +62,17 @@ def set_apart_unreadable(
             storage if storage in served else next((v for v in served if v != version), version)
         )
         call(ctx.cluster, "DELETE", resource.path(readable, obj.namespace, obj.name))
+        if not version:  # grown
+            line = f"{why}; set apart (deleted) before the next release"
+        else:
+            line = (
+                f"can no longer be read at {version} ({why}); set apart (deleted) before the "
+                "next release: kept, it would keep the API server from serving the resource "
+                "after any change to the CRD"
+            )
         ctx.hazards.setdefault(
-            f"{obj.crd}:unreadable:{obj.label}",
+            f"{obj.crd}:set-apart:{obj.label}",
             f"release {release.index + 1}: {obj.crd} {obj.label}, written again under this "
-            f"release itself, can no longer be read at {version} ({why}); set apart (deleted) "
-            "before the next release: kept, it would keep the API server from serving the "
-            "resource after any change to the CRD",
+            f"release itself: {line}",
         )
     return kept
