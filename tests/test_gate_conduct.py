@@ -112,3 +112,24 @@ def test_label_keys_and_values_follow_apimachinery():
     big = {"k": "v" * returned_metadata.ANNOTATIONS_LIMIT}
     problems = returned_metadata.refusals(SENT, answer(annotations=big))
     assert problems and "over 262144" in problems[0]
+
+
+def test_problems_differing_only_in_review_object_count_or_byte_count_are_one_line():
+    from crdharness.gate.checks.conduct import folded, kind
+
+    said = (
+        "kube-apiserver refuses the object it returned: metadata.annotations: {} bytes, over 262144"
+    )
+    problems = [
+        f"review u1 (1 objects to g/v1alpha1): {said.format(650476)}",
+        f"review u2 (2 objects to g/v1alpha1): {said.format(650760)}",
+        f"review u3 (1 objects to g/v1alpha1): {said.format(650392)}",
+        f"review u4 (1 objects to g/v1): {said.format(650392)}",  # another kind of review
+    ]
+    lines = folded(problems)
+    assert lines == [
+        f"{problems[0]} (and 2 more reviews alike, 650392 to 650760 bytes)",
+        problems[3],
+    ], lines
+    # A folded line is of the kind of what it folds (a shard's line, another's the same).
+    assert kind(lines[0]) == kind(problems[1]) != kind(problems[3])

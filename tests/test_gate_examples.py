@@ -361,6 +361,40 @@ def test_a_loss_a_releases_own_webhook_already_made_is_its_debt(tmp_path):
     assert any("through release 1's own webhook" in h for h in report["hazards"])
 
 
+def test_an_object_grown_by_the_gates_own_writes_is_release_1s_hazard_not_release_2s(tmp_path):
+    # The same CRD twice under a webhook that doubles an annotation on every conversion: the
+    # gate's own writes under release 1 grow some objects until release 1 itself can no longer
+    # read them. They are set apart (release 1's hazard), so release 2 is not blamed for
+    # them: install passes, and the upgrade is no finding (too few objects left: not proven).
+    code, report, output = gate(tmp_path, "crontab-webhook/gate-grows.yaml")
+    assert code == 1, output[-3000:]
+    assert checks(report)["install[release 2]"]["status"] == "pass", output[-3000:]
+    upgrade = checks(report)["upgrade[release 1->2]"]
+    assert upgrade["status"] != "FAIL", upgrade
+    set_apart = [h for h in report["hazards"] if "set apart (deleted)" in h]
+    assert set_apart and all(h.startswith("release 1: crontabs.") for h in set_apart)
+    # The webhook's own doing is said where it belongs: its answers, and the annotation.
+    assert failed(report) == {
+        "webhook-conduct[webhook]",
+        "round-trip[crontabs.gate.example.com v1beta1->v1]",
+    }, failed(report)
+    assert (tmp_path / "gate" / "report.md").stat().st_size < 200_000
+
+
+def test_misconduct_release_1s_own_webhook_already_shows_is_its_debt(tmp_path):
+    # Both releases' webhooks double an annotation: the oversized answers release 1's own
+    # webhook gave on the same kind of review are its debt, listed apart, not a finding.
+    code, report, output = gate(tmp_path, "release-webhook/gate-grows.yaml")
+    assert code != 1, output[-3000:]
+    conduct = checks(report)["webhook-conduct[webhook]"]
+    assert conduct["status"] == "pass", conduct
+    assert conduct["evidence"].startswith("release 1's debt, not a finding: 1 kind of"), conduct
+    owed = [d for d in report["debt"] if d["check"] == "webhook-conduct"]
+    assert len(owed) == 1 and "more reviews alike" in owed[0]["evidence"], owed
+    assert "metadata.annotations: " in owed[0]["evidence"], owed
+    assert checks(report)["install[release 2]"]["status"] == "pass"
+
+
 def test_an_added_optional_field_keeps_old_objects_writable(tmp_path):
     code, report, output = gate(tmp_path, "narrowed/gate.yaml")
     assert code == 0, output[-3000:]

@@ -174,6 +174,8 @@ def test_webhook_conducts_block_names_no_path_the_server_restores():
     ctx = SimpleNamespace(
         webhook=SimpleNamespace(proxy=SimpleNamespace(exchanges=exchanges)),
         config=SimpleNamespace(webhook=None),
+        releases=[],  # no release before it: nothing is debt
+        release_webhooks={},
         result=lambda check, subject: result,
     )
     conduct.run(ctx)  # type: ignore[arg-type]

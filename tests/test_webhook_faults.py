@@ -284,3 +284,9 @@ def test_drop_empty_key_drops_a_list_item_whose_key_is_empty_whole():
     obj = {"spec": {"sources": [{"key": "", "mode": "a"}, {"key": "k", "mode": "b"}]}}
     keyless.apply({"response": {"convertedObjects": [obj]}}, {})
     assert obj == {"spec": {"sources": [{"key": "k", "mode": "b"}]}}
+
+
+def test_grow_annotation_doubles_one_annotation_on_every_conversion():
+    _, payload, record = answer_with("grow-annotation")
+    assert record["faults"] == ["grow-annotation"]
+    assert [len(o["metadata"]["annotations"][faults.GROWN]) for o in objects(payload)] == [8192] * 2

@@ -177,6 +177,68 @@ SAID_PATH = re.compile(
 )
 
 
+PATHS_SAID = 8  # paths a line names before it says how many more there are
+_ITEM = re.compile(r"(.*)\[(\d+)\]")
+
+
+def said(found: list[Difference], limit: int = PATHS_SAID) -> str:
+    """The paths of ``found`` as a person reads them: items appended to one list (or cut from
+    its end) said as that list growing from n to m items (shrinking), not as every index, and
+    its items that changed on the way counted there; at most ``limit`` said, then how many
+    more (never silently dropped)."""
+    lists: dict[tuple[str, str], list[int]] = {}
+    for d in found:
+        item = _ITEM.fullmatch(d.path)
+        if item and d.change in ("added", "lost"):
+            lists.setdefault((item[1], d.change), []).append(int(item[2]))
+    resized = {at for at, _ in lists}
+    changed: dict[str, set[int]] = {}  # a resized list -> its items that changed
+    said_in_order: list[tuple[str, str] | str] = []
+    for d in found:
+        item = _ITEM.fullmatch(d.path)
+        if item and d.change in ("added", "lost"):
+            entry: tuple[str, str] | str = (item[1], d.change)
+        else:
+            # In a list that grew or shrank: one of its items changed on the way.
+            within = sorted((a for a in resized if d.path.startswith(a + "[")), key=len)
+            if within:
+                at = within[-1]
+                changed.setdefault(at, set()).add(int(d.path[len(at) + 1 :].split("]", 1)[0]))
+                continue
+            entry = d.path
+        if entry not in said_in_order:
+            said_in_order.append(entry)
+    parts = []
+    for entry in said_in_order:
+        if isinstance(entry, str):
+            parts.append(entry)
+            continue
+        at, indexes = entry[0], lists[entry]
+        low, high = min(indexes), max(indexes) + 1
+        if entry[1] == "added":
+            part = f"{at} grew from {low} to {high} items"
+        else:
+            part = f"{at} shrank from {high} to {low} items"
+        moved = changed.pop(at, set())
+        parts.append(part + (f" ({len(moved)} of the items kept changed)" if moved else ""))
+    more = len(parts) - limit
+    return ", ".join(parts[:limit]) + (f", and {more} more paths" if more > 0 else "")
+
+
+def grown_lists(found: list[Difference]) -> set[str]:
+    """The schema paths of the lists ``found`` appends items to (``spec.owners[].ops``)."""
+    return {
+        schema_path(item[1])
+        for d in found
+        if d.change == "added" and (item := _ITEM.fullmatch(d.path)) is not None
+    }
+
+
+def loses_or_changes(found: list[Difference]) -> str:
+    """The verb for ``found``: "loses" only where every difference is a loss."""
+    return "loses" if all(d.change == "lost" for d in found) else "changes"
+
+
 def named_paths(text: str) -> list[str]:
     """The field paths ``text`` names (the API server's messages, the gate's evidence), in
     the order named."""

@@ -63,6 +63,17 @@ def _each(change: Callable[[dict], None]) -> Callable[[dict, dict], None]:
     return apply
 
 
+GROWN = "crdconvert/grown"  # the annotation ``grow-annotation`` doubles
+
+
+def _grow(obj: dict) -> None:
+    """A converter that appends again what it finds (each owner's operations once more per
+    owner sharing a name): every conversion doubles one annotation, so an object written back
+    where it was read grows until kube-apiserver refuses the answer (over 256 KiB)."""
+    annotations = _metadata(obj).setdefault("annotations", {})
+    annotations[GROWN] = annotations.get(GROWN, "x" * 4096) * 2
+
+
 def _lowercase_success(answer: dict, request: dict) -> None:
     answer["response"]["result"] = {"status": "success"}
 
@@ -169,6 +180,7 @@ REWRITES: dict[str, Callable[[dict, dict], None]] = {
     "mutate-namespace": _each(_set("namespace", "elsewhere")),
     "mutate-labels": _each(_add("labels", "converted-by", "crdconvert")),
     "mutate-annotations": _each(_add("annotations", "crdconvert/converted", "true")),
+    "grow-annotation": _each(_grow),
     "drop-labels": _each(lambda o: _metadata(o).pop("labels", None)),
     "drop-annotations": _each(lambda o: _metadata(o).pop("annotations", None)),
     "mutate-other-metadata": _each(lambda o: _metadata(o).update(OTHER_METADATA)),

@@ -15,6 +15,7 @@ import statistics
 
 from crdharness.gate.checks import returned_metadata
 from crdharness.gate.given import manifests
+from crdharness.gate.results import Debt, Form
 from crdharness.gate.run.context import GateContext
 
 SERVER_LIMIT = 30.0  # seconds kube-apiserver waits for a conversion webhook's answer
@@ -57,9 +58,16 @@ def run(ctx: GateContext) -> None:
             )
     else:
         latency = "no review seen"
+    problems, owed = _debt(ctx, problems)
     if problems:
         shown = folded(problems)
         result.fail(f"{len(problems)} misbehaving answers of {len(exchanges)}: {shown[0]}", *shown)
+    elif owed:
+        result.evidence = (
+            f"release {owed[0].release}'s debt, not a finding: {len(owed)} "
+            f"kind{'s' if len(owed) > 1 else ''} of misbehaving answers its own webhook gave "
+            f"too (listed apart); {len(exchanges)} reviews; {latency}"
+        )
     elif not exchanges:  # nothing seen is no pass, where something was to be converted
         if _converting(ctx):
             result.passed = None
@@ -83,18 +91,59 @@ def run(ctx: GateContext) -> None:
         )
 
 
+_BYTES = re.compile(r"\b(\d+) bytes\b")
+_ALIKE = re.compile(r" \((?:and \d+ more reviews alike)?(?:, )?(?:\d+ to \d+ bytes)?\)$")
+
+
+def kind(problem: str) -> str:
+    """What a problem is, whatever review it was: without the review's uid, its object count
+    and the byte count of what the webhook answered (an object growing by the gate's own
+    writes answers a few bytes more each time), but with the version it was asked for; a
+    ``folded`` line is of the kind of the problems it folds."""
+    problem = _ALIKE.sub("", problem) if problem.endswith(("alike)", "bytes)")) else problem
+    return _BYTES.sub("N bytes", re.sub(r"review \S+ \(\d+ objects", "review (objects", problem))
+
+
 def folded(problems: list[str]) -> list[str]:
-    """One line per kind of misconduct: problems that differ only in the review's uid and
-    object counts (one object answered wrongly 220 times) are one line with their count."""
+    """One line per kind of misconduct (``kind``): one object answered wrongly 220 times is
+    one line with the count, and the range of the byte counts where they differ."""
     kinds: dict[str, list[str]] = {}
     for problem in problems:
-        kinds.setdefault(
-            re.sub(r"review \S+ \(\d+ objects", "review (objects", problem), []
-        ).append(problem)
-    return [
-        same[0] + (f" (and {len(same) - 1} more reviews alike)" if len(same) > 1 else "")
-        for same in kinds.values()
+        kinds.setdefault(kind(problem), []).append(problem)
+    lines = []
+    for same in kinds.values():
+        sizes = sorted({int(n) for p in same for n in _BYTES.findall(p)})
+        alike = [f"and {len(same) - 1} more reviews alike"] if len(same) > 1 else []
+        alike += [f"{sizes[0]} to {sizes[-1]} bytes"] if len(sizes) > 1 else []
+        lines.append(same[0] + (f" ({', '.join(alike)})" if alike else ""))
+    return lines
+
+
+def _debt(ctx: GateContext, problems: list[str]) -> tuple[list[str], list[Debt]]:
+    """``problems`` without the kinds of misconduct (``kind``) the release before the
+    candidate already shows through its own webhook (``crds[i].webhook``), on the same kind of
+    review: that release's debt (added to the run's, listed apart; still failing with
+    ``debt: fail``). A release that runs the candidate's webhook has none of its own: what
+    that webhook does is the candidate's."""
+    previous = len(ctx.releases) - 2
+    own = ctx.release_webhooks.get(previous)
+    if previous < 0 or own is None or own.proxy is None or not problems:
+        return problems, []
+    theirs = {
+        kind(p)
+        for e in own.proxy.exchanges
+        if e.kind == "ConversionReview"
+        for p in conduct_problems(e)
+    }
+    owed = [p for p in problems if kind(p) in theirs]
+    debts = [
+        Debt(previous + 1, "webhook-conduct", "webhook", Form(), line, ctx.config.fail_debt)
+        for line in folded(owed)
     ]
+    ctx.debt += debts
+    if ctx.config.fail_debt:
+        return problems, debts
+    return [p for p in problems if kind(p) not in theirs], debts
 
 
 def conduct_problems(e, restored: list[str] | None = None) -> list[str]:

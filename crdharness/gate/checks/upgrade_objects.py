@@ -42,6 +42,9 @@ class Written:
     refused: set[str] = field(default_factory=set)  # this transition's writes refused (any)
     captured: bool = False  # one of a source cluster's objects (``--from-cluster``)
     screened: bool = False  # read by LIST and written as dry runs only (``upgrade_screen``)
+    # (version, a list's schema path) that a write at that version under an earlier release
+    # appended items to: the same write grows it again under the next (``upgrade_rewrites``)
+    grown: set[tuple[str, str]] = field(default_factory=set)
 
     @property
     def label(self) -> str:

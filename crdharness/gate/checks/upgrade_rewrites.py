@@ -165,6 +165,14 @@ def write_all_again(
             obj.refused |= {r.write for r in refused}  # the operator's advice: what passed
             known = [r for r in refused if r.key in obj.baseline]  # refused before: hazards
             new = [r for r in refused if r not in known]
+            answered = [r for r in new if _refused_answer(ctx, release, obj.crd, r)]
+            new = [r for r in new if r not in answered]
+            part.details += [
+                f"{WEBHOOKS_OWN}: {obj.label}: {r.line[:300]} (the webhook's answer for this "
+                "object, grown by the gate's own writes, is one kube-apiserver refuses: "
+                "webhook-conduct judges the webhook's answers)"
+                for r in answered
+            ]
             known_count += len(known)
             obj.hazarded |= {r.key for r in known}
             _remember(release, obj, version, refused, known, hazards)
@@ -192,6 +200,16 @@ def write_all_again(
         writes += count
         hazards_count += known_count
     return writes, hazards_count
+
+
+def _refused_answer(ctx: GateContext, release: Release, crd: str, refusal: Refusal) -> bool:
+    """A write refused because kube-apiserver refuses the candidate's webhook's answer (its
+    metadata: an annotation over 256 KiB), where every answer is judged by webhook-conduct
+    (through the recording proxy): the webhook's misconduct, one finding in one place, not
+    the upgrade's (the object grew by the gate's own writes through that same webhook)."""
+    proxied = ctx.webhook is not None and getattr(ctx.webhook, "proxy", None) is not None
+    by_candidates = not ctx.own_webhook(release, crd)
+    return proxied and by_candidates and "returned invalid metadata" in refusal.message
 
 
 def _check_unchanged_by_writes(
@@ -230,11 +248,23 @@ def _check_unchanged_by_writes(
             if ctx.excused(d, version, storage, obj.crd, release) is None
         ]
         found = declared_first(release.version(obj.crd, version) or {}, found)
+        if hazard or webhooks_own:  # under the earlier release: what the next may do again
+            obj.grown |= {(version, g) for g in diff.grown_lists(found)}
+        else:
+            regrown = _grown_again(obj, version, found)
+            if regrown:
+                result.details.append(
+                    f"{WEBHOOKS_OWN}: {obj.label} written again at {version} (read at {at}): "
+                    f"{diff.said(regrown)}, as the same write under release {release.index} "
+                    "grew it already: each write of it grows it again (the gate's own writes), "
+                    "not this release's doing"
+                )
+                found = [d for d in found if d not in regrown]
         if found and webhooks_own:
             result.details.append(
                 f"{WEBHOOKS_OWN}: {obj.label} written again at {version} under "
-                f"release {release.index + 1} already loses "
-                f"{', '.join(sorted({d.path for d in found}))} through the webhook (read at "
+                f"release {release.index + 1} already {diff.loses_or_changes(found)} "
+                f"{diff.said(found)} through the webhook (read at "
                 f"{at}); round-trip reports the webhook's losses"
             )
             continue
@@ -251,12 +281,12 @@ def _check_unchanged_by_writes(
         if not found:
             continue
         if hazard:
-            paths = ", ".join(dict.fromkeys(d.path for d in found))
+            paths = diff.said(found)
             hazards.setdefault(
                 f"{obj.crd}:lost:{version}:{paths}",
                 f"release {release.index + 1}: {obj.crd} written again at {version} "
-                f"({_how(ctx, release, obj.crd)}) loses {paths} (read at {at}), under this "
-                "release itself",
+                f"({_how(ctx, release, obj.crd)}) {diff.loses_or_changes(found)} {paths} (read "
+                f"at {at}), under this release itself",
             )
             continue
         compared = _lost_by_new_object(ctx, release, obj, version, at, before, found)
@@ -268,18 +298,35 @@ def _check_unchanged_by_writes(
                 result,
                 obj,
                 f"{obj.crd} {obj.label} (stored under release {stored}) lost or changed "
-                f"{', '.join(dict.fromkeys(d.path for d in found))} when written again at "
+                f"{diff.said(found)} when written again at "
                 f"{version} "
                 f"with what was read there (read at {at})"
                 + (f"; {compared[1]}" if compared[1] else ""),
                 *(
                     f"{obj.label} written again at {version}, read at {at}: {d.describe()}"
-                    for d in found
+                    for d in found[: diff.PATHS_SAID]
+                ),
+                *(
+                    [f"{obj.label}: and {len(found) - diff.PATHS_SAID} more differences"]
+                    if len(found) > diff.PATHS_SAID
+                    else []
                 ),
                 paths=[d.path for d in found],
             )
             result.objects.append((f"{obj.label} at {at} before the writes", before))
             result.objects.append((f"{obj.label} at {at} after the writes at {version}", got.body))
+
+
+def _grown_again(obj: Written, version: str, found: list[diff.Difference]) -> list:
+    """The differences of ``found`` in a list that grows again (items appended) which the
+    same write at ``version`` under the earlier release grew too: appended items, and items
+    that moved within it. Items lost from it are not among them."""
+    again = {g for g in diff.grown_lists(found) if (version, g) in obj.grown}
+    return [
+        d
+        for d in found
+        if d.change != "lost" and any(diff.at_or_under(diff.schema_path(d.path), g) for g in again)
+    ]
 
 
 def _lost_by_new_object(
@@ -296,11 +343,12 @@ def _lost_by_new_object(
     )
     if evidence is None:
         return None, f"{version} is new in release {release.index + 1}, and {why_not}"
-    paths = ", ".join(dict.fromkeys(d.path for d in found))
+    paths = diff.said(found)
     return (
         f"{WEBHOOKS_OWN}: {obj.label} written again at {version} (not served by release "
-        f"{release.index}) loses {paths} (read at {at}), and so does a new object under release "
-        f"{release.index + 1} ({evidence[:300]}); round-trip reports the webhook's losses"
+        f"{release.index}) {diff.loses_or_changes(found)} {paths} (read at {at}), and so "
+        f"does a new object under release {release.index + 1} ({evidence[:300]}); round-trip "
+        "reports the webhook's losses"
     ), ""
 
 

@@ -31,6 +31,7 @@ from crdharness.gate.checks import (
     migration,
     previous_release,
     upgrade,
+    upgrade_set_apart,
 )
 from crdharness.gate.checks.upgrade import Written
 from crdharness.gate.evidence import changes, coverage_objects, objects, pruning, targeted
@@ -109,6 +110,9 @@ def run(ctx: GateContext) -> None:
             with ctx.timed("history: upgrade baseline writes"):
                 upgrade.write_baseline(ctx, release, fresh)
         written += fresh
+        if release is not ctx.candidate:  # what the next release's install must not meet
+            with ctx.timed("history: objects its own release can no longer read"):
+                written = upgrade_set_apart.set_apart_unreadable(ctx, release, written)
         previous_release.run(ctx, release)  # the candidate's predecessor, while installed
         with ctx.timed("history: migration and storedVersions"):
             migration.check(ctx, release, live, stored_before)

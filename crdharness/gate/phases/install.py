@@ -8,9 +8,9 @@ from crdharness.gate import subjects
 from crdharness.gate.api import Answer, apply_crd, condition, read_crd
 from crdharness.gate.checks import migration
 from crdharness.gate.given.manifests import Release
+from crdharness.gate.phases import serving
 from crdharness.gate.run.context import GateContext
 from crdharness.polling import WaitTimeout
-from crdharness.scenarios import crds
 
 
 def apply_release(
@@ -46,16 +46,13 @@ def apply_release(
         applied.append((name, manifest))
     for name, manifest in applied:
         try:
-            crds.wait_settled(ctx.cluster.api_client, manifest)
+            blocked = serving.wait_settled(ctx, manifest)
         except WaitTimeout as exc:
-            # Seen: stored objects the webhook cannot convert keep the API server from
-            # building its cache of the resource, and every LIST answers 429 from then on.
-            result.fail(
-                f"{name} was applied but does not serve: {exc}",
-                "if the objects earlier releases stored cannot be converted, the API "
-                "server cannot build its cache of the resource (see kube-apiserver.log "
-                "in the failure bundle and the webhook's answers)",
-            )
+            result.fail(f"{name} was applied but is not served: {exc}")
+            refused.add(name)
+            continue
+        if blocked is not None:
+            _not_served(ctx, result, release, name, blocked)
             refused.add(name)
             continue
         crd = read_crd(ctx.cluster, name) or {}
@@ -65,7 +62,7 @@ def apply_release(
     transition = subjects.transition(release.index)
     # A bundle's headline names every CRD refused, not only the first (the details hold
     # each one's message): fixing the first alone would not make the release install.
-    if len(refused) > 1:
+    if len(refused) > 1 and result.passed is False:
         result.evidence = (
             f"the API server refused or does not serve {len(refused)} CRDs: "
             f"{', '.join(sorted(refused))} (each one's message below)"
@@ -94,6 +91,37 @@ def apply_release(
             f" ({', '.join(left_out)} left out: refused by an earlier release)" if left_out else ""
         )
     return refused
+
+
+def _not_served(
+    ctx: GateContext, result, release: Release, name: str, blocked: serving.Blocked
+) -> None:
+    """A stored object keeps ``name`` from serving (``serving``): the release's finding,
+    unless it changes nothing that could have made that object unreadable ("not proven")."""
+    where = release.index  # 1-based: the release before this one, which stored the object
+    what = (
+        f"{name} was applied but does not serve at {blocked.version}: the API server cannot "
+        f"build its cache of the resource, as it cannot read {blocked.label}, stored before "
+        f"this release, at {blocked.version} ({blocked.read[:300]})"
+    )
+    said = f"the API server said: {blocked.said[:500]}"
+    if not serving.same_conversion(ctx, release, name):
+        result.fail(
+            what,
+            said,
+            "an object stored under an earlier release that this release cannot convert keeps "
+            "the resource from serving at all (see kube-apiserver.log in the failure bundle "
+            "and the webhook's answers)",
+        )
+        return
+    line = (
+        f"not proven: {what}; release {where + 1} changes nothing of {name} (the same "
+        f"schemas, converted the same way as under release {where}), so not its doing: the "
+        f"object was already so before it (made so under release {where}; see its hazards)"
+    )
+    if result.passed is True:  # a finding, or an earlier "not proven", stays the headline
+        result.passed, result.evidence = None, line
+    result.details += [line, said]
 
 
 def _dropped_versions(ctx: GateContext, release: Release, name: str) -> list[str]:

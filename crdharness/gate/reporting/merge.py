@@ -21,9 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from crdharness.errors import HarnessError
+from crdharness.gate.checks import conduct
 from crdharness.gate.reporting import report, stored
 from crdharness.gate.reporting.report import Report
-from crdharness.gate.results import CheckResult
+from crdharness.gate.results import CheckResult, Debt
 
 PASSED, FAILED, NOT_PROVEN, NOT_RUN = 0, 1, 2, 3
 
@@ -137,7 +138,8 @@ def merge(shards: list[ShardReport]) -> Report:
             merged.timings[step] = max(merged.timings.get(step, 0.0), seconds)
         merged.notes += [n for n in run.notes if n not in merged.notes]
         merged.hazards += [h for h in run.hazards if h not in merged.hazards]
-        merged.debt += run.debt
+        # The webhook's conduct is judged in every shard: its debt is one per kind of answer.
+        merged.debt += [d for d in run.debt if not _conduct_said(d, merged.debt)]
         merged.changes += run.changes
         merged.pair_changes += run.pair_changes
         merged.objects_made.update(run.objects_made)  # by CRD: each in one shard
@@ -168,6 +170,14 @@ class Order:
     def first_named(self, text: str) -> str:
         """The CRD ``text`` names first in the run's order ('' for none)."""
         return min((n for n in self.index if n in text), key=self, default="")
+
+
+def _conduct_said(debt: Debt, debts: list[Debt]) -> bool:
+    """Whether ``debt`` is webhook-conduct's, of a kind ``debts`` already has."""
+    return debt.check == "webhook-conduct" and any(
+        d.check == debt.check and conduct.kind(d.evidence) == conduct.kind(debt.evidence)
+        for d in debts
+    )
 
 
 def _in_order(lines: list[str], position: Order) -> list[str]:

@@ -11,6 +11,7 @@ import yaml
 
 from crdharness.gate.evidence.changes import Change
 from crdharness.gate.given.config import Acceptance
+from crdharness.gate.reporting import capped
 from crdharness.gate.results import CheckResult, Debt
 from crdharness.gate.shown import as_shown, brief, file_names, object_stem
 from crdharness.gate.subjects import CHECKS
@@ -217,7 +218,7 @@ def write(directory: Path, run: Report) -> Path:
                     f"{title}:",
                     "",
                     "```yaml",
-                    yaml.safe_dump(brief(as_shown(obj)), sort_keys=False).rstrip(),
+                    capped.block(yaml.safe_dump(brief(as_shown(obj)), sort_keys=False).rstrip()),
                     "```",
                 ]
             if len(r.objects) > MD_OBJECTS:
@@ -247,7 +248,7 @@ def write(directory: Path, run: Report) -> Path:
                 md.append(f"  - for example: {example}")
     if run.notes:
         md += ["", "## Notes", "", *[f"- {n}" for n in run.notes]]
-    (directory / "report.md").write_text("\n".join(md) + "\n")
+    (directory / "report.md").write_text(capped.lines("\n".join(md)) + "\n")
     return directory
 
 

@@ -86,7 +86,7 @@ def failure_block(result: CheckResult, shown: dict[Shape, str]) -> list[str]:
     for title, obj in result.objects[:1]:
         yaml_lines = yaml.safe_dump(relevant(as_shown(obj), paths), sort_keys=False).splitlines()
         lines.append(f"  {title}:")
-        lines += [f"    {line}" for line in excerpt(yaml_lines, paths)]
+        lines += [f"    {_cut(line, EVIDENCE)}" for line in excerpt(yaml_lines, paths)]
     return lines
 
 
