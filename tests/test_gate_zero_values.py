@@ -295,3 +295,23 @@ def test_a_quantity_re_spelt_as_resource_quantity_writes_it_is_normalised():
     sent = {"spec": {"limits": {"cpu": 7}}}
     kind, note = judged(ctx, sent, {"spec": {"limits": {"cpu": "7"}}})["spec.limits.cpu"]
     assert kind == "normalised" and "as Go spells it" in note
+
+
+def test_an_upgrade_read_whose_zero_now_reads_as_both_releases_default_is_no_finding():
+    # Outside trial (43, capsule): release 1's webhook answered `state: ""`, which kept the
+    # schema's default from filling in; the fixed webhook leaves it to the default, "Active".
+    from crdharness.gate.checks.upgrade_reads import _same_default, _zero_now_defaulted
+
+    def entry(state: dict) -> dict:
+        status = {"type": "object", "properties": {"state": state}}
+        return {"schema": spec_schema(status=status)}
+
+    defaulted = entry({"type": "string", "default": "Active"})
+    plain = entry({"type": "string"})
+    now_default = diff.Difference("spec.status.state", "changed", "", "Active")
+    assert _zero_now_defaulted(defaulted, defaulted, now_default)
+    # A default only the new release gives is its news (a finding), as is a value changed.
+    assert not _zero_now_defaulted(plain, defaulted, now_default)
+    assert not _same_default(plain, defaulted, "spec.status.state")
+    cordoned = diff.Difference("spec.status.state", "changed", "Cordoned", "Active")
+    assert not _zero_now_defaulted(defaulted, defaulted, cordoned)

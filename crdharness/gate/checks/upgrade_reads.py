@@ -3,7 +3,7 @@ version (GET and LIST), judged against what it read before, and its etcd key unt
 
 from __future__ import annotations
 
-from crdharness.gate import diff
+from crdharness.gate import diff, go_values
 from crdharness.gate.api import call
 from crdharness.gate.checks import upgrade_screen
 from crdharness.gate.checks.upgrade_objects import Written, declared_first, etcd_snapshot, finding
@@ -100,6 +100,22 @@ def _judge_read(
         for d in found
         if not schemas.present(obj.sent, d.path) and schemas.defaulted(entry, d.path)
     ]
+    earlier = ctx.releases[release.index - 1].entry(obj.crd, version) if release.index else None
+    # The same default under both releases: the earlier webhook's Go zero value had kept it
+    # from filling in; the new one leaves the field to it (a fix, never the upgrade's finding).
+    let_default = [d for d in defaulted if _zero_now_defaulted(earlier or {}, entry, d)]
+    for d in let_default:
+        note = (
+            f"{obj.label} at {version}: {d.describe()} (the schema's default under both "
+            f"releases; release {release.index}'s webhook answered Go's zero value, which "
+            "kept it from filling in; never written by the user)"
+        )
+        if note not in result.normalised:
+            result.normalised.append(note)
+    defaulted = [d for d in defaulted if d not in let_default]
+    # A default the earlier release gave too is no news of this release: the read changed
+    # through the conversion (said below as a change with the upgrade).
+    defaulted = [d for d in defaulted if not _same_default(earlier or {}, entry, d.path)]
     for d in defaulted:
         finding(
             ctx,
@@ -120,7 +136,9 @@ def _judge_read(
             "removed that default"
         )
         no_longer_defaulted(ctx, result, obj, line, f"{obj.label} at {version}: {d.describe()}", d)
-    changed = declared_first(entry, [d for d in found if d not in defaulted + undefaulted])
+    changed = declared_first(
+        entry, [d for d in found if d not in defaulted + undefaulted + let_default]
+    )
     if changed:
         finding(
             ctx,
@@ -134,6 +152,22 @@ def _judge_read(
     if len(obj.findings) > known:
         result.objects.append((f"{obj.label} at {version} before", obj.seen[version]))
         result.objects.append((f"{obj.label} at {version} after", body))
+
+
+def _same_default(earlier: dict, entry: dict, path: str) -> bool:
+    """Whether both releases' schemas give ``path`` the same defaults (on it and above it)."""
+    prefixes = [path[:i] for i in range(len(path) + 1) if i == len(path) or path[i] in ".["]
+    said = [schemas.default_of(entry, prefix) for prefix in prefixes]
+    return any(d for d, _ in said) and said == [schemas.default_of(earlier, p) for p in prefixes]
+
+
+def _zero_now_defaulted(earlier: dict, entry: dict, d: diff.Difference) -> bool:
+    """A zero value read before (``""``, ``0``, ``false``) now reads as the default both
+    releases' schemas give the field."""
+    if d.change != "changed" or not diff.zero(d.before):
+        return False
+    said, value = schemas.default_of(entry, d.path)
+    return _same_default(earlier, entry, d.path) and said and go_values.same(value, d.after)
 
 
 def no_longer_defaulted(
