@@ -24,6 +24,8 @@ from pathlib import Path
 
 import yaml
 
+from crdharness.scenarios import crds
+
 GROUP_SIZE = 2  # CRDs per API group (a group stays together in a shard)
 
 
@@ -50,56 +52,26 @@ def breaks(count: int) -> int:
 
 def crd(index: int) -> dict:
     """Release 1 of CRD ``index``: a gadget with a title, a priority and a replica count."""
-    kind = f"Gadget{index:04d}"
-    group = f"g{index // GROUP_SIZE:04d}.many.gate.example.com"
-    plural = kind.lower() + "s"
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.{group}"},
-        "spec": {
-            "group": group,
-            "scope": "Namespaced",
-            "names": {"plural": plural, "singular": kind.lower(), "kind": kind},
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "required": ["spec"],
-                            "properties": {
-                                "spec": {
-                                    "type": "object",
-                                    "properties": {
-                                        "title": {"type": "string", "maxLength": 40},
-                                        "priority": {
-                                            "type": "string",
-                                            "enum": ["low", "medium", "high"],
-                                        },
-                                        "replicas": {
-                                            "type": "integer",
-                                            "minimum": 0,
-                                            "maximum": 10,
-                                        },
-                                    },
-                                },
-                                "status": {
-                                    "type": "object",
-                                    "properties": {
-                                        "state": {"type": "string", "enum": ["Open", "Closed"]}
-                                    },
-                                },
-                            },
-                        }
-                    },
-                    "subresources": {"status": {}},
-                }
-            ],
+    spec = {
+        "type": "object",
+        "properties": {
+            "title": {"type": "string", "maxLength": 40},
+            "priority": {"type": "string", "enum": ["low", "medium", "high"]},
+            "replicas": {"type": "integer", "minimum": 0, "maximum": 10},
         },
     }
+    status = {
+        "type": "object",
+        "properties": {"state": {"type": "string", "enum": ["Open", "Closed"]}},
+    }
+    schema = {
+        "type": "object",
+        "required": ["spec"],
+        "properties": {"spec": spec, "status": status},
+    }
+    version = {**crds.version("v1", schema), "subresources": {"status": {}}}
+    group = f"g{index // GROUP_SIZE:04d}.many.gate.example.com"
+    return crds.manifest(group, f"Gadget{index:04d}", [version])
 
 
 def described(manifest: dict) -> dict:

@@ -101,17 +101,9 @@ def _judge_read(
         if not schemas.present(obj.sent, d.path) and schemas.defaulted(entry, d.path)
     ]
     earlier = ctx.releases[release.index - 1].entry(obj.crd, version) if release.index else None
-    # The same default under both releases: the earlier webhook's Go zero value had kept it
-    # from filling in; the new one leaves the field to it (a fix, never the upgrade's finding).
-    let_default = [d for d in defaulted if _zero_now_defaulted(earlier or {}, entry, d)]
+    let_default = [d for d in found if lets_default(ctx, release, obj, version, d)]
     for d in let_default:
-        note = (
-            f"{obj.label} at {version}: {d.describe()} (the schema's default under both "
-            f"releases; release {release.index}'s webhook answered Go's zero value, which "
-            "kept it from filling in; never written by the user)"
-        )
-        if note not in result.normalised:
-            result.normalised.append(note)
+        note_let_default(result, release, obj, f"{obj.label} at {version}", d)
     defaulted = [d for d in defaulted if d not in let_default]
     # A default the earlier release gave too is no news of this release: the read changed
     # through the conversion (said below as a change with the upgrade).
@@ -152,6 +144,33 @@ def _judge_read(
     if len(obj.findings) > known:
         result.objects.append((f"{obj.label} at {version} before", obj.seen[version]))
         result.objects.append((f"{obj.label} at {version} after", body))
+
+
+def lets_default(
+    ctx: GateContext, release: Release, obj: Written, version: str, d: diff.Difference
+) -> bool:
+    """Whether ``d`` (a read at ``version`` before and after the upgrade) is the earlier
+    webhook's Go zero value giving way to the default both releases' schemas declare, on a
+    field the user did not write otherwise: a fix, never the upgrade's finding."""
+    if not release.index:
+        return False
+    earlier = ctx.releases[release.index - 1].entry(obj.crd, version) or {}
+    if not _zero_now_defaulted(earlier, release.entry(obj.crd, version) or {}, d):
+        return False
+    sent = schemas.value_at(obj.sent, d.path) if schemas.present(obj.sent, d.path) else None
+    return sent is None or go_values.same(sent, d.after)
+
+
+def note_let_default(
+    result: CheckResult, release: Release, obj: Written, where: str, d: diff.Difference
+) -> None:
+    note = (
+        f"{where}: {d.describe()} (the schema's default under both releases; release "
+        f"{release.index}'s webhook answered Go's zero value, which kept it from filling in, "
+        f"where {obj.label} held {diff.short(d.after)} or nothing)"
+    )
+    if note not in result.normalised:
+        result.normalised.append(note)
 
 
 def _same_default(earlier: dict, entry: dict, path: str) -> bool:

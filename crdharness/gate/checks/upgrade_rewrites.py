@@ -248,6 +248,11 @@ def _check_unchanged_by_writes(
             if ctx.excused(d, version, storage, obj.crd, release) is None
         ]
         found = declared_first(release.version(obj.crd, version) or {}, found)
+        let_default = [d for d in found if upgrade_reads.lets_default(ctx, release, obj, at, d)]
+        for d in let_default:
+            where = f"{obj.label} written again at {version}, read at {at}"
+            upgrade_reads.note_let_default(result, release, obj, where, d)
+        found = [d for d in found if d not in let_default]
         if hazard or webhooks_own:  # under the earlier release: what the next may do again
             obj.grown |= {(version, g) for g in diff.grown_lists(found)}
         else:

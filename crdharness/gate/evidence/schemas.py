@@ -98,6 +98,21 @@ def default_of(version: dict, path: str) -> tuple[bool, object]:
     return ("default" in node, node.get("default"))
 
 
+def value_at(obj, path: str):
+    """The value at ``path`` of ``obj`` (None where it has none)."""
+    for part in re.findall(r"[^.\[\]]+|\[\d+\]", path):
+        if part.startswith("["):
+            index = int(part[1:-1])
+            if not isinstance(obj, list) or index >= len(obj):
+                return None
+            obj = obj[index]
+        elif isinstance(obj, dict) and part in obj:
+            obj = obj[part]
+        else:
+            return None
+    return obj
+
+
 def present(obj, path: str) -> bool:
     """Whether ``obj`` has a value at ``path``."""
     for part in re.findall(r"[^.\[\]]+|\[\d+\]", path):
