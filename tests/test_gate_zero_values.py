@@ -315,3 +315,26 @@ def test_an_upgrade_read_whose_zero_now_reads_as_both_releases_default_is_no_fin
     assert not _same_default(plain, defaulted, "spec.status.state")
     cordoned = diff.Difference("spec.status.state", "changed", "Cordoned", "Active")
     assert not _zero_now_defaulted(defaulted, defaulted, cordoned)
+
+
+def test_a_value_the_user_wrote_that_reads_again_as_it_was_sent_is_a_fix_not_a_loss():
+    from types import SimpleNamespace
+
+    from crdharness.gate.checks.upgrade_reads import lets_default
+
+    state = {"type": "string", "enum": ["Active", "Cordoned"], "default": "Active"}
+    status = {"type": "object", "properties": {"state": state}}
+    ctx = context(spec_schema(status=status))
+    release = SimpleNamespace(index=1, entry=ctx.releases[0].entry)
+    ctx.releases = [ctx.releases[0], release]  # type: ignore[list-item]
+    now_default = diff.Difference("spec.status.state", "changed", "", "Active")
+
+    def written(sent: dict):
+        return SimpleNamespace(crd=NAME, sent=sent)
+
+    assert lets_default(ctx, release, written({}), "v1", now_default)  # never written
+    sent_active = {"spec": {"status": {"state": "Active"}}}
+    assert lets_default(ctx, release, written(sent_active), "v1", now_default)
+    # A user's own "" (where a schema allows it) turned into the default is a change.
+    sent_empty = {"spec": {"status": {"state": ""}}}
+    assert not lets_default(ctx, release, written(sent_empty), "v1", now_default)
