@@ -100,7 +100,7 @@ def _judge_read(
         for d in found
         if not schemas.present(obj.sent, d.path) and schemas.defaulted(entry, d.path)
     ]
-    earlier = ctx.releases[release.index - 1].entry(obj.crd, version) if release.index else None
+    earlier = ctx.releases[release.index - 1].version(obj.crd, version) if release.index else None
     let_default = [d for d in found if lets_default(ctx, release, obj, version, d)]
     for d in let_default:
         note_let_default(result, release, obj, f"{obj.label} at {version}", d)
@@ -154,8 +154,8 @@ def lets_default(
     field the user did not write otherwise: a fix, never the upgrade's finding."""
     if not release.index:
         return False
-    earlier = ctx.releases[release.index - 1].entry(obj.crd, version) or {}
-    if not _zero_now_defaulted(earlier, release.entry(obj.crd, version) or {}, d):
+    earlier = ctx.releases[release.index - 1].version(obj.crd, version) or {}
+    if not _zero_now_defaulted(earlier, release.version(obj.crd, version) or {}, d):
         return False
     sent = schemas.value_at(obj.sent, d.path) if schemas.present(obj.sent, d.path) else None
     return sent is None or go_values.same(sent, d.after)
