@@ -19,6 +19,7 @@ from crdharness.gate.given.config import GateConfig, WebhookSpec
 from crdharness.gate.given.manifests import Release
 from crdharness.gate.results import CheckResult, Form, Found
 from crdharness.gate.run import plan
+from crdharness.gate.run.context import GateContext
 
 NAME = "gauges.unchanged.example.com"
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "gate" / "unchanged"
@@ -195,17 +196,51 @@ def test_a_webhook_the_stanza_leaves_to_convert_counts_as_a_webhook():
 def test_the_unchanged_crds_of_a_release_and_whether_their_group_changed():
     other = "dials.unchanged.example.com"
     elsewhere = "meters.elsewhere.example.com"
+    changed_dial = crd(other, conversion=WEBHOOK)
+    node(changed_dial, "spec", "unit").update(maxLength=2)
+    old = [crd(conversion=WEBHOOK), crd(other, conversion=WEBHOOK)]
+    old.append(crd(elsewhere, "elsewhere.example.com", conversion=WEBHOOK))
+    new = [crd(conversion=WEBHOOK), changed_dial]
+    new.append(crd(elsewhere, "elsewhere.example.com", conversion=WEBHOOK))
+    releases = history(old, new, webhook=HOOK)
+    found = unchanged.crds(releases, HOOK)
+    assert set(found) == {NAME, elsewhere}
+    assert unchanged.group_changed(releases, found, NAME, HOOK)  # the dial of its group changed
+    assert not unchanged.group_changed(releases, found, elsewhere, HOOK)
+    # A CRD of its group dropped: a change too.
+    dropped = history([crd(conversion=WEBHOOK), crd(other)], [crd(conversion=WEBHOOK)], HOOK)
+    assert unchanged.group_changed(dropped, unchanged.crds(dropped, HOOK), NAME, HOOK)
+    assert unchanged.crds(history(crd(), crd())[1:], None) == {}  # no release before it
+
+
+def test_under_strategy_none_a_changed_neighbour_leaves_an_unchanged_crd_alone():
+    # Nothing is shared between two CRDs under strategy None: the API server stores and
+    # serves each on its own, so the unchanged one's old objects need not be upgraded.
+    other = "dials.unchanged.example.com"
     changed_dial = crd(other)
     node(changed_dial, "spec", "unit").update(maxLength=2)
-    old = [crd(), crd(other), crd(elsewhere, "elsewhere.example.com")]
-    releases = history(old, [crd(), changed_dial, crd(elsewhere, "elsewhere.example.com")])
+    releases = history([crd(), crd(other)], [crd(), changed_dial])
     found = unchanged.crds(releases, None)
-    assert set(found) == {NAME, elsewhere}
-    assert unchanged.group_changed(releases, found, NAME)  # the dial of its group changed
-    assert not unchanged.group_changed(releases, found, elsewhere)
-    dropped = history([crd(), crd(other)], [crd()])  # a CRD of its group dropped: a change too
-    assert unchanged.group_changed(dropped, unchanged.crds(dropped, None), NAME)
-    assert unchanged.crds(history(crd(), crd())[1:], None) == {}  # no release before it
+    assert set(found) == {NAME}
+    assert not unchanged.group_changed(releases, found, NAME, None)
+
+
+def test_which_releases_write_objects_of_an_unchanged_crd():
+    """``writes_for``: the candidate never; release N only behind a webhook whose group
+    changed (the witness of what the group shares), never under strategy None."""
+    other = "dials.unchanged.example.com"
+    for conversion, hook, witnessed in ((WEBHOOK, HOOK, True), (None, None, False)):
+        extra = {"conversion": conversion} if conversion else {}
+        changed_dial = crd(other, **extra)
+        node(changed_dial, "spec", "unit").update(maxLength=2)
+        releases = history([crd(**extra), crd(other, **extra)], [crd(**extra), changed_dial], hook)
+        config = GateConfig(Path("gate.yaml"), [[Path("r1")], [Path("r2")]], webhook=hook)
+        ctx = GateContext(None, config, releases, {}, lambda line: None)  # type: ignore[arg-type]
+        ctx.unchanged = unchanged.crds(releases, hook)
+        assert NAME in ctx.unchanged
+        assert not ctx.writes_for(releases[1], NAME)
+        assert ctx.writes_for(releases[0], NAME) is witnessed
+        assert ctx.writes_for(releases[0], other) and ctx.writes_for(releases[1], other)
 
 
 # -- listed, not judged again, unless full ----------------------------------------------------
@@ -331,7 +366,6 @@ class Webhook:
 
 def conduct_of(releases: list[Release], listed: dict[str, str]) -> CheckResult:
     from crdharness.gate.checks import conduct
-    from crdharness.gate.run.context import GateContext
 
     config = GateConfig(Path("gate.yaml"), [], webhook=HOOK)
     ctx = GateContext(None, config, releases, {}, lambda line: None, Webhook())

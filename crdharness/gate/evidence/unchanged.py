@@ -159,11 +159,21 @@ def crds(releases: list[Release], webhook: WebhookSpec | None) -> dict[str, str]
     return {name: j.why for name, j in judged.items() if j.unchanged}
 
 
-def group_changed(releases: list[Release], unchanged, name: str) -> bool:
-    """Whether another CRD of ``name``'s group changed in the candidate (changed, added or
-    dropped): then ``name``'s old objects still go through the upgrade, as a cheap witness
-    of whatever the group shares."""
+def group_changed(
+    releases: list[Release], unchanged, name: str, webhook: WebhookSpec | None = None
+) -> bool:
+    """Whether ``name``'s old objects still go through the upgrade: it converts through a
+    webhook (``webhook``: the top-level one, as in ``judge``) and another CRD of its group
+    changed in the candidate (changed, added or dropped) — a cheap witness of the one thing
+    a group's CRDs share that their manifests do not show. Under strategy None nothing is
+    shared: the API server stores and serves each CRD on its own, so an identical CRD reads
+    and writes the same whatever its neighbours do."""
     previous, candidate = releases[-2], releases[-1]
+    if not (
+        _webhook_converts(previous, name, previous.webhook or webhook)
+        or _webhook_converts(candidate, name, webhook)
+    ):
+        return False
     group = candidate.crds[name]["spec"].get("group")
     return any(
         other not in unchanged

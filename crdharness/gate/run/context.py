@@ -157,13 +157,13 @@ class GateContext:
     def writes_for(self, release: Release, crd: str) -> bool:
         """Whether ``release`` writes objects of ``crd`` for the checks after it. Not for a
         CRD listed only: neither the candidate (nothing of it is judged again) nor the release
-        before it (nothing to upgrade), unless another CRD of its group changed — then its
-        old objects still go through the upgrade."""
+        before it (nothing to upgrade), unless it converts through a webhook and another CRD
+        of its group changed (``unchanged.group_changed``)."""
         if not self.listed_only(crd) or release.index < len(self.releases) - 2:
             return True
         if release is self.candidate:
             return False
-        return unchanged.group_changed(self.releases, self.unchanged, crd)
+        return unchanged.group_changed(self.releases, self.unchanged, crd, self.config.webhook)
 
     def live(self, release: Release) -> list[str]:
         """The CRDs of ``release`` the history still carries (none refused before)."""
