@@ -92,3 +92,6 @@ def test_under_strategy_none_a_changed_crd_of_its_group_leaves_an_unchanged_one_
     # defect on a v1 checkup is never met: no hazard of it.
     assert f"{CHECKUP}: no objects written for it (unchanged: " in "\n".join(upgrade["details"])
     assert not [h for h in report["hazards"] if CHECKUP in h], report["hazards"]
+    # Hypothesis's caches (it drew the rota's objects) go to the harness's cache, never into
+    # the working directory.
+    assert not (tmp_path / ".hypothesis").exists()

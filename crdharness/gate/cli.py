@@ -195,6 +195,18 @@ def _from_cluster(args: argparse.Namespace, given: FromCluster | None) -> FromCl
     return given
 
 
+def _hypothesis_home() -> None:
+    """Hypothesis keeps its caches (the Unicode tables it builds once) in ``.hypothesis/``
+    of the working directory: the gate's go to the harness's cache instead, reused by the
+    next run and never left in the user's checkout. (Its example database is off: every
+    search is derandomized.)"""
+    from hypothesis.configuration import set_hypothesis_home_dir
+
+    from crdharness.binaries import cache
+
+    set_hypothesis_home_dir(cache.cache_root() / "hypothesis")
+
+
 def _run(
     args: argparse.Namespace,
     config: GateConfig,
@@ -251,6 +263,7 @@ def _run(
             *args.pytest_args,
         ]
         (artifacts / "report.json").unlink(missing_ok=True)  # a verdict of this run only
+        _hypothesis_home()
         plugins = [source] if source is not None else []
         code = exit_status(int(pytest.main(argv, plugins=plugins)), artifacts / "report.json")
         status = max(status, code, key=SEVERITY.index)
