@@ -98,34 +98,33 @@ def default_of(version: dict, path: str) -> tuple[bool, object]:
     return ("default" in node, node.get("default"))
 
 
-def value_at(obj, path: str):
-    """The value at ``path`` of ``obj`` (None where it has none)."""
+_MISSING = object()  # no value there (``None`` may be one: a JSON null)
+
+
+def _walk(obj, path: str):
+    """The value at ``path`` of ``obj``, or ``_MISSING``."""
     for part in re.findall(r"[^.\[\]]+|\[\d+\]", path):
         if part.startswith("["):
             index = int(part[1:-1])
             if not isinstance(obj, list) or index >= len(obj):
-                return None
+                return _MISSING
             obj = obj[index]
         elif isinstance(obj, dict) and part in obj:
             obj = obj[part]
         else:
-            return None
+            return _MISSING
     return obj
+
+
+def value_at(obj, path: str):
+    """The value at ``path`` of ``obj`` (None where it has none)."""
+    found = _walk(obj, path)
+    return None if found is _MISSING else found
 
 
 def present(obj, path: str) -> bool:
     """Whether ``obj`` has a value at ``path``."""
-    for part in re.findall(r"[^.\[\]]+|\[\d+\]", path):
-        if part.startswith("["):
-            index = int(part[1:-1])
-            if not isinstance(obj, list) or index >= len(obj):
-                return False
-            obj = obj[index]
-        elif isinstance(obj, dict) and part in obj:
-            obj = obj[part]
-        else:
-            return False
-    return True
+    return _walk(obj, path) is not _MISSING
 
 
 def zero_field(version: dict, path: str) -> str | None:
