@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from crdharness import paths
@@ -133,19 +134,25 @@ def run(sabotage: Sabotage, extra: list[str]) -> tuple[bool, int, float]:
     return result.returncode == 1, result.returncode, time.monotonic() - started
 
 
+# Sabotages run side by side, each in its own pytest process with its own control plane:
+# most of a run is waiting (control plane start, polls), so three share two cores well.
+WORKERS = int(os.environ.get("CRDHARNESS_SABOTAGE_WORKERS", "3"))
+
+
 def main(names: list[str], extra: list[str]) -> int:
     chosen = [s for s in SABOTAGES if not names or s.name in names]
     lines = ["| sabotage | what | detected | pytest exit | seconds |", "|---|---|---|---:|---:|"]
     undetected = []
-    for sabotage in chosen:
-        detected, code, seconds = run(sabotage, extra)
-        lines.append(
-            f"| {sabotage.name} | {sabotage.what} | {'yes' if detected else 'NO'} | "
-            f"{code} | {seconds:.0f} |"
-        )
-        print(lines[-1], flush=True)
-        if not detected:
-            undetected.append(sabotage.name)
+    with ThreadPoolExecutor(max_workers=max(WORKERS, 1)) as pool:
+        outcomes = pool.map(lambda sabotage: run(sabotage, extra), chosen)
+        for sabotage, (detected, code, seconds) in zip(chosen, outcomes, strict=True):
+            lines.append(
+                f"| {sabotage.name} | {sabotage.what} | {'yes' if detected else 'NO'} | "
+                f"{code} | {seconds:.0f} |"
+            )
+            print(lines[-1], flush=True)
+            if not detected:
+                undetected.append(sabotage.name)
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text("\n".join(lines) + "\n")
     print(f"written to {OUT}")

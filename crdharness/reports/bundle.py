@@ -24,8 +24,9 @@ def write(
 ) -> Path:
     """The bundle of a failed run; without ``objects``, no custom resource is written (their
     stored versions in etcd are, without their values)."""
-    bundle = (root or paths.artifacts()) / f"failure-bundle-{time.strftime('%Y%m%d-%H%M%S')}"
-    bundle.mkdir(parents=True, exist_ok=True)
+    bundle = _new_directory(
+        root or paths.artifacts(), f"failure-bundle-{time.strftime('%Y%m%d-%H%M%S')}"
+    )
     for name, log in cluster.logs.items():
         if log.exists():
             shutil.copy(log, bundle / f"{name}.log")
@@ -71,3 +72,17 @@ def _dump(data) -> str:
     seconds, not half a minute, in the pure-Python emitter."""
     dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
     return yaml.dump(data, Dumper=dumper, sort_keys=False)
+
+
+def _new_directory(parent: Path, name: str) -> Path:
+    """``parent/name``, made now: a run failing in the same second as another (parallel
+    sessions sharing artifacts/) gets ``name-2``, never the other's bundle."""
+    parent.mkdir(parents=True, exist_ok=True)
+    for attempt in range(1, 1000):
+        path = parent / (name if attempt == 1 else f"{name}-{attempt}")
+        try:
+            path.mkdir()
+        except FileExistsError:
+            continue
+        return path
+    raise FileExistsError(f"{parent / name}: 999 bundles of the same second already there")
