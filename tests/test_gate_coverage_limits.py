@@ -346,3 +346,28 @@ def test_paths_lost_whole_with_a_field_the_other_version_lacks_are_judged_and_sa
     )
     assert f"judged without going round: spec.classes.matchLabels.*: {why}" in result.details
     assert found.as_json()["lost_whole"] == {"spec.classes.matchLabels.*": why}
+
+
+def test_a_path_stopped_below_its_own_lost_parent_is_said_so_with_what_would_show_it():
+    # Outside trial (43): api-gateway's v1beta1 read wipes the spec of every v2 object;
+    # its 35 paths read "stopped at a failure on another path first (… give a sample)",
+    # though the other path was their own parent and no sample could hold them.
+    from crdharness.gate.checks.round_trip_steps import parents_lost
+
+    failed = frozenset({"spec.rules", "spec.rules[0].path"})
+    held = {"spec.rules[].service.name", "spec.rules[].path", "spec.gateway"}
+    assert parents_lost(held, failed) == {
+        "spec.rules[].service.name": "spec.rules",
+        "spec.rules[].path": "spec.rules",
+    }
+    entry = {
+        "name": "v2",
+        "schema": {"openAPIV3Schema": obj({"spec": obj({"gateway": {"type": "string"}})})},
+    }
+    found = path_coverage.judge(
+        entry, set(), {}, {"spec.gateway"}, parents={"spec.gateway": "spec"}
+    )
+    assert found.uncovered == {
+        "spec.gateway": "its objects lost spec whole first (named above): it shows once the "
+        "webhook keeps spec, or with a sample it keeps spec for"
+    }

@@ -256,6 +256,7 @@ def judge(
     refused: dict[str, str],
     stopped: Set[str] = frozenset(),
     lost_whole: Mapping[str, str] = MappingProxyType({}),
+    parents: Mapping[str, str] = MappingProxyType({}),
 ) -> Coverage:
     """Every declared leaf path of ``entry``'s version, and for each one ``held`` lacks,
     why: lost whole with a field the other version does not declare (``lost_whole``: judged,
@@ -271,6 +272,13 @@ def judge(
             continue
         if leaf.path in refused:
             why = refused[leaf.path]
+        elif leaf.path in parents:
+            # The "other path" is its own parent: say which, and what would show it.
+            field = parents[leaf.path]
+            why = (
+                f"its objects lost {field} whole first (named above): it shows once the "
+                f"webhook keeps {field}, or with a sample it keeps {field} for"
+            )
         elif leaf.path in stopped:
             why = (
                 "its objects' round trips stopped at a failure on another path first (fix "

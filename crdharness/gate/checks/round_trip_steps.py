@@ -65,8 +65,18 @@ def judged_with(held: set[str], failed: frozenset[str]) -> set[str]:
 
 def below_a_loss(held: set[str], failed: frozenset[str]) -> set[str]:
     """The held paths strictly below a failing path: lost with their parent, not judged."""
-    paths = [diff.schema_path(p) for p in failed]
-    return {p for p in held if any(p != f and diff.at_or_under(p, f) for f in paths)}
+    return set(parents_lost(held, failed))
+
+
+def parents_lost(held: set[str], failed: frozenset[str]) -> dict[str, str]:
+    """``below_a_loss``, each path with the failing path above it (the nearest)."""
+    paths = sorted({diff.schema_path(p) for p in failed}, key=len, reverse=True)
+    found: dict[str, str] = {}
+    for path in held:
+        parent = next((f for f in paths if path != f and diff.at_or_under(path, f)), None)
+        if parent is not None:
+            found[path] = parent
+    return found
 
 
 def lost_beyond_b(held: set[str], lost: frozenset[str], b_schema: dict, b: str) -> dict[str, str]:

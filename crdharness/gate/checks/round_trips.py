@@ -198,7 +198,9 @@ def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
             )
     path_coverage.settle(
         round_trip,
-        path_coverage.judge(entry, seen.held, refused_paths, seen.stopped, seen.lost_whole),
+        path_coverage.judge(
+            entry, seen.held, refused_paths, seen.stopped, seen.lost_whole, seen.parents_lost
+        ),
         a,
     )
 
