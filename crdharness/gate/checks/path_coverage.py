@@ -67,12 +67,14 @@ class Coverage:
         return "; ".join(shown) + (f"; and {more} more (see the report)" if more > 0 else "")
 
     def as_json(self) -> dict:
-        return {
+        found = {
             "exercised": self.exercised,
             "declared": len(self.declared),
             "uncovered": self.uncovered,
-            "lost_whole": self.lost_whole,
         }
+        if self.lost_whole:  # only where there are some: report.json as before otherwise
+            found["lost_whole"] = self.lost_whole
+        return found
 
 
 def exercise(
