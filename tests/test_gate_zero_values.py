@@ -341,3 +341,23 @@ def test_a_value_the_user_wrote_that_reads_again_as_it_was_sent_is_a_fix_not_a_l
     # A version the earlier release did not have: nothing to compare, no error (CI caught a
     # KeyError here on a release adding a version).
     assert not lets_default(ctx, release, written({}), "v3", now_default)
+
+
+def test_an_object_appearing_with_an_empty_list_beside_defaults_is_normalised():
+    # Outside trial (43): capsule's Tenant written without `spec` reads back with
+    # `spec: {owners: [], target-like defaults}` (a Go slice without omitempty); an empty
+    # list is normalised on its own, so beside defaults and zero values it is too. A list
+    # whose schema gives a default is not: [] there is not what absent reads as.
+    lists = {
+        **TARGET,
+        "owners": {"type": "array", "items": {"type": "string"}},
+        "groups": {"type": "array", "items": {"type": "string"}, "default": ["admins"]},
+    }
+    ctx = context(spec_schema(**lists))
+    appeared = {"spec": {"target": {"policy": "Owner", "name": ""}, "owners": []}}
+    kind, note = judged(ctx, {}, appeared)["spec"]
+    assert kind == "normalised" and "the schema's defaults" in note
+    with_item = {"spec": {"target": {"policy": "Owner"}, "owners": [""]}}
+    assert judged(ctx, {}, with_item) == {"spec": None}
+    emptied = {"spec": {"target": {"policy": "Owner"}, "groups": []}}
+    assert judged(ctx, {}, emptied) == {"spec": None}

@@ -179,6 +179,7 @@ class RoundTripFailure(Exception):
         super().__init__(evidence)
         self.evidence, self.details, self.shown = evidence, details, shown
         self.paths: frozenset[str] = frozenset(paths)  # what differed (round trips)
+        self.lost: frozenset[str] = frozenset()  # of those, what read back absent (lost whole)
         self.body: dict = {}  # the generated body that failed (set by the search)
         self.at = 0.0  # when it was found (time.monotonic)
 

@@ -169,6 +169,10 @@ def _rebuild(
             f"needed, `min_objects`); {note}"
         )
     coverage = result.coverage or {}
+    result.details += [
+        f"judged without going round: {p}: {why}"
+        for p, why in (coverage.get("lost_whole") or {}).items()
+    ]
     if result.passed and coverage.get("uncovered"):
         # As the round trips' own rule: a pass below every path is "not proven", also where
         # the failures that were seen are all the earlier release's (seen: 3 of 41 paths

@@ -15,7 +15,12 @@ from crdharness.gate import diff
 from crdharness.gate.api import Answer, Resource, call
 from crdharness.gate.checks import upgrade_writes
 from crdharness.gate.checks.respelling import TOUCH, respelt
-from crdharness.gate.checks.round_trip_steps import Steps, below_a_loss, judged_with
+from crdharness.gate.checks.round_trip_steps import (
+    Steps,
+    judged_with,
+    lost_beyond_b,
+    parents_lost,
+)
 from crdharness.gate.evidence import coverage, names, objects, pruning, schemas
 from crdharness.gate.given.manifests import Release
 from crdharness.gate.results import NotConvertible, RoundTripFailure
@@ -33,6 +38,10 @@ class PairRecord:
     respelt: list[str] = field(default_factory=list)  # re-spelt at A, the same at B
     held: set[str] = field(default_factory=set)  # declared leaf paths objects held with data
     stopped: set[str] = field(default_factory=set)  # held only by objects stopped early
+    # Of those, paths below a field B does not declare, lost whole: path -> why judged.
+    lost_whole: dict[str, str] = field(default_factory=dict)
+    # Paths stopped short of because a field above them was lost whole: path -> that field.
+    parents_lost: dict[str, str] = field(default_factory=dict)
     pruned: list[str] = field(default_factory=list)  # the gate's own request's, not the webhook's
     # Writes as read refused at B for objects whose round trip is reported for data lost:
     # convertibility's failures too, reported there, not only as a line under round-trip.
@@ -46,6 +55,8 @@ class PairRecord:
         self.respelt += [note for note in other.respelt if note not in self.respelt]
         self.held |= other.held
         self.stopped |= other.stopped
+        self.lost_whole.update(other.lost_whole)
+        self.parents_lost.update(other.parents_lost)
         self.note_pruned(other.pruned)
         self.also += other.also
 
@@ -139,9 +150,14 @@ def _run_named(
         # round trip failed on it; the others of an object it stopped early for were not
         # (another object must hold them), nor those whose parent was lost whole.
         if seen.counts["compared"] > compared:
-            below = below_a_loss(held, found.paths) if found is not None else set()
+            parents = parents_lost(held, found.paths) if found is not None else {}
+            below = set(parents)
             seen.held |= held - below
             seen.stopped |= below
+            seen.parents_lost.update(parents)
+            if below and found is not None:
+                b_schema = objects.body_schema(release.entry(_crd_of(ctx, resource), b))
+                seen.lost_whole.update(lost_beyond_b(below, found.lost, b_schema, b))
         elif found is not None:
             went = judged_with(held, found.paths)
             seen.held |= went

@@ -9,8 +9,9 @@ a pair that found nothing is "not proven", never a pass.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Set
+from collections.abc import Callable, Mapping, Set
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from crdharness.gate import concurrency
 from crdharness.gate.api import Answer
@@ -41,6 +42,8 @@ class Coverage:
 
     declared: list[str]
     uncovered: dict[str, str] = field(default_factory=dict)  # path -> reason
+    # judged without going round: below a field lost whole that B does not declare
+    lost_whole: dict[str, str] = field(default_factory=dict)  # path -> why
 
     @property
     def exercised(self) -> int:
@@ -49,17 +52,29 @@ class Coverage:
     def figure(self) -> str:
         return f"schema paths {self.exercised}/{len(self.declared)}"
 
+    def whole(self) -> str:
+        """The paths counted only as lost with a field the other version lacks, said."""
+        if not self.lost_whole:
+            return ""
+        return (
+            f" ({len(self.lost_whole)} of them only lost whole with a field the other version "
+            "does not declare, that field's loss named above)"
+        )
+
     def named(self) -> str:
         shown = [f"{p} ({why})" for p, why in list(self.uncovered.items())[:SHOWN]]
         more = len(self.uncovered) - SHOWN
         return "; ".join(shown) + (f"; and {more} more (see the report)" if more > 0 else "")
 
     def as_json(self) -> dict:
-        return {
+        found = {
             "exercised": self.exercised,
             "declared": len(self.declared),
             "uncovered": self.uncovered,
         }
+        if self.lost_whole:  # only where there are some: report.json as before otherwise
+            found["lost_whole"] = self.lost_whole
+        return found
 
 
 def exercise(
@@ -238,18 +253,34 @@ def _alternatives(leaf: coverage.Leaf) -> list:
 
 
 def judge(
-    entry: dict, held: set[str], refused: dict[str, str], stopped: Set[str] = frozenset()
+    entry: dict,
+    held: set[str],
+    refused: dict[str, str],
+    stopped: Set[str] = frozenset(),
+    lost_whole: Mapping[str, str] = MappingProxyType({}),
+    parents: Mapping[str, str] = MappingProxyType({}),
 ) -> Coverage:
     """Every declared leaf path of ``entry``'s version, and for each one ``held`` lacks,
-    why: the builder's reason, the server's refusal (or the webhook's failure) of every
-    object tried for it alone, a round trip that stopped at another path's failure
-    (``stopped``), or none found."""
+    why: lost whole with a field the other version does not declare (``lost_whole``: judged,
+    the field's loss is its loss), the builder's reason, the server's refusal (or the
+    webhook's failure) of every object tried for it alone, a round trip that stopped at
+    another path's failure (``stopped``), or none found."""
     found = Coverage(coverage.declared(objects.body_schema(entry)))
     for leaf in coverage.leaves(objects.body_schema(entry)):
         if leaf.path in held:
             continue
+        if leaf.path in lost_whole:
+            found.lost_whole[leaf.path] = lost_whole[leaf.path]
+            continue
         if leaf.path in refused:
             why = refused[leaf.path]
+        elif leaf.path in parents:
+            # The "other path" is its own parent: say which, and what would show it.
+            field = parents[leaf.path]
+            why = (
+                f"its objects lost {field} whole first (named above): it shows once the "
+                f"webhook keeps {field}, or with a sample it keeps {field} for"
+            )
         elif leaf.path in stopped:
             why = (
                 "its objects' round trips stopped at a failure on another path first (fix "
@@ -272,9 +303,12 @@ def settle(result: CheckResult, found: Coverage, a: str) -> None:
     if result.passed and found.uncovered:
         result.passed = None
         result.evidence = (
-            f"not proven: {found.figure()} at {a} went through the round trip; not held: "
-            f"{found.named()}"
+            f"not proven: {found.figure()} at {a} went through the round trip{found.whole()}; "
+            f"not held: {found.named()}"
         )
         result.details += [f"not held: {p}: {why}" for p, why in found.uncovered.items()]
     elif result.passed:
-        result.evidence += f"; {found.figure()} held"
+        result.evidence += f"; {found.figure()} held{found.whole()}"
+    result.details += [
+        f"judged without going round: {p}: {why}" for p, why in found.lost_whole.items()
+    ]

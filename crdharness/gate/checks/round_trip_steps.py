@@ -33,12 +33,14 @@ class Steps:
     def failure(self, shown: list) -> DataChanged | None:
         if not self.found:
             return None
-        return DataChanged(
+        failure = DataChanged(
             "; ".join(self.headlines),
             self.details,
             shown,
             frozenset(diff.schema_path(d.path) for d in self.found),
         )
+        failure.lost = frozenset(diff.schema_path(d.path) for d in self.found if d.change == "lost")
+        return failure
 
     def or_else(self, failure: NotConvertible) -> RoundTripFailure:
         """A step the server refused ends the round trip: the data already lost before it
@@ -63,5 +65,31 @@ def judged_with(held: set[str], failed: frozenset[str]) -> set[str]:
 
 def below_a_loss(held: set[str], failed: frozenset[str]) -> set[str]:
     """The held paths strictly below a failing path: lost with their parent, not judged."""
-    paths = [diff.schema_path(p) for p in failed]
-    return {p for p in held if any(p != f and diff.at_or_under(p, f) for f in paths)}
+    return set(parents_lost(held, failed))
+
+
+def parents_lost(held: set[str], failed: frozenset[str]) -> dict[str, str]:
+    """``below_a_loss``, each path with the failing path above it (the nearest)."""
+    paths = sorted({diff.schema_path(p) for p in failed}, key=len, reverse=True)
+    found: dict[str, str] = {}
+    for path in held:
+        parent = next((f for f in paths if path != f and diff.at_or_under(path, f)), None)
+        if parent is not None:
+            found[path] = parent
+    return found
+
+
+def lost_beyond_b(held: set[str], lost: frozenset[str], b_schema: dict, b: str) -> dict[str, str]:
+    """Of the held paths below a field lost whole (``below_a_loss``), those whose lost field
+    B's schema does not declare at all, each with why it is judged: no value of its own could
+    have kept it at B, where the API server prunes the field whatever it holds (only the
+    webhook's own annotation could carry it), so the field's loss, reported, is its loss too.
+    A field B does declare may be dropped for one value only (an item with an empty key), so
+    what is below it stays not judged (issue 43)."""
+    gone = sorted(f for f in lost if coverage.node_at(b_schema, f) is None)
+    found: dict[str, str] = {}
+    for path in sorted(held):
+        field = next((f for f in gone if path != f and diff.at_or_under(path, f)), None)
+        if field is not None:
+            found[path] = f"lost whole with {field}, which {b} does not declare"
+    return found

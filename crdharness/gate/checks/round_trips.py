@@ -197,7 +197,11 @@ def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
                 "that the API server (and your admission webhooks) accept"
             )
     path_coverage.settle(
-        round_trip, path_coverage.judge(entry, seen.held, refused_paths, seen.stopped), a
+        round_trip,
+        path_coverage.judge(
+            entry, seen.held, refused_paths, seen.stopped, seen.lost_whole, seen.parents_lost
+        ),
+        a,
     )
 
 

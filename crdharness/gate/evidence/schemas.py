@@ -174,6 +174,10 @@ def defaults_only(versions: list[dict], path: str, value) -> bool:
         # A default as the webhook's Go types write it back (``1h`` read as ``1h0m0s``).
         if any(_defaults_to(version, leaf, v) for version in versions):
             continue
+        # An empty list, as a Go slice without omitempty answers it, where no default would
+        # read otherwise: normalised on its own (``diff.Difference.normalised``), so here too.
+        if v == [] and not any(default_of(version, leaf)[0] for version in versions):
+            continue
         kinds = {zero_field(version, leaf) for version in versions} - {None}
         if not (kinds == {"plain"} and diff.zero(v)):
             return False
