@@ -186,7 +186,8 @@ def _compare(
     schema = objects.body_schema(release.entry(crd, a))
     sent = objects.manifest(release.crds[crd], a, name, namespace, body)
     original = created
-    shown = [(f"written at {a}", _clean(original))]
+    # The server's answer, not what was sent: defaults and a webhook's zero values in it.
+    shown = [(f"created at {a} (as the API server answered)", _clean(original))]
     steps = Steps(schema)
     # What was written must read back at the same version: a version other than the
     # storage version goes through the webhook on the way in, and can lose data there.
