@@ -361,3 +361,19 @@ def test_an_object_appearing_with_an_empty_list_beside_defaults_is_normalised():
     assert judged(ctx, {}, with_item) == {"spec": None}
     emptied = {"spec": {"target": {"policy": "Owner"}, "groups": []}}
     assert judged(ctx, {}, emptied) == {"spec": None}
+
+
+def test_a_list_item_of_empty_or_zero_values_that_appears_or_goes_is_a_finding():
+    # Outside trial (43): capsule's v1alpha1 conversion turns `owners: []` into one owner
+    # `{kind: "", name: ""}` (invalid at the hub: kind has an enum); it was listed as
+    # normalised. Go and the API server keep every item of a list: its length is data.
+    ctx = context(spec_schema(**PLAIN))
+    grown = {"spec": {"ports": [{"open": False, "n": 0}]}}
+    assert judged(ctx, {"spec": {"ports": []}}, grown) == {"spec.ports[0]": None}
+    assert judged(ctx, {"spec": {"ports": [{}]}}, {"spec": {"ports": []}}) == {
+        "spec.ports[0]": None
+    }
+    # the list itself appearing empty, or an item's own zero field, stay normalised
+    assert judged(ctx, {"spec": {}}, {"spec": {"ports": []}}) == {
+        "spec.ports": ("normalised", "spec.ports: appeared ([])")
+    }

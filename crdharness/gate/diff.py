@@ -34,7 +34,12 @@ class Difference:
     def normalised(self) -> bool:
         """An empty string, object or list that came back absent, or the reverse: how
         servers and Go structs with ``omitempty`` normalise, no data lost. A zero number or
-        ``false`` is ``zero_value``: whether it is data depends on the schema."""
+        ``false`` is ``zero_value``: whether it is data depends on the schema. A list item
+        that appeared or went is never this: Go and the API server keep every item, even an
+        empty one, so a list's length is data (seen: ``owners: []`` read back holding
+        ``{kind: "", name: ""}``, an item its enum refuses)."""
+        if self.path.endswith("]") and self.change != "changed":
+            return False
         return all(empty(v) for v in (self.before, self.after))
 
     @property

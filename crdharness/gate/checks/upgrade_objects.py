@@ -42,9 +42,12 @@ class Written:
     refused: set[str] = field(default_factory=set)  # this transition's writes refused (any)
     captured: bool = False  # one of a source cluster's objects (``--from-cluster``)
     screened: bool = False  # read by LIST and written as dry runs only (``upgrade_screen``)
-    # (version, a list's schema path) that a write at that version under an earlier release
-    # appended items to: the same write grows it again under the next (``upgrade_rewrites``)
+    # (version, a list's schema path) that writes at that version under an earlier release
+    # appended items to again and again: the same write grows it again under the next
+    # (``upgrade_rewrites``); ``grown_once`` (with the version read at) holds a first growth,
+    # which may be the last (an empty list given one zero item, then kept as it is)
     grown: set[tuple[str, str]] = field(default_factory=set)
+    grown_once: set[tuple[str, str, str]] = field(default_factory=set)
 
     @property
     def label(self) -> str:

@@ -254,7 +254,7 @@ def _check_unchanged_by_writes(
             upgrade_reads.note_let_default(result, release, obj, where, d)
         found = [d for d in found if d not in let_default]
         if hazard or webhooks_own:  # under the earlier release: what the next may do again
-            obj.grown |= {(version, g) for g in diff.grown_lists(found)}
+            note_growth(obj, version, at, diff.grown_lists(found))
         else:
             regrown = _grown_again(obj, version, found)
             if regrown:
@@ -320,6 +320,19 @@ def _check_unchanged_by_writes(
             )
             result.objects.append((f"{obj.label} at {at} before the writes", before))
             result.objects.append((f"{obj.label} at {at} after the writes at {version}", got.body))
+
+
+def note_growth(obj: Written, version: str, at: str, grown) -> None:
+    """Lists of ``obj`` that a write at ``version`` under the earlier release grew (read at
+    ``at``). A list counts as growing with each write (``obj.grown``: the object is set apart)
+    only once a second write grew it too: one that grew once and then held (a webhook giving
+    an empty list one zero item) is no witness of growth, and the object stays for the
+    upgrade."""
+    for g in grown:
+        if (version, at, g) in obj.grown_once:
+            obj.grown.add((version, g))
+        else:
+            obj.grown_once.add((version, at, g))
 
 
 def _grown_again(obj: Written, version: str, found: list[diff.Difference]) -> list:

@@ -165,8 +165,8 @@ def defaults_only(versions: list[dict], path: str, value) -> bool:
     schemas: every leaf is the ``default`` the schema gives it there, or a zero value of a
     plain field with none (a Go struct without ``omitempty`` answers one for every field,
     and the API server then fills in the defaults), and there is at least one leaf."""
-    if not isinstance(value, dict):
-        return False
+    if not isinstance(value, dict) or path.endswith("]"):
+        return False  # a list item is data however empty: nothing defaults one into a list
     found = {leaf: v for leaf, v in _leaves(value, path)}
     if not found:
         return False
