@@ -29,6 +29,18 @@ def history(*crds: dict) -> list[Release]:
     return [Release(0, "release 1", dict(by_name)), Release(1, "release 2", dict(by_name))]
 
 
+def changed(manifest: dict, description: str | None = None) -> dict:
+    """``manifest`` as a next release ships it: a new optional field, or (``description``)
+    only a new description."""
+    new = json.loads(json.dumps(manifest))
+    schema = new["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    if description is None:
+        schema["properties"]["added"] = {"type": "string"}
+    else:
+        schema["description"] = description
+    return new
+
+
 def test_shard_arguments_are_checked_in_one_line():
     assert shards.parse("2/4") == shards.Shard(2, 4)
     for bad in ("3/2", "0/4", "1/0", "x", "1-2"):
@@ -65,6 +77,30 @@ def test_shares_are_balanced_by_work_not_by_count():
     # Many equal CRDs: shares differ by at most one CRD.
     even = shards.assign(history(*light), 4)
     assert max(map(len, even)) - min(map(len, even)) <= 1
+
+
+def test_a_crd_the_release_did_not_change_weighs_only_its_install():
+    # Ten documentation-only CRDs in one group, two changed CRDs of the same size in two
+    # others: by schema size alone the ten would fill one share and leave both changed ones
+    # (all the objects, writes and round trips) to the other.
+    docs = [crd("docs.example.com", f"notes{i}", fields=20) for i in range(10)]
+    apples, bananas = (
+        crd("a.example.com", "apples", fields=20),
+        crd("b.example.com", "bananas", fields=20),
+    )
+    old = {c["metadata"]["name"]: c for c in [*docs, apples, bananas]}
+    new = {n: changed(c, description="now documented") for n, c in old.items()}
+    new["apples.a.example.com"] = changed(apples)
+    new["bananas.b.example.com"] = changed(bananas)
+    releases = [Release(0, "release 1", old), Release(1, "release 2", new)]
+    first, second = shards.assign(releases, 2)
+    assert ("apples.a.example.com" in first) != ("bananas.b.example.com" in first)
+    # The same CRDs all changed: the ten outweigh the two again, as their work says.
+    for name in old:
+        new[name] = changed(old[name])
+    first, second = shards.assign(releases, 2)
+    together = first if "apples.a.example.com" in first else second
+    assert "bananas.b.example.com" in together and not any("notes" in n for n in together)
 
 
 def test_a_shards_history_keeps_only_its_crds():
