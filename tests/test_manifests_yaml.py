@@ -161,3 +161,8 @@ def test_excessive_aliasing_is_refused_through_libyaml_too():
     )
     with pytest.raises(manifests_yaml.ManifestSyntaxError, match="excessive aliasing"):
         manifests_yaml.load_all(laughs)
+
+
+def test_a_release_is_shown_without_its_manifests():
+    release = manifests.Release(0, "release 1", {"a.example.com": {"spec": {"x": "y" * 10_000}}})
+    assert len(repr(release)) < 200 and "release 1" in repr(release)

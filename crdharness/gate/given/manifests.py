@@ -52,7 +52,9 @@ class Release:
 
     index: int
     label: str  # where it came from, for the report
-    crds: dict[str, dict] = field(default_factory=dict)  # CRD name -> manifest
+    # CRD name -> manifest. Not in repr(): pytest's report of a Ctrl-C repr()s each frame's
+    # arguments, and 2,000 CRDs (100 MB of manifests) took minutes to stop.
+    crds: dict[str, dict] = field(default_factory=dict, repr=False)
     webhook: WebhookSpec | None = None
 
     def versions(self, crd: str) -> list[dict]:
