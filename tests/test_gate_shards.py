@@ -283,3 +283,25 @@ def test_a_bad_shard_is_one_line_before_anything_starts(tmp_path, capsys):
     assert out == [
         "crdharness gate: error: --shard 3/2: K must be 1 to N (N at least 1), e.g. --shard 1/2"
     ]
+
+
+def test_a_shard_reads_the_history_once(tmp_path, monkeypatch):
+    # The command line reads the history to find its share and hands it to the session
+    # (a provider's 4,000 files took minutes to read, twice per shard).
+    from crdharness.gate import cli
+    from crdharness.gate.given import manifests
+
+    release = tmp_path / "crd.yaml"
+    release.write_text(json.dumps(crd("a.example.com", "apples")))
+    gate_file = tmp_path / "gate.yaml"
+    gate_file.write_text(f"crds: [{release}, {release}]\n")
+    reads, handed = [], []
+    original = manifests.load_history
+    monkeypatch.setattr(
+        manifests, "load_history", lambda *a, **k: reads.append(a) or original(*a, **k)
+    )
+    monkeypatch.setattr(cli, "_run", lambda args, config, read=None: handed.append(read) or 0)
+    assert cli.main([str(gate_file), "--shard", "1/2", "--artifacts", str(tmp_path / "a")]) == 0
+    assert len(reads) == 1
+    (read,) = handed
+    assert list(read.releases[1].crds) == ["apples.a.example.com"]

@@ -96,6 +96,14 @@ class Release:
         return (self.crds[crd]["spec"].get("conversion") or {}).get("strategy", "None")
 
 
+@dataclass(frozen=True, eq=False)  # hashed by identity: pytest keeps its plugins in sets
+class ReadHistory:
+    """A history the command line has already read (``--shard`` reads it to find its
+    share), handed to the pytest session as a plugin: a provider's 4,000 files read once."""
+
+    releases: list[Release]
+
+
 def load_history(
     history: list[list[Path]], root: Path, webhooks: dict[int, WebhookSpec] | None = None
 ) -> list[Release]:
