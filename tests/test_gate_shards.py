@@ -305,3 +305,17 @@ def test_a_shard_reads_the_history_once(tmp_path, monkeypatch):
     assert len(reads) == 1
     (read,) = handed
     assert list(read.releases[1].crds) == ["apples.a.example.com"]
+
+
+def test_a_release_checks_clauses_about_one_crd_each_are_joined_in_run_order():
+    # migration's "nothing migrates" line as two shards write it, three CRDs between them.
+    order = merge.Order(["a.example.com", "b.example.com", "c.example.com"])
+    said = "nothing migrates (no `migrate:` on this release): "
+    first = said + "a.example.com: storedVersions ['v1']; c.example.com: storedVersions ['v1']"
+    second = said + "b.example.com: storedVersions ['v1', 'v2']"
+    assert merge._merged_evidence([first, second], order) == (
+        said + "a.example.com: storedVersions ['v1']; b.example.com: storedVersions ['v1', "
+        "'v2']; c.example.com: storedVersions ['v1']"
+    )
+    # Clauses that are not each about a CRD are kept as they are, shard by shard.
+    assert merge._merged_evidence(["x: one; two", "x: three"], order) == "x: one; two; x: three"
