@@ -29,6 +29,18 @@ def history(*crds: dict) -> list[Release]:
     return [Release(0, "release 1", dict(by_name)), Release(1, "release 2", dict(by_name))]
 
 
+def changed(manifest: dict, description: str | None = None) -> dict:
+    """``manifest`` as a next release ships it: a new optional field, or (``description``)
+    only a new description."""
+    new = json.loads(json.dumps(manifest))
+    schema = new["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    if description is None:
+        schema["properties"]["added"] = {"type": "string"}
+    else:
+        schema["description"] = description
+    return new
+
+
 def test_shard_arguments_are_checked_in_one_line():
     assert shards.parse("2/4") == shards.Shard(2, 4)
     for bad in ("3/2", "0/4", "1/0", "x", "1-2"):
@@ -65,6 +77,30 @@ def test_shares_are_balanced_by_work_not_by_count():
     # Many equal CRDs: shares differ by at most one CRD.
     even = shards.assign(history(*light), 4)
     assert max(map(len, even)) - min(map(len, even)) <= 1
+
+
+def test_a_crd_the_release_did_not_change_weighs_only_its_install():
+    # Ten documentation-only CRDs in one group, two changed CRDs of the same size in two
+    # others: by schema size alone the ten would fill one share and leave both changed ones
+    # (all the objects, writes and round trips) to the other.
+    docs = [crd("docs.example.com", f"notes{i}", fields=20) for i in range(10)]
+    apples, bananas = (
+        crd("a.example.com", "apples", fields=20),
+        crd("b.example.com", "bananas", fields=20),
+    )
+    old = {c["metadata"]["name"]: c for c in [*docs, apples, bananas]}
+    new = {n: changed(c, description="now documented") for n, c in old.items()}
+    new["apples.a.example.com"] = changed(apples)
+    new["bananas.b.example.com"] = changed(bananas)
+    releases = [Release(0, "release 1", old), Release(1, "release 2", new)]
+    first, second = shards.assign(releases, 2)
+    assert ("apples.a.example.com" in first) != ("bananas.b.example.com" in first)
+    # The same CRDs all changed: the ten outweigh the two again, as their work says.
+    for name in old:
+        new[name] = changed(old[name])
+    first, second = shards.assign(releases, 2)
+    together = first if "apples.a.example.com" in first else second
+    assert "bananas.b.example.com" in together and not any("notes" in n for n in together)
 
 
 def test_a_shards_history_keeps_only_its_crds():
@@ -247,3 +283,39 @@ def test_a_bad_shard_is_one_line_before_anything_starts(tmp_path, capsys):
     assert out == [
         "crdharness gate: error: --shard 3/2: K must be 1 to N (N at least 1), e.g. --shard 1/2"
     ]
+
+
+def test_a_shard_reads_the_history_once(tmp_path, monkeypatch):
+    # The command line reads the history to find its share and hands it to the session
+    # (a provider's 4,000 files took minutes to read, twice per shard).
+    from crdharness.gate import cli
+    from crdharness.gate.given import manifests
+
+    release = tmp_path / "crd.yaml"
+    release.write_text(json.dumps(crd("a.example.com", "apples")))
+    gate_file = tmp_path / "gate.yaml"
+    gate_file.write_text(f"crds: [{release}, {release}]\n")
+    reads, handed = [], []
+    original = manifests.load_history
+    monkeypatch.setattr(
+        manifests, "load_history", lambda *a, **k: reads.append(a) or original(*a, **k)
+    )
+    monkeypatch.setattr(cli, "_run", lambda args, config, read=None: handed.append(read) or 0)
+    assert cli.main([str(gate_file), "--shard", "1/2", "--artifacts", str(tmp_path / "a")]) == 0
+    assert len(reads) == 1
+    (read,) = handed
+    assert list(read.releases[1].crds) == ["apples.a.example.com"]
+
+
+def test_a_release_checks_clauses_about_one_crd_each_are_joined_in_run_order():
+    # migration's "nothing migrates" line as two shards write it, three CRDs between them.
+    order = merge.Order(["a.example.com", "b.example.com", "c.example.com"])
+    said = "nothing migrates (no `migrate:` on this release): "
+    first = said + "a.example.com: storedVersions ['v1']; c.example.com: storedVersions ['v1']"
+    second = said + "b.example.com: storedVersions ['v1', 'v2']"
+    assert merge._merged_evidence([first, second], order) == (
+        said + "a.example.com: storedVersions ['v1']; b.example.com: storedVersions ['v1', "
+        "'v2']; c.example.com: storedVersions ['v1']"
+    )
+    # Clauses that are not each about a CRD are kept as they are, shard by shard.
+    assert merge._merged_evidence(["x: one; two", "x: three"], order) == "x: one; two; x: three"

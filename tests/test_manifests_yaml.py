@@ -3,6 +3,9 @@ it to kubectl's reading): the YAML that PyYAML reads another way, and the gate r
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from crdharness import manifests_yaml
@@ -125,3 +128,41 @@ def test_a_file_kubectl_cannot_read_is_one_line_with_its_line(tmp_path, text, li
     message = str(raised.value)
     assert message.startswith(f"{tmp_path / 'bad.yaml'}:{line}: not valid YAML: ")
     assert problem in message and "\n" not in message
+
+
+def test_libyaml_parses_every_manifest_of_the_repository_as_pyyaml_does():
+    """The fast parser (libyaml's) is only a speed-up: each file under examples/, tests/data/
+    and manifests/ reads the same through it as through PyYAML's own parser, which the
+    kubectl comparison was first made with; PyYAML's wheels ship libyaml, so it is there."""
+    import yaml
+
+    assert manifests_yaml.KubeCLoader is not None, "PyYAML was built without libyaml"
+    root = Path(__file__).resolve().parent.parent
+    files = [
+        path
+        for folder in ("examples", "tests/data", "manifests")
+        for path in sorted((root / folder).rglob("*"))
+        if path.suffix in (".yaml", ".yml") and not path.read_text().lstrip().startswith("{")
+    ]
+    assert len(files) > 100
+    for path in files:
+        text = path.read_text()
+        try:
+            slow = list(yaml.load_all(text, Loader=manifests_yaml.KubeLoader))
+        except yaml.YAMLError:
+            continue  # a file made to be refused: the refusal is PyYAML's own (next test)
+        fast = list(yaml.load_all(text, Loader=manifests_yaml.KubeCLoader))
+        assert json.dumps(fast, sort_keys=True) == json.dumps(slow, sort_keys=True), path
+
+
+def test_excessive_aliasing_is_refused_through_libyaml_too():
+    laughs = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(7)
+    )
+    with pytest.raises(manifests_yaml.ManifestSyntaxError, match="excessive aliasing"):
+        manifests_yaml.load_all(laughs)
+
+
+def test_a_release_is_shown_without_its_manifests():
+    release = manifests.Release(0, "release 1", {"a.example.com": {"spec": {"x": "y" * 10_000}}})
+    assert len(repr(release)) < 200 and "release 1" in repr(release)

@@ -105,13 +105,15 @@ def run(args: argparse.Namespace) -> int:
         print(cluster_source.rbac(_candidate_crds(config)), end="")
         return PASSED
     wanted = _from_cluster(args, config.from_cluster)
+    read = None
     if args.shard is not None:
         if wanted is not None:
             raise HarnessError("--shard splits a release history's CRDs: not with --from-cluster")
-        if _empty_share(args, config):
+        read = _share_history(args, config)
+        if read is None:
             return PASSED
     if wanted is None:
-        return _run(args, config)
+        return _run(args, config, read=read)
     # Everything of the source's that the run holds (credentials, the objects' replay, the
     # webhook's records) lives under here, and goes with it.
     with tempfile.TemporaryDirectory(prefix="crdharness-source-") as scratch:
@@ -212,6 +214,7 @@ def _run(
     config: GateConfig,
     source: cluster_source.Source | None = None,
     scratch: Path | None = None,
+    read=None,
 ) -> int:
     versions: list[str | None] = (
         [args.k8s_version] if args.k8s_version else [*config.kubernetes] or [None]
@@ -264,7 +267,9 @@ def _run(
         ]
         (artifacts / "report.json").unlink(missing_ok=True)  # a verdict of this run only
         _hypothesis_home()
-        plugins = [source] if source is not None else []
+        plugins: list = [source] if source is not None else []
+        if read is not None and version == versions[0]:
+            plugins.append(read)  # the first session only: it may change what it was given
         code = exit_status(int(pytest.main(argv, plugins=plugins)), artifacts / "report.json")
         status = max(status, code, key=SEVERITY.index)
         not_run = _not_run_cause(artifacts / "report.json")
@@ -278,16 +283,17 @@ def _run(
     return status
 
 
-def _empty_share(args: argparse.Namespace, config: GateConfig) -> bool:
-    """A share with no CRD (more shards than API groups): its report says so, and nothing
-    starts (True). A bad ``--shard`` fails here, in one line."""
+def _share_history(args: argparse.Namespace, config: GateConfig):
+    """The history read (``manifests.ReadHistory``, for the session), or None for a share
+    with no CRD (more shards than API groups): its report says so, and nothing starts. A
+    bad ``--shard`` fails here, in one line."""
     from crdharness.gate.given import manifests
     from crdharness.gate.run import shards
 
     releases = manifests.load_history(config.crds, config.root, config.release_webhooks)
     meta = shards.meta(config, releases, shards.parse(args.shard))
     if meta["crds"]:
-        return False
+        return manifests.ReadHistory(releases)
     # Only here: pytest warns of modules (hypothesis) imported before it starts.
     from crdharness.gate.reporting import report, stored
 
@@ -295,7 +301,7 @@ def _empty_share(args: argparse.Namespace, config: GateConfig) -> bool:
     empty.shard = {**meta, "data": stored.as_data(empty)}
     report.write(Path(args.artifacts).resolve(), empty)
     print(f"crdharness gate: shard {args.shard}: no CRD falls to this share: nothing to gate")
-    return True
+    return None
 
 
 def merge_arguments(parser: argparse.ArgumentParser) -> None:

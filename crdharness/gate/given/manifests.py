@@ -52,7 +52,9 @@ class Release:
 
     index: int
     label: str  # where it came from, for the report
-    crds: dict[str, dict] = field(default_factory=dict)  # CRD name -> manifest
+    # CRD name -> manifest. Not in repr(): pytest's report of a Ctrl-C repr()s each frame's
+    # arguments, and 2,000 CRDs (100 MB of manifests) took minutes to stop.
+    crds: dict[str, dict] = field(default_factory=dict, repr=False)
     webhook: WebhookSpec | None = None
 
     def versions(self, crd: str) -> list[dict]:
@@ -92,6 +94,14 @@ class Release:
 
     def strategy(self, crd: str) -> str:
         return (self.crds[crd]["spec"].get("conversion") or {}).get("strategy", "None")
+
+
+@dataclass(frozen=True, eq=False)  # hashed by identity: pytest keeps its plugins in sets
+class ReadHistory:
+    """A history the command line has already read (``--shard`` reads it to find its
+    share), handed to the pytest session as a plugin: a provider's 4,000 files read once."""
+
+    releases: list[Release]
 
 
 def load_history(

@@ -253,6 +253,11 @@ def _merged_evidence(texts: list[str], position: Order) -> str:
     if prefix and all(";" not in r for r in rests):  # a list of CRDs: joined in run order
         items = [item for r in rests for item in r.split(", ")]
         return prefix + ", ".join(sorted(items, key=lambda i: position(i.split(":")[0])))
+    # Clauses each about one CRD ("nothing migrates (…): A: storedVersions […]; B: …"), some
+    # in each shard: joined in run order, the words before the first one said once.
+    per_crd = [c for r in rests for c in r.split("; ")]
+    if prefix and all(c.split(":")[0] in position.index for c in per_crd):
+        return prefix + "; ".join(sorted(per_crd, key=lambda c: position(c.split(":")[0])))
     return "; ".join(distinct)
 
 
