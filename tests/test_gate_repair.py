@@ -98,3 +98,92 @@ def test_few_accepted_is_said_per_crd_and_version():
         "API server: spec.i: Invalid value"
     ]
     assert screening.as_json()["a.example.com"]["v1"]["refused"] == 3
+
+
+def _one_rule_crd(plural: str, spec: dict) -> tuple[dict, dict]:
+    schema = {"type": "object", "required": ["spec"], "properties": {"spec": spec}}
+    crd = crds.manifest(
+        f"{plural}.gate.example.com", plural.title(), [crds.version("v1", schema)], plural=plural
+    )
+    return crd, crd["spec"]["versions"][0]
+
+
+def _rule(rule: str, node: dict) -> dict:
+    return {**node, "x-kubernetes-validations": [{"rule": rule, "message": "no"}]}
+
+
+STRING = {"type": "string"}
+INTEGER = {"type": "integer"}
+
+
+@pytest.mark.parametrize(
+    "spec, broken, holds",
+    [
+        # a property named as a CEL reserved word is ``__namespace__`` in the rule
+        (
+            _rule(
+                "has(self.name) && has(self.__namespace__)",
+                {"type": "object", "properties": {"name": STRING, "namespace": STRING}},
+            ),
+            {"name": "a"},
+            lambda s: "namespace" in s,
+        ),
+        # and one with a dash is ``x__dash__y``
+        (
+            _rule(
+                "has(self.dock__dash__name)",
+                {"type": "object", "properties": {"dock-name": STRING}},
+            ),
+            {},
+            lambda s: "dock-name" in s,
+        ),
+        # a string in one case
+        (
+            _rule(
+                "self.plural == self.plural.lowerAscii()",
+                {"type": "object", "required": ["plural"], "properties": {"plural": STRING}},
+            ),
+            {"plural": "Ferries"},
+            lambda s: s["plural"] == s["plural"].lower(),
+        ),
+        # a string that must hold data
+        (
+            {
+                "type": "object",
+                "required": ["berth"],
+                "properties": {"berth": _rule("self != ''", STRING)},
+            },
+            {"berth": ""},
+            lambda s: s["berth"] != "",
+        ),
+        # a pattern whose backslashes are escaped in the CEL literal: ``\\*`` is ``\*``
+        (
+            {
+                "type": "object",
+                "required": ["host"],
+                "properties": {"host": _rule(r"self.matches('^\\*\\.[a-z]{2,8}$')", STRING)},
+            },
+            {"host": "x"},
+            lambda s: s["host"].startswith("*.") and s["host"][2:].isalpha(),
+        ),
+        # two numbers compared with each other
+        (
+            _rule(
+                "self.numerator <= self.denominator",
+                {
+                    "type": "object",
+                    "required": ["numerator", "denominator"],
+                    "properties": {"numerator": INTEGER, "denominator": INTEGER},
+                },
+            ),
+            {"numerator": 9, "denominator": 2},
+            lambda s: s["numerator"] <= s["denominator"],
+        ),
+    ],
+    ids=["reserved-word", "dashed-name", "lower-case", "not-empty", "escaped-pattern", "compared"],
+)
+def test_a_rule_shape_of_real_crds_is_met(validator, spec, broken, holds):
+    crd, entry = _one_rule_crd("docks", spec)
+    fixed, errors = repair.repaired(validator, crd, entry, {"spec": broken})
+    assert errors == [] and fixed is not None
+    assert holds(fixed["spec"]), fixed

@@ -28,6 +28,7 @@ import re
 
 from crdharness.gate.evidence import combinators, coverage, coverage_objects, objects
 from crdharness.gate.evidence.local_validation import CEL, FieldError, LocalValidator
+from crdharness.gate.evidence.rule_literals import field_name, string_literals, string_value
 
 ROUNDS = 16  # each keeps the best proposal; an object with many failing items needs many
 PROPOSALS = 40  # judged per round at most
@@ -39,7 +40,10 @@ LITERAL = re.compile(r"'((?:[^'\\]|\\.)*)'|\"((?:[^\"\\]|\\.)*)\"")
 NUMBER = re.compile(r"(?<![\w.'\"])-?\d+(?![\w.])")
 SELECTED = re.compile(r"\bself\.([A-Za-z_][A-Za-z0-9_]*)")
 ITEM_FIELD = re.compile(r"\b[a-z]\w*\.([A-Za-z_][A-Za-z0-9_]*)")  # ``s.minutes`` in all()
-STRING_CALL = re.compile(r"\bself\.(startsWith|endsWith|contains|matches)\(\s*(['\"])(.*?)\2\s*\)")
+STRING_CALL = re.compile(
+    r"\bself\.(startsWith|endsWith|contains|matches)\(\s*(?:'((?:[^'\\]|\\.)*)'|\"((?:[^\"\\]|\\.)*)\")\s*\)"
+)
+CASE_CALL = re.compile(r"\.(lowerAscii|upperAscii|trim)\(\s*\)")
 SEGMENT = re.compile(r"\.?([^.\[\]]+)|\[([^\]]*)\]")
 COMBINATOR_PATH = re.compile(r'"([^"]+)" must validate')
 
@@ -199,9 +203,9 @@ def filler(node: dict) -> list:
 
 
 def _literals(rule: str) -> tuple[list[str], list[int]]:
-    strings = [a or b for a, b in LITERAL.findall(rule)]
+    strings = string_literals(rule)
     numbers = [int(n) for n in NUMBER.findall(LITERAL.sub("", rule))]
-    return list(dict.fromkeys(strings)), list(dict.fromkeys(numbers))
+    return strings, list(dict.fromkeys(numbers))
 
 
 def _scalars(node: dict, rule: str) -> list:
@@ -221,12 +225,15 @@ def _scalars(node: dict, rule: str) -> list:
 
 
 def _string_fixes(value: str, rule: str) -> list[str]:
-    calls = STRING_CALL.findall(rule)
+    # ``self == self.lowerAscii()``: the value in that case (or trimmed)
+    cased = {"lowerAscii": value.lower(), "upperAscii": value.upper(), "trim": value.strip()}
+    fixes = [cased[c] for c in CASE_CALL.findall(rule) if cased[c] != value]
+    calls = [(name, string_value(a or b)) for name, a, b in STRING_CALL.findall(rule)]
     if not calls:
-        return []
+        return fixes
     core = value
     prefix = suffix = ""
-    for name, _, argument in calls:
+    for name, argument in calls:
         if name == "startsWith":
             prefix = argument
         elif name == "endsWith":
@@ -241,7 +248,8 @@ def _string_fixes(value: str, rule: str) -> list[str]:
             except Exception:  # a pattern Python cannot draw from: no fix
                 drawn = []
             return [str(d) for d in drawn if isinstance(d, str)]
-    return list(dict.fromkeys([prefix + core + suffix, prefix + suffix, prefix + "a" + suffix]))
+    fixes += [prefix + core + suffix, prefix + suffix, prefix + "a" + suffix]
+    return list(dict.fromkeys(fixes))
 
 
 # -- proposals ---------------------------------------------------------------------------
@@ -292,7 +300,13 @@ def _rule_fixes(root: dict, body: dict, at: list[str], rule: str) -> list[dict |
     if isinstance(value, dict):
         props = node.get("properties") or {}
         required = set(node.get("required") or [])
-        for name in dict.fromkeys(SELECTED.findall(rule)):
+        selected = [field_name(n) for n in dict.fromkeys(SELECTED.findall(rule))]
+        numbers = [
+            value[n]
+            for n in selected
+            if isinstance(value.get(n), (int, float)) and not isinstance(value.get(n), bool)
+        ]
+        for name in selected:
             child = props.get(name)
             if child is None or (not at and name in objects.TOP_LEVEL):  # the gate's own
                 continue
@@ -300,6 +314,11 @@ def _rule_fixes(root: dict, body: dict, at: list[str], rule: str) -> list[dict |
                 if name not in required:
                     found.append(_drop(body, [*at, name]))
                 found += [_set(body, [*at, name], v) for v in _scalars(child, rule)]
+                own = value[name]
+                if isinstance(own, str):
+                    found += [_set(body, [*at, name], v) for v in _string_fixes(own, rule)]
+                elif own in numbers:  # ``self.a <= self.b``: each set to the other's value
+                    found += [_set(body, [*at, name], n) for n in numbers if n != own]
             else:
                 found += [_set(body, [*at, name], v) for v in filler(child)[:2]]
     elif isinstance(value, list):
@@ -307,7 +326,7 @@ def _rule_fixes(root: dict, body: dict, at: list[str], rule: str) -> list[dict |
         found += [_drop(body, [*at, str(i)]) for i in range(min(len(value), 4))]
         items = node.get("items") or {}
         strings = _literals(rule)[0]
-        for name in dict.fromkeys(ITEM_FIELD.findall(rule.replace("self.", ""))):
+        for name in dict.fromkeys(map(field_name, ITEM_FIELD.findall(rule.replace("self.", "")))):
             child = (items.get("properties") or {}).get(name)
             if child is None or not value or not isinstance(value[0], dict):
                 continue
@@ -325,6 +344,8 @@ def _rule_fixes(root: dict, body: dict, at: list[str], rule: str) -> list[dict |
     elif isinstance(value, str):
         found += [_set(body, at, s) for s in _string_fixes(value, rule)]
         found += [_set(body, at, v) for v in _scalars(node, rule)]
+        # ``self != ''``, ``size(self) > 0``: a value the schema draws that holds data
+        found += [_set(body, at, v) for v in filler(node)[:2] if v != value]
     elif isinstance(value, (int, float)) and not isinstance(value, bool):
         found += [_set(body, at, v) for v in _scalars(node, rule)]
         for divisor in _literals(rule)[1]:
