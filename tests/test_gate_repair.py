@@ -117,7 +117,7 @@ INTEGER = {"type": "integer"}
 
 
 @pytest.mark.parametrize(
-    "spec, broken, holds",
+    ("spec", "broken", "holds"),
     [
         # a property named as a CEL reserved word is ``__namespace__`` in the rule
         (
@@ -166,6 +166,49 @@ INTEGER = {"type": "integer"}
             {"host": "x"},
             lambda s: s["host"].startswith("*.") and s["host"][2:].isalpha(),
         ),
+        # exactly one of three, where the field it adds has rules of its own
+        (
+            {
+                "type": "object",
+                "x-kubernetes-validations": [
+                    {"rule": r, "message": "no"}
+                    for r in [
+                        "(has(self.ref) && !has(self.refs)) || (!has(self.ref) && has(self.refs))"
+                        " || (has(self.selectors) && self.selectors.size() > 0)",
+                        "has(self.ref) ? self.ref.group == 'docks.example.com' : true",
+                        "has(self.ref) ? self.ref.kind in ['Dock', 'Pier'] : true",
+                        "has(self.refs) ? self.refs.all(r, r.kind in ['Dock', 'Pier']) : true",
+                        "has(self.selectors) ? self.selectors.all(r, r.kind == 'Dock') : true",
+                    ]
+                ],
+                "properties": {
+                    "ref": {
+                        "type": "object",
+                        "required": ["group", "kind"],
+                        "properties": {"group": STRING, "kind": STRING},
+                    },
+                    "refs": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "required": ["kind"],
+                            "properties": {"kind": STRING},
+                        },
+                    },
+                    "selectors": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "required": ["kind"],
+                            "properties": {"kind": STRING},
+                        },
+                    },
+                    "berth": INTEGER,
+                },
+            },
+            {"berth": 1},
+            lambda s: sum(k in s for k in ("ref", "refs", "selectors")) == 1,
+        ),
         # two numbers compared with each other
         (
             _rule(
@@ -180,7 +223,10 @@ INTEGER = {"type": "integer"}
             lambda s: s["numerator"] <= s["denominator"],
         ),
     ],
-    ids=["reserved-word", "dashed-name", "lower-case", "not-empty", "escaped-pattern", "compared"],
+    ids=[
+        *("reserved-word", "dashed-name", "lower-case", "not-empty", "escaped-pattern"),
+        *("one-of-three", "compared"),
+    ],
 )
 def test_a_rule_shape_of_real_crds_is_met(validator, spec, broken, holds):
     crd, entry = _one_rule_crd("docks", spec)

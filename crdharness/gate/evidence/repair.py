@@ -35,10 +35,16 @@ PROPOSALS = 40  # judged per round at most
 ERRORS_PER_ROUND = 3
 BLOCKING = 100  # a schema error hides every CEL rule: fixing it first is worth more
 LOSS = 0.5  # a drawn leaf path a proposal no longer holds, against one error it fixes
+# A field a rule asks for often brings rules of its own (``has(self.ref)`` beside
+# ``self.ref.kind == 'Gateway'``): a proposal that meets the rule in hand for at most this many
+# other rules' errors is taken when none does better, a few times an object.
+SIDEWAYS_ERRORS = 2
+SIDEWAYS_STEPS = 4
 
 LITERAL = re.compile(r"'((?:[^'\\]|\\.)*)'|\"((?:[^\"\\]|\\.)*)\"")
 NUMBER = re.compile(r"(?<![\w.'\"])-?\d+(?![\w.])")
 SELECTED = re.compile(r"\bself\.([A-Za-z_][A-Za-z0-9_]*)")
+CHAIN = re.compile(r"\bself((?:\.[A-Za-z_][A-Za-z0-9_]*){2,})")  # ``self.targetRef.group``
 ITEM_FIELD = re.compile(r"\b[a-z]\w*\.([A-Za-z_][A-Za-z0-9_]*)")  # ``s.minutes`` in all()
 STRING_CALL = re.compile(
     r"\bself\.(startsWith|endsWith|contains|matches)\(\s*(?:'((?:[^'\\]|\\.)*)'|\"((?:[^\"\\]|\\.)*)\")\s*\)"
@@ -75,22 +81,32 @@ def repaired(
     schema = objects.body_schema(entry)
     current = body
     [errors] = judged([current])
+    seen = {_key(current)}  # every object judged: a sideways step never goes back
+    sideways = SIDEWAYS_STEPS
     for _ in range(ROUNDS):
         if not errors:
             return current, []
         held = coverage.held(schema, objects.intent(current))
-        proposals: list[dict] = []
-        seen = {_key(current)}
+        proposed: dict[str, dict] = {}
         for error in errors[:ERRORS_PER_ROUND]:
             for proposal in _proposals(root, current, error):
                 if _key(proposal) not in seen:
-                    seen.add(_key(proposal))
-                    proposals.append(proposal)
-        if not proposals:
+                    proposed.setdefault(_key(proposal), proposal)
+        if not proposed:
             break
-        proposals = proposals[:PROPOSALS]
+        seen.update(list(proposed)[:PROPOSALS])
+        proposals = list(proposed.values())[:PROPOSALS]
         results = judged(proposals)
         better = [i for i in range(len(proposals)) if score(results[i]) < score(errors)]
+        if not better and sideways:
+            sideways -= 1
+            targeted = {(e.field, e.rule, e.message) for e in errors[:ERRORS_PER_ROUND]}
+            better = [
+                i
+                for i in range(len(proposals))
+                if score(results[i]) <= score(errors) + SIDEWAYS_ERRORS
+                and targeted - {(e.field, e.rule, e.message) for e in results[i]}
+            ]
         if not better:
             break
         # Of those with fewer errors, the one that keeps most of what was drawn: a list cut
@@ -319,25 +335,18 @@ def _rule_fixes(root: dict, body: dict, at: list[str], rule: str) -> list[dict |
                     found += [_set(body, [*at, name], v) for v in _string_fixes(own, rule)]
                 elif own in numbers:  # ``self.a <= self.b``: each set to the other's value
                     found += [_set(body, [*at, name], n) for n in numbers if n != own]
+                elif isinstance(own, list):  # ``self.refs.all(r, r.kind == 'Dock')``
+                    item_node = combinators.alternatives(child)[0]
+                    found += _item_fixes(body, [*at, name], item_node, own, rule)
             else:
                 found += [_set(body, [*at, name], v) for v in filler(child)[:2]]
+        found += _chained(props, body, value, at, rule)
     elif isinstance(value, list):
         found += [_set(body, at, value[:n]) for n in (0, 1, len(value) - 1) if n < len(value)]
         found += [_drop(body, [*at, str(i)]) for i in range(min(len(value), 4))]
+        found += _item_fixes(body, at, node, value, rule)
         items = node.get("items") or {}
         strings = _literals(rule)[0]
-        for name in dict.fromkeys(map(field_name, ITEM_FIELD.findall(rule.replace("self.", "")))):
-            child = (items.get("properties") or {}).get(name)
-            if child is None or not value or not isinstance(value[0], dict):
-                continue
-            for v in _scalars(child, rule)[:4]:
-                found.append(_set(body, [*at, "0", name], v))
-                every = [{**i, name: v} if isinstance(i, dict) else i for i in value]
-                found.append(_set(body, at, every))
-            if name not in (items.get("required") or []):  # every item without it
-                found.append(
-                    _set(body, at, [{k: x for k, x in i.items() if k != name} for i in value])
-                )
         if not isinstance(items.get("properties"), dict):  # a list of scalars: its literals
             found += [_set(body, at, [s]) for s in strings[:3]]
             found += [_set(body, at, [*value, s]) for s in strings[:2] if s not in value]
@@ -353,6 +362,42 @@ def _rule_fixes(root: dict, body: dict, at: list[str], rule: str) -> list[dict |
                 found.append(_set(body, at, value - value % divisor))
     elif isinstance(value, bool):
         found.append(_set(body, at, not value))
+    return found
+
+
+def _item_fixes(body: dict, at: list[str], node: dict, value: list, rule: str) -> list[dict | None]:
+    """The fields of a list's items a rule names (``self.refs.all(r, r.kind in [...])``) set
+    to the rule's literals, in the first item and in every item, or left out of every item."""
+    found: list[dict | None] = []
+    items = node.get("items") or {}
+    for name in dict.fromkeys(map(field_name, ITEM_FIELD.findall(rule.replace("self.", "")))):
+        child = (items.get("properties") or {}).get(name)
+        if child is None or not value or not isinstance(value[0], dict):
+            continue
+        for v in _scalars(child, rule)[:4]:
+            found.append(_set(body, [*at, "0", name], v))
+            every = [{**i, name: v} if isinstance(i, dict) else i for i in value]
+            found.append(_set(body, at, every))
+        if name not in (items.get("required") or []):  # every item without it
+            found.append(_set(body, at, [{k: x for k, x in i.items() if k != name} for i in value]))
+    return found
+
+
+def _chained(props: dict, body: dict, value: dict, at: list[str], rule: str) -> list[dict | None]:
+    """A scalar a rule reaches through objects below its node (``self.targetRef.group ==
+    'gateway.networking.k8s.io'``) set to the rule's literals, where those objects exist."""
+    found: list[dict | None] = []
+    for chain in dict.fromkeys(CHAIN.findall(rule)):
+        names = [field_name(n) for n in chain.strip(".").split(".")]
+        node: dict | None = {"properties": props}
+        held: object = value
+        for name in names:
+            child = ((node or {}).get("properties") or {}).get(name)
+            node = combinators.alternatives(child)[0] if isinstance(child, dict) else None
+            held = held.get(name) if isinstance(held, dict) else None
+        if node is None or held is None or node.get("type") in ("object", "array"):
+            continue
+        found += [_set(body, [*at, *names], v) for v in _scalars(node, rule) if v != held]
     return found
 
 
