@@ -125,8 +125,8 @@ INTEGER = {"type": "integer"}
                 "has(self.name) && has(self.__namespace__)",
                 {"type": "object", "properties": {"name": STRING, "namespace": STRING}},
             ),
-            {"name": "a"},
-            lambda s: "namespace" in s,
+            {},
+            lambda s: "namespace" in s and "name" in s,
         ),
         # and one with a dash is ``x__dash__y``
         (

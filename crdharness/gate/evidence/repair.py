@@ -340,6 +340,14 @@ def _rule_fixes(root: dict, body: dict, at: list[str], rule: str) -> list[dict |
                     found += _item_fixes(body, [*at, name], item_node, own, rule)
             else:
                 found += [_set(body, [*at, name], v) for v in filler(child)[:2]]
+        # ``has(self.name) && has(self.namespace)``: every one the rule names, together
+        absent = {
+            n: filler(props[n])
+            for n in selected
+            if n in props and n not in value and (at or n not in objects.TOP_LEVEL)
+        }
+        if len(absent) > 1 and all(absent.values()):
+            found.append(_set(body, at, {**value, **{n: v[0] for n, v in absent.items()}}))
         found += _chained(props, body, value, at, rule)
     elif isinstance(value, list):
         found += [_set(body, at, value[:n]) for n in (0, 1, len(value) - 1) if n < len(value)]
