@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from crdharness.gate.api import Answer
 from crdharness.gate.evidence import coverage_objects, objects, repair
 from crdharness.gate.evidence.local_validation import LocalValidator
 from crdharness.gate.run.screening import Screening
@@ -233,3 +234,13 @@ def test_a_rule_shape_of_real_crds_is_met(validator, spec, broken, holds):
     fixed, errors = repair.repaired(validator, crd, entry, {"spec": broken})
     assert errors == [] and fixed is not None
     assert holds(fixed["spec"]), fixed
+
+
+def test_the_declared_paths_accepted_objects_hold_are_counted():
+    spec = {"type": "object", "properties": {"berth": INTEGER, "dock": STRING, "quay": STRING}}
+    crd, _ = _one_rule_crd("quays", spec)
+    screening = Screening()
+    screening.sent(crd, "v1", {"spec": {"berth": 3, "dock": ""}}, None)  # "" holds no data
+    screening.sent(crd, "v1", {"spec": {"quay": "q"}}, Answer(422, {}, [], "refused"))
+    made = screening.as_json()["quays.quays.gate.example.com"]["v1"]
+    assert (made["paths_held"], made["paths_declared"]) == (1, 3)
