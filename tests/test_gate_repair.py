@@ -210,6 +210,15 @@ INTEGER = {"type": "integer"}
             {"berth": 1},
             lambda s: sum(k in s for k in ("ref", "refs", "selectors")) == 1,
         ),
+        # exactly one of four, counted in a list of has()
+        (
+            _rule(
+                "[has(self.a),has(self.b),has(self.c),has(self.d)].filter(x,x==true).size() == 1",
+                {"type": "object", "properties": {k: STRING for k in "abcd"}},
+            ),
+            {k: "x" for k in "abcd"},
+            lambda s: len(s) == 1,
+        ),
         # two numbers compared with each other
         (
             _rule(
@@ -226,7 +235,7 @@ INTEGER = {"type": "integer"}
     ],
     ids=[
         *("reserved-word", "dashed-name", "lower-case", "not-empty", "escaped-pattern"),
-        *("one-of-three", "compared"),
+        *("one-of-three", "one-of-four", "compared"),
     ],
 )
 def test_a_rule_shape_of_real_crds_is_met(validator, spec, broken, holds):

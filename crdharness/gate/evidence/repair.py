@@ -348,6 +348,16 @@ def _rule_fixes(root: dict, body: dict, at: list[str], rule: str) -> list[dict |
         }
         if len(absent) > 1 and all(absent.values()):
             found.append(_set(body, at, {**value, **{n: v[0] for n, v in absent.items()}}))
+        # exactly one of three or more (``[has(self.a), has(self.b), ...].filter(x, x).size()
+        # == 1``): dropping one at a time leaves the rule failing; each kept alone
+        present = [n for n in selected if n in value and n in props and n not in required]
+        if len(present) > 2:
+            for kept in present:
+                found.append(
+                    _set(
+                        body, at, {k: v for k, v in value.items() if k == kept or k not in present}
+                    )
+                )
         found += _chained(props, body, value, at, rule)
     elif isinstance(value, list):
         found += [_set(body, at, value[:n]) for n in (0, 1, len(value) - 1) if n < len(value)]
