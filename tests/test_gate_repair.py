@@ -253,3 +253,19 @@ def test_the_declared_paths_accepted_objects_hold_are_counted():
     screening.sent(crd, "v1", {"spec": {"quay": "q"}}, Answer(422, {}, [], "refused"))
     made = screening.as_json()["quays.quays.gate.example.com"]["v1"]
     assert (made["paths_held"], made["paths_declared"]) == (1, 3)
+
+
+def test_what_no_search_meets_is_left_out_and_the_rest_kept(validator):
+    never = {
+        "type": "object",
+        "properties": {"n": INTEGER},
+        "x-kubernetes-validations": [{"rule": "self.n * 2 == 7", "message": "never"}],
+    }
+    spec = {
+        "type": "object",
+        "properties": {**{f"hold{i}": dict(never) for i in range(24)}, "berth": INTEGER},
+    }
+    crd, entry = _one_rule_crd("holds", spec)
+    broken = {**{f"hold{i}": {"n": i} for i in range(24)}, "berth": 4}  # more than ROUNDS
+    fixed, errors = repair.repaired(validator, crd, entry, {"spec": broken})
+    assert errors == [] and fixed == {"spec": {"berth": 4}}

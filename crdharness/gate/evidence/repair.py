@@ -40,6 +40,7 @@ LOSS = 0.5  # a drawn leaf path a proposal no longer holds, against one error it
 # other rules' errors is taken when none does better, a few times an object.
 SIDEWAYS_ERRORS = 2
 SIDEWAYS_STEPS = 4
+PRUNES = 3  # rounds of leaving out every failing node at once, after the search
 
 LITERAL = re.compile(r"'((?:[^'\\]|\\.)*)'|\"((?:[^\"\\]|\\.)*)\"")
 NUMBER = re.compile(r"(?<![\w.'\"])-?\d+(?![\w.])")
@@ -119,7 +120,34 @@ def repaired(
             ),
         )
         current, errors = proposals[best], results[best]
+    # What the search left (an object holding every declared path breaks a hundred rules):
+    # every failing node left out at once, or its nearest ancestor its parent does not
+    # require, a few times (a schema error hid the rules below it).
+    for _ in range(PRUNES):
+        if not errors:
+            break
+        pruned = current
+        for error in errors:
+            pruned = _pruned(root, pruned, error) or pruned
+        [left] = judged([pruned])
+        if pruned is current or score(left) >= score(errors):
+            break
+        current, errors = pruned, left
     return (current, []) if not errors else (None, errors)
+
+
+def _pruned(root: dict, body: dict, error: FieldError) -> dict | None:
+    """``body`` without the node ``error`` names, or its nearest optional ancestor."""
+    where = error.field or next(iter(COMBINATOR_PATH.findall(error.message)), "")
+    segments = _segments(where)
+    if error.source == CEL:
+        segments = segments[: len(_segments(error.rule_at))]
+    while len(segments) > 1:
+        dropped = _optional_dropped(root, body, segments)
+        if dropped is not None:
+            return dropped
+        segments = segments[:-1]
+    return None
 
 
 def _key(body: dict) -> str:
