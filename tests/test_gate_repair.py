@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from crdharness.gate.api import Answer
-from crdharness.gate.evidence import coverage_objects, objects, repair
+from crdharness.gate.evidence import coverage, coverage_objects, objects, repair
 from crdharness.gate.evidence.local_validation import LocalValidator
 from crdharness.gate.run.screening import Screening
 from crdharness.scenarios import crds
@@ -269,3 +269,20 @@ def test_what_no_search_meets_is_left_out_and_the_rest_kept(validator):
     broken = {**{f"hold{i}": {"n": i} for i in range(24)}, "berth": 4}  # more than ROUNDS
     fixed, errors = repair.repaired(validator, crd, entry, {"spec": broken})
     assert errors == [] and fixed == {"spec": {"berth": 4}}
+
+
+def test_a_field_a_rule_forbids_outright_is_not_a_path_to_hold():
+    # ``!has(self.claims)``: a version keeps the field declared and refuses it
+    spec = _rule(
+        "!has(self.claims)",
+        {
+            "type": "object",
+            "properties": {
+                "claims": {"type": "object", "properties": {"kind": STRING}},
+                "berth": INTEGER,
+            },
+        },
+    )
+    _, entry = _one_rule_crd("moorings", spec)
+    assert coverage.declared(objects.body_schema(entry)) == ["spec.berth"]
+    assert all("claims" not in body.get("spec", {}) for body in coverage_objects.bodies(entry))
