@@ -30,6 +30,10 @@ ALTERNATIVES = 3  # values tried per path whose coverage object the server refus
 RETRIES = 60
 REPACKS = 3  # rounds of objects packed again for the paths a failed round trip stopped short of
 SHOWN = 8  # uncovered paths named in a one-line evidence
+STOPPED = (
+    "its objects' round trips stopped at a failure on another path first (fix that, or give a "
+    "sample holding it)"
+)
 
 # (body, refusals to fill) -> a failure, with a record of its own
 Attempt = Callable[[dict, PairRecord, list[Answer]], RoundTripFailure | None]
@@ -251,10 +255,7 @@ def judge(
         if leaf.path in refused:
             why = refused[leaf.path]
         elif leaf.path in stopped:
-            why = (
-                "its objects' round trips stopped at a failure on another path first (fix "
-                "that, or give a sample holding it)"
-            )
+            why = STOPPED
         elif leaf.reason:
             why = leaf.reason
         elif not any(coverage.holds_data(leaf.schema, v) for v in leaf.values):
