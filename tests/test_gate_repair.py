@@ -2,6 +2,7 @@
 (``gate.evidence.repair``), for our own rule-heavy Voyage (examples/gate/voyages): each rule
 shape is met, and what cannot be met is said with the rule that refused it."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -286,3 +287,16 @@ def test_a_field_a_rule_forbids_outright_is_not_a_path_to_hold():
     _, entry = _one_rule_crd("moorings", spec)
     assert coverage.declared(objects.body_schema(entry)) == ["spec.berth"]
     assert all("claims" not in body.get("spec", {}) for body in coverage_objects.bodies(entry))
+
+
+def test_a_coverage_string_meets_every_pattern_an_allof_gives():
+    # a quantity pattern and a positive-number pattern together (envoy gateway's
+    # minContentLength): "0" meets the first only, and the object was refused
+    node = {
+        "x-kubernetes-int-or-string": True,
+        "anyOf": [{"type": "integer"}, {"type": "string"}],
+        "allOf": [{"pattern": "^[0-9]+[KMG]?$"}, {"pattern": "^[1-9]+[0-9]*[KMG]?$"}],
+    }
+    values, _ = coverage.values_of(node)
+    texts = [v for v in values if isinstance(v, str)]
+    assert texts and all(re.fullmatch("[1-9]+[0-9]*[KMG]?", t) for t in texts)

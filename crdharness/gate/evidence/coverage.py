@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from hypothesis import HealthCheck, Phase, find, settings
@@ -296,22 +297,40 @@ def _string(node: dict) -> tuple[str | None, str]:
     if high < 1:
         return None, "only the empty string fits (maxLength 0): no value holds data"
     pattern = node.get("pattern")
-    if pattern:
-        return _from_pattern(pattern, low, high)
+    if pattern:  # and every other pattern an allOf adds, none a not forbids
+        return _from_pattern(
+            pattern,
+            low,
+            high,
+            node.get(combinators.PATTERNS, []),
+            node.get(combinators.EXCLUDED_PATTERNS, []),
+        )
     text = FORMATS.get(node.get("format", ""), TEXT)
     if not low <= len(text) <= high:
         text = (TEXT * (1 + low // len(TEXT)))[: max(low, min(high, len(TEXT)))]
     return text, ""
 
 
-def _from_pattern(pattern: str, low: int, high: int) -> tuple[str | None, str]:
+def _from_pattern(
+    pattern: str, low: int, high: int, more: Sequence[str] = (), never: Sequence[str] = ()
+) -> tuple[str | None, str]:
     try:  # the API server's RE2 syntax, as Python spells it
         python = go_regex.compile(pattern).pattern
+        also = [go_regex.compile(p) for p in more]
+        unlike = [go_regex.compile(p) for p in never]
     except re.error as exc:
         return None, f"no string found for pattern {pattern!r} (not translated to Python: {exc})"
     strings = st.from_regex(python, fullmatch=True, alphabet=CHARACTERS)
+
+    def fits(s: str) -> bool:
+        return (
+            max(low, 1) <= len(s) <= high
+            and all(r.search(s) for r in also)
+            and not any(r.search(s) for r in unlike)
+        )
+
     try:
-        return find(strings, lambda s: max(low, 1) <= len(s) <= high, settings=_FIND), ""
+        return find(strings, fits, settings=_FIND), ""
     except (NoSuchExample, Unsatisfiable):
         return None, (
             f"no string found for pattern {pattern!r} of length {max(low, 1)} to {high} "

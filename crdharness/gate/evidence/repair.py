@@ -40,6 +40,7 @@ LOSS = 0.5  # a drawn leaf path a proposal no longer holds, against one error it
 # other rules' errors is taken when none does better, a few times an object.
 SIDEWAYS_ERRORS = 2
 SIDEWAYS_STEPS = 4
+PASSES = 2  # searches, each followed by pruning
 PRUNES = 3  # rounds of leaving out every failing node at once, after the search
 
 LITERAL = re.compile(r"'((?:[^'\\]|\\.)*)'|\"((?:[^\"\\]|\\.)*)\"")
@@ -83,56 +84,62 @@ def repaired(
     current = body
     [errors] = judged([current])
     seen = {_key(current)}  # every object judged: a sideways step never goes back
-    sideways = SIDEWAYS_STEPS
-    for _ in range(ROUNDS):
-        if not errors:
-            return current, []
-        held = coverage.held(schema, objects.intent(current))
-        proposed: dict[str, dict] = {}
-        for error in errors[:ERRORS_PER_ROUND]:
-            for proposal in _proposals(root, current, error):
-                if _key(proposal) not in seen:
-                    proposed.setdefault(_key(proposal), proposal)
-        if not proposed:
+    # The search, then what it left pruned; searched again where pruning let rules run
+    # that a schema error had hidden.
+    for _ in range(PASSES):
+        sideways = SIDEWAYS_STEPS
+        for _ in range(ROUNDS):
+            if not errors:
+                return current, []
+            held = coverage.held(schema, objects.intent(current))
+            proposed: dict[str, dict] = {}
+            for error in errors[:ERRORS_PER_ROUND]:
+                for proposal in _proposals(root, current, error):
+                    if _key(proposal) not in seen:
+                        proposed.setdefault(_key(proposal), proposal)
+            if not proposed:
+                break
+            seen.update(list(proposed)[:PROPOSALS])
+            proposals = list(proposed.values())[:PROPOSALS]
+            results = judged(proposals)
+            better = [i for i in range(len(proposals)) if score(results[i]) < score(errors)]
+            if not better and sideways:
+                sideways -= 1
+                targeted = {(e.field, e.rule, e.message) for e in errors[:ERRORS_PER_ROUND]}
+                better = [
+                    i
+                    for i in range(len(proposals))
+                    if score(results[i]) <= score(errors) + SIDEWAYS_ERRORS
+                    and targeted - {(e.field, e.rule, e.message) for e in results[i]}
+                ]
+            if not better:
+                break
+            # Of those with fewer errors, the one that keeps most of what was drawn: a list cut
+            # to nothing meets every rule over it but holds none of its paths any more.
+            best = min(
+                better,
+                key=lambda i: (
+                    score(results[i])
+                    + LOSS * len(held - coverage.held(schema, objects.intent(proposals[i])))
+                ),
+            )
+            current, errors = proposals[best], results[best]
+        # What the search left (an object holding every declared path breaks a hundred rules):
+        # every failing node left out at once, or its nearest ancestor its parent does not
+        # require, a few times (a schema error hid the rules below it).
+        pruned_any = False
+        for _ in range(PRUNES):
+            if not errors:
+                break
+            pruned = current
+            for error in errors:
+                pruned = _pruned(root, pruned, error) or pruned
+            [left] = judged([pruned])
+            if pruned is current or score(left) >= score(errors):
+                break
+            current, errors, pruned_any = pruned, left, True
+        if not errors or not pruned_any:
             break
-        seen.update(list(proposed)[:PROPOSALS])
-        proposals = list(proposed.values())[:PROPOSALS]
-        results = judged(proposals)
-        better = [i for i in range(len(proposals)) if score(results[i]) < score(errors)]
-        if not better and sideways:
-            sideways -= 1
-            targeted = {(e.field, e.rule, e.message) for e in errors[:ERRORS_PER_ROUND]}
-            better = [
-                i
-                for i in range(len(proposals))
-                if score(results[i]) <= score(errors) + SIDEWAYS_ERRORS
-                and targeted - {(e.field, e.rule, e.message) for e in results[i]}
-            ]
-        if not better:
-            break
-        # Of those with fewer errors, the one that keeps most of what was drawn: a list cut
-        # to nothing meets every rule over it but holds none of its paths any more.
-        best = min(
-            better,
-            key=lambda i: (
-                score(results[i])
-                + LOSS * len(held - coverage.held(schema, objects.intent(proposals[i])))
-            ),
-        )
-        current, errors = proposals[best], results[best]
-    # What the search left (an object holding every declared path breaks a hundred rules):
-    # every failing node left out at once, or its nearest ancestor its parent does not
-    # require, a few times (a schema error hid the rules below it).
-    for _ in range(PRUNES):
-        if not errors:
-            break
-        pruned = current
-        for error in errors:
-            pruned = _pruned(root, pruned, error) or pruned
-        [left] = judged([pruned])
-        if pruned is current or score(left) >= score(errors):
-            break
-        current, errors = pruned, left
     return (current, []) if not errors else (None, errors)
 
 
