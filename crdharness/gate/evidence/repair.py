@@ -34,7 +34,7 @@ ROUNDS = 16  # each keeps the best proposal; an object with many failing items n
 PROPOSALS = 40  # judged per round at most
 ERRORS_PER_ROUND = 3
 BLOCKING = 100  # a schema error hides every CEL rule: fixing it first is worth more
-LOSS = 0.5  # a drawn leaf path a proposal no longer holds, against one error it fixes
+LOSS = 1.5  # a drawn leaf path a proposal no longer holds, against one error it fixes
 # A field a rule asks for often brings rules of its own (``has(self.ref)`` beside
 # ``self.ref.kind == 'Gateway'``): a proposal that meets the rule in hand for at most this many
 # other rules' errors is taken when none does better, a few times an object.
