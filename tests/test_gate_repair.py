@@ -220,6 +220,31 @@ INTEGER = {"type": "integer"}
             {k: "x" for k in "abcd"},
             lambda s: len(s) == 1,
         ),
+        # a field below another the rule asks for where a list holds a value
+        (
+            _rule(
+                "!('Create' in self.policies) || has(self.provider.secretRef)",
+                {
+                    "type": "object",
+                    "properties": {
+                        "policies": {"type": "array", "items": STRING},
+                        "provider": {
+                            "type": "object",
+                            "properties": {
+                                "secretRef": {
+                                    "type": "object",
+                                    "required": ["name"],
+                                    "properties": {"name": STRING},
+                                },
+                                "region": STRING,
+                            },
+                        },
+                    },
+                },
+            ),
+            {"policies": ["Create", "Update"], "provider": {"region": "eu"}},
+            lambda s: "Create" in s["policies"] and "secretRef" in s["provider"],
+        ),
         # two numbers compared with each other
         (
             _rule(
@@ -236,7 +261,7 @@ INTEGER = {"type": "integer"}
     ],
     ids=[
         *("reserved-word", "dashed-name", "lower-case", "not-empty", "escaped-pattern"),
-        *("one-of-three", "one-of-four", "compared"),
+        *("one-of-three", "one-of-four", "nested-has", "compared"),
     ],
 )
 def test_a_rule_shape_of_real_crds_is_met(validator, spec, broken, holds):

@@ -444,10 +444,14 @@ def _chained(props: dict, body: dict, value: dict, at: list[str], rule: str) -> 
         names = [field_name(n) for n in chain.strip(".").split(".")]
         node: dict | None = {"properties": props}
         held: object = value
+        parent: object = None
         for name in names:
             child = ((node or {}).get("properties") or {}).get(name)
             node = combinators.alternatives(child)[0] if isinstance(child, dict) else None
-            held = held.get(name) if isinstance(held, dict) else None
+            parent, held = held, held.get(name) if isinstance(held, dict) else None
+        if node is not None and held is None and isinstance(parent, dict):
+            # ``has(self.forProvider.valueSecretRef)``: drawn where the object above it is
+            found += [_set(body, [*at, *names], v) for v in filler(node)[:1]]
         if node is None or held is None or node.get("type") in ("object", "array"):
             continue
         found += [_set(body, [*at, *names], v) for v in _scalars(node, rule) if v != held]
