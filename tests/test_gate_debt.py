@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from crdharness.gate.checks import debt
+from crdharness.gate.checks import debt, path_coverage
 from crdharness.gate.reporting import report
 from crdharness.gate.results import CheckResult, Form, Found
 
@@ -200,3 +200,30 @@ def test_a_pair_whose_failures_are_all_debt_is_not_proven_below_every_path():
     assert result.passed is None, result
     assert result.evidence.startswith("not proven: schema paths 3/41 held; not held: spec.rules")
     assert "release 1's debt" in result.evidence
+
+
+def test_an_unchanged_crds_paths_only_behind_its_debt_are_said_and_owed():
+    # Real trials (kyma api-gateway, kuberay, opentelemetry-operator upgraded to themselves):
+    # versions under strategy None that differ; every object holding spec.rules stops at the
+    # loss release 1 has too. The CRD did not change: nothing is left to prove of it.
+    result = lost(round_trip(), "spec.colour")
+    result.coverage = {
+        "exercised": 39,
+        "declared": 41,
+        "uncovered": {
+            "spec.rules": path_coverage.STOPPED,
+            # below a field lost whole (the loss release 1 makes too)
+            "spec.hosts": f"{path_coverage.LOST_PARENT}spec.gateway whole first (named above)",
+        },
+    }
+    unchanged = {"widgets.gate.example.com": "unchanged: identical"}
+    assert debt.settle([result], {}, 1, min_objects=10, unchanged=unchanged)
+    assert result.passed is True, result
+    assert "schema paths 39/41 held, the others only behind release 1's debt: spec.rules" in (
+        result.evidence
+    )
+    # a path not held for another reason still leaves it not proven
+    other = lost(round_trip(), "spec.colour")
+    other.coverage = {**result.coverage, "uncovered": {"spec.rules": "a CEL rule refused it"}}
+    debt.settle([other], {}, 1, min_objects=10, unchanged=unchanged)
+    assert other.passed is None

@@ -2,12 +2,14 @@
 (``gate.evidence.repair``), for our own rule-heavy Voyage (examples/gate/voyages): each rule
 shape is met, and what cannot be met is said with the rule that refused it."""
 
+import re
 from pathlib import Path
 
 import pytest
 import yaml
 
-from crdharness.gate.evidence import coverage_objects, objects, repair
+from crdharness.gate.api import Answer
+from crdharness.gate.evidence import coverage, coverage_objects, objects, repair
 from crdharness.gate.evidence.local_validation import LocalValidator
 from crdharness.gate.run.screening import Screening
 from crdharness.scenarios import crds
@@ -98,3 +100,228 @@ def test_few_accepted_is_said_per_crd_and_version():
         "API server: spec.i: Invalid value"
     ]
     assert screening.as_json()["a.example.com"]["v1"]["refused"] == 3
+
+
+def _one_rule_crd(plural: str, spec: dict) -> tuple[dict, dict]:
+    schema = {"type": "object", "required": ["spec"], "properties": {"spec": spec}}
+    crd = crds.manifest(
+        f"{plural}.gate.example.com", plural.title(), [crds.version("v1", schema)], plural=plural
+    )
+    return crd, crd["spec"]["versions"][0]
+
+
+def _rule(rule: str, node: dict) -> dict:
+    return {**node, "x-kubernetes-validations": [{"rule": rule, "message": "no"}]}
+
+
+STRING = {"type": "string"}
+INTEGER = {"type": "integer"}
+
+
+@pytest.mark.parametrize(
+    ("spec", "broken", "holds"),
+    [
+        # a property named as a CEL reserved word is ``__namespace__`` in the rule
+        (
+            _rule(
+                "has(self.name) && has(self.__namespace__)",
+                {"type": "object", "properties": {"name": STRING, "namespace": STRING}},
+            ),
+            {},
+            lambda s: "namespace" in s and "name" in s,
+        ),
+        # and one with a dash is ``x__dash__y``
+        (
+            _rule(
+                "has(self.dock__dash__name)",
+                {"type": "object", "properties": {"dock-name": STRING}},
+            ),
+            {},
+            lambda s: "dock-name" in s,
+        ),
+        # a string in one case
+        (
+            _rule(
+                "self.plural == self.plural.lowerAscii()",
+                {"type": "object", "required": ["plural"], "properties": {"plural": STRING}},
+            ),
+            {"plural": "Ferries"},
+            lambda s: s["plural"] == s["plural"].lower(),
+        ),
+        # a string that must hold data
+        (
+            {
+                "type": "object",
+                "required": ["berth"],
+                "properties": {"berth": _rule("self != ''", STRING)},
+            },
+            {"berth": ""},
+            lambda s: s["berth"] != "",
+        ),
+        # a pattern whose backslashes are escaped in the CEL literal: ``\\*`` is ``\*``
+        (
+            {
+                "type": "object",
+                "required": ["host"],
+                "properties": {"host": _rule(r"self.matches('^\\*\\.[a-z]{2,8}$')", STRING)},
+            },
+            {"host": "x"},
+            lambda s: s["host"].startswith("*.") and s["host"][2:].isalpha(),
+        ),
+        # exactly one of three, where the field it adds has rules of its own
+        (
+            {
+                "type": "object",
+                "x-kubernetes-validations": [
+                    {"rule": r, "message": "no"}
+                    for r in [
+                        "(has(self.ref) && !has(self.refs)) || (!has(self.ref) && has(self.refs))"
+                        " || (has(self.selectors) && self.selectors.size() > 0)",
+                        "has(self.ref) ? self.ref.group == 'docks.example.com' : true",
+                        "has(self.ref) ? self.ref.kind in ['Dock', 'Pier'] : true",
+                        "has(self.refs) ? self.refs.all(r, r.kind in ['Dock', 'Pier']) : true",
+                        "has(self.selectors) ? self.selectors.all(r, r.kind == 'Dock') : true",
+                    ]
+                ],
+                "properties": {
+                    "ref": {
+                        "type": "object",
+                        "required": ["group", "kind"],
+                        "properties": {"group": STRING, "kind": STRING},
+                    },
+                    "refs": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "required": ["kind"],
+                            "properties": {"kind": STRING},
+                        },
+                    },
+                    "selectors": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "required": ["kind"],
+                            "properties": {"kind": STRING},
+                        },
+                    },
+                    "berth": INTEGER,
+                },
+            },
+            {"berth": 1},
+            lambda s: sum(k in s for k in ("ref", "refs", "selectors")) == 1,
+        ),
+        # exactly one of four, counted in a list of has()
+        (
+            _rule(
+                "[has(self.a),has(self.b),has(self.c),has(self.d)].filter(x,x==true).size() == 1",
+                {"type": "object", "properties": {k: STRING for k in "abcd"}},
+            ),
+            {k: "x" for k in "abcd"},
+            lambda s: len(s) == 1,
+        ),
+        # a field below another the rule asks for where a list holds a value
+        (
+            _rule(
+                "!('Create' in self.policies) || has(self.provider.secretRef)",
+                {
+                    "type": "object",
+                    "properties": {
+                        "policies": {"type": "array", "items": STRING},
+                        "provider": {
+                            "type": "object",
+                            "properties": {
+                                "secretRef": {
+                                    "type": "object",
+                                    "required": ["name"],
+                                    "properties": {"name": STRING},
+                                },
+                                "region": STRING,
+                            },
+                        },
+                    },
+                },
+            ),
+            {"policies": ["Create", "Update"], "provider": {"region": "eu"}},
+            lambda s: "Create" in s["policies"] and "secretRef" in s["provider"],
+        ),
+        # two numbers compared with each other
+        (
+            _rule(
+                "self.numerator <= self.denominator",
+                {
+                    "type": "object",
+                    "required": ["numerator", "denominator"],
+                    "properties": {"numerator": INTEGER, "denominator": INTEGER},
+                },
+            ),
+            {"numerator": 9, "denominator": 2},
+            lambda s: s["numerator"] <= s["denominator"],
+        ),
+    ],
+    ids=[
+        *("reserved-word", "dashed-name", "lower-case", "not-empty", "escaped-pattern"),
+        *("one-of-three", "one-of-four", "nested-has", "compared"),
+    ],
+)
+def test_a_rule_shape_of_real_crds_is_met(validator, spec, broken, holds):
+    crd, entry = _one_rule_crd("docks", spec)
+    fixed, errors = repair.repaired(validator, crd, entry, {"spec": broken})
+    assert errors == [] and fixed is not None
+    assert holds(fixed["spec"]), fixed
+
+
+def test_the_declared_paths_accepted_objects_hold_are_counted():
+    spec = {"type": "object", "properties": {"berth": INTEGER, "dock": STRING, "quay": STRING}}
+    crd, _ = _one_rule_crd("quays", spec)
+    screening = Screening()
+    screening.sent(crd, "v1", {"spec": {"berth": 3, "dock": ""}}, None)  # "" holds no data
+    screening.sent(crd, "v1", {"spec": {"quay": "q"}}, Answer(422, {}, [], "refused"))
+    made = screening.as_json()["quays.quays.gate.example.com"]["v1"]
+    assert (made["paths_held"], made["paths_declared"]) == (1, 3)
+
+
+def test_what_no_search_meets_is_left_out_and_the_rest_kept(validator):
+    never = {
+        "type": "object",
+        "properties": {"n": INTEGER},
+        "x-kubernetes-validations": [{"rule": "self.n * 2 == 7", "message": "never"}],
+    }
+    spec = {
+        "type": "object",
+        "properties": {**{f"hold{i}": dict(never) for i in range(24)}, "berth": INTEGER},
+    }
+    crd, entry = _one_rule_crd("holds", spec)
+    broken = {**{f"hold{i}": {"n": i} for i in range(24)}, "berth": 4}  # more than ROUNDS
+    fixed, errors = repair.repaired(validator, crd, entry, {"spec": broken})
+    assert errors == [] and fixed == {"spec": {"berth": 4}}
+
+
+def test_a_field_a_rule_forbids_outright_is_not_a_path_to_hold():
+    # ``!has(self.claims)``: a version keeps the field declared and refuses it
+    spec = _rule(
+        "!has(self.claims)",
+        {
+            "type": "object",
+            "properties": {
+                "claims": {"type": "object", "properties": {"kind": STRING}},
+                "berth": INTEGER,
+            },
+        },
+    )
+    _, entry = _one_rule_crd("moorings", spec)
+    assert coverage.declared(objects.body_schema(entry)) == ["spec.berth"]
+    assert all("claims" not in body.get("spec", {}) for body in coverage_objects.bodies(entry))
+
+
+def test_a_coverage_string_meets_every_pattern_an_allof_gives():
+    # a quantity pattern and a positive-number pattern together (envoy gateway's
+    # minContentLength): "0" meets the first only, and the object was refused
+    node = {
+        "x-kubernetes-int-or-string": True,
+        "anyOf": [{"type": "integer"}, {"type": "string"}],
+        "allOf": [{"pattern": "^[0-9]+[KMG]?$"}, {"pattern": "^[1-9]+[0-9]*[KMG]?$"}],
+    }
+    values, _ = coverage.values_of(node)
+    texts = [v for v in values if isinstance(v, str)]
+    assert texts and all(re.fullmatch("[1-9]+[0-9]*[KMG]?", t) for t in texts)

@@ -2,6 +2,8 @@
 code, run without an API server. What it says is held against a real API server in
 ``test_local_validation_agrees``; here only its own behaviour."""
 
+import copy
+
 import psutil
 import pytest
 
@@ -88,6 +90,29 @@ def test_each_refusal_names_the_rule_or_keyword(validator):
     assert [e.rule for e in ternary] == ["self.mode == 'Fast' ? has(self.speed) : true"]
     assert [e.source for e in one_of] == ["schema"] and "oneOf" in one_of[0].message
     assert enum and enum[0].field == "spec.mode" and enum[0].source == "schema"
+
+
+def test_a_scale_subresources_replicas_are_judged_as_the_api_server_does(validator):
+    # the custom resource validator's ValidateScaleSpec: replicas a non-negative int32,
+    # whatever the schema allows
+    crd = copy.deepcopy(CRD)
+    version = crd["spec"]["versions"][0]
+    version["subresources"] = {
+        "status": {},
+        "scale": {"specReplicasPath": ".spec.port", "statusReplicasPath": ".status.port"},
+    }
+    negative, too_many, fine = validator.validate(
+        crd,
+        "v1",
+        [
+            thing({"port": -3, "mode": "Fast", "speed": 1}),
+            thing({"port": 2**31, "mode": "Fast", "speed": 1}),
+            thing({"port": 0, "mode": "Fast", "speed": 1}),
+        ],
+    )
+    assert [e.field for e in negative] == [".spec.port"]
+    assert "should be a non-negative integer" in negative[0].message
+    assert [e.field for e in too_many] == [".spec.port"] and fine == []
 
 
 def test_an_unknown_version_is_one_clear_error(validator):

@@ -31,6 +31,19 @@ ALTERNATIVES = 3  # values tried per path whose coverage object the server refus
 RETRIES = 60
 REPACKS = 3  # rounds of objects packed again for the paths a failed round trip stopped short of
 SHOWN = 8  # uncovered paths named in a one-line evidence
+STOPPED = (
+    "its objects' round trips stopped at a failure on another path first (fix that, or give a "
+    "sample holding it)"
+)
+
+LOST_PARENT = "its objects lost "  # how the reason below a field lost whole begins
+
+
+def behind_a_failure(why: str) -> bool:
+    """Whether a path was not held only because its objects' round trips failed first (on
+    another path, or losing a field above it whole)."""
+    return why == STOPPED or why.startswith(LOST_PARENT)
+
 
 # (body, refusals to fill) -> a failure, with a record of its own
 Attempt = Callable[[dict, PairRecord, list[Answer]], RoundTripFailure | None]
@@ -278,14 +291,11 @@ def judge(
             # The "other path" is its own parent: say which, and what would show it.
             field = parents[leaf.path]
             why = (
-                f"its objects lost {field} whole first (named above): it shows once the "
+                f"{LOST_PARENT}{field} whole first (named above): it shows once the "
                 f"webhook keeps {field}, or with a sample it keeps {field} for"
             )
         elif leaf.path in stopped:
-            why = (
-                "its objects' round trips stopped at a failure on another path first (fix "
-                "that, or give a sample holding it)"
-            )
+            why = STOPPED
         elif leaf.reason:
             why = leaf.reason
         elif not any(coverage.holds_data(leaf.schema, v) for v in leaf.values):

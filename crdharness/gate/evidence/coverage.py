@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from hypothesis import HealthCheck, Phase, find, settings
@@ -23,6 +24,7 @@ from hypothesis.errors import NoSuchExample, Unsatisfiable
 from crdharness.gate import diff, go_regex
 from crdharness.gate.evidence import combinators
 from crdharness.gate.evidence.characters import CHARACTERS
+from crdharness.gate.evidence.rule_literals import field_name
 
 PATTERN_TRIES = 300  # strings drawn from a pattern in search of one the length bounds allow
 
@@ -94,12 +96,30 @@ def is_leaf(node: dict) -> bool:
     return not (node.get("type") == "array" and isinstance(node.get("items"), dict))
 
 
+FORBIDDEN = re.compile(r"\s*!\s*has\(\s*self\.([A-Za-z_][A-Za-z0-9_]*)\s*\)\s*")
+
+
+def forbidden(node: dict) -> set[str]:
+    """The properties a rule on ``node`` forbids outright (``!has(self.claimNames)``: a field
+    a version keeps declared but refuses): no valid object holds them, none is built."""
+    found = set()
+    for rule in node.get("x-kubernetes-validations") or []:
+        match = FORBIDDEN.fullmatch(str(rule.get("rule", "")))
+        if match:
+            found.add(field_name(match.group(1)))
+    return found
+
+
 def walk(schema: dict, path: str = ""):
-    """(path, node) of every leaf below ``schema`` (a body schema: ``objects.body_schema``)."""
+    """(path, node) of every leaf below ``schema`` (a body schema: ``objects.body_schema``),
+    but those below a property a rule forbids outright."""
     if path and is_leaf(schema):
         yield path, schema
         return
+    refused = forbidden(schema)
     for key, child in (schema.get("properties") or {}).items():
+        if key in refused:
+            continue
         yield from walk(child or {}, join(path, key))
     if isinstance(schema.get("additionalProperties"), dict):
         yield from walk(schema["additionalProperties"], f"{path}.*")
@@ -277,22 +297,40 @@ def _string(node: dict) -> tuple[str | None, str]:
     if high < 1:
         return None, "only the empty string fits (maxLength 0): no value holds data"
     pattern = node.get("pattern")
-    if pattern:
-        return _from_pattern(pattern, low, high)
+    if pattern:  # and every other pattern an allOf adds, none a not forbids
+        return _from_pattern(
+            pattern,
+            low,
+            high,
+            node.get(combinators.PATTERNS, []),
+            node.get(combinators.EXCLUDED_PATTERNS, []),
+        )
     text = FORMATS.get(node.get("format", ""), TEXT)
     if not low <= len(text) <= high:
         text = (TEXT * (1 + low // len(TEXT)))[: max(low, min(high, len(TEXT)))]
     return text, ""
 
 
-def _from_pattern(pattern: str, low: int, high: int) -> tuple[str | None, str]:
+def _from_pattern(
+    pattern: str, low: int, high: int, more: Sequence[str] = (), never: Sequence[str] = ()
+) -> tuple[str | None, str]:
     try:  # the API server's RE2 syntax, as Python spells it
         python = go_regex.compile(pattern).pattern
+        also = [go_regex.compile(p) for p in more]
+        unlike = [go_regex.compile(p) for p in never]
     except re.error as exc:
         return None, f"no string found for pattern {pattern!r} (not translated to Python: {exc})"
     strings = st.from_regex(python, fullmatch=True, alphabet=CHARACTERS)
+
+    def fits(s: str) -> bool:
+        return (
+            max(low, 1) <= len(s) <= high
+            and all(r.search(s) for r in also)
+            and not any(r.search(s) for r in unlike)
+        )
+
     try:
-        return find(strings, lambda s: max(low, 1) <= len(s) <= high, settings=_FIND), ""
+        return find(strings, fits, settings=_FIND), ""
     except (NoSuchExample, Unsatisfiable):
         return None, (
             f"no string found for pattern {pattern!r} of length {max(low, 1)} to {high} "

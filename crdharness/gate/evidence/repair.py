@@ -28,18 +28,30 @@ import re
 
 from crdharness.gate.evidence import combinators, coverage, coverage_objects, objects
 from crdharness.gate.evidence.local_validation import CEL, FieldError, LocalValidator
+from crdharness.gate.evidence.rule_literals import field_name, string_literals, string_value
 
 ROUNDS = 16  # each keeps the best proposal; an object with many failing items needs many
 PROPOSALS = 40  # judged per round at most
 ERRORS_PER_ROUND = 3
 BLOCKING = 100  # a schema error hides every CEL rule: fixing it first is worth more
-LOSS = 0.5  # a drawn leaf path a proposal no longer holds, against one error it fixes
+LOSS = 1.5  # a drawn leaf path a proposal no longer holds, against one error it fixes
+# A field a rule asks for often brings rules of its own (``has(self.ref)`` beside
+# ``self.ref.kind == 'Gateway'``): a proposal that meets the rule in hand for at most this many
+# other rules' errors is taken when none does better, a few times an object.
+SIDEWAYS_ERRORS = 2
+SIDEWAYS_STEPS = 4
+PASSES = 2  # searches, each followed by pruning
+PRUNES = 3  # rounds of leaving out every failing node at once, after the search
 
 LITERAL = re.compile(r"'((?:[^'\\]|\\.)*)'|\"((?:[^\"\\]|\\.)*)\"")
 NUMBER = re.compile(r"(?<![\w.'\"])-?\d+(?![\w.])")
 SELECTED = re.compile(r"\bself\.([A-Za-z_][A-Za-z0-9_]*)")
+CHAIN = re.compile(r"\bself((?:\.[A-Za-z_][A-Za-z0-9_]*){2,})")  # ``self.targetRef.group``
 ITEM_FIELD = re.compile(r"\b[a-z]\w*\.([A-Za-z_][A-Za-z0-9_]*)")  # ``s.minutes`` in all()
-STRING_CALL = re.compile(r"\bself\.(startsWith|endsWith|contains|matches)\(\s*(['\"])(.*?)\2\s*\)")
+STRING_CALL = re.compile(
+    r"\bself\.(startsWith|endsWith|contains|matches)\(\s*(?:'((?:[^'\\]|\\.)*)'|\"((?:[^\"\\]|\\.)*)\")\s*\)"
+)
+CASE_CALL = re.compile(r"\.(lowerAscii|upperAscii|trim)\(\s*\)")
 SEGMENT = re.compile(r"\.?([^.\[\]]+)|\[([^\]]*)\]")
 COMBINATOR_PATH = re.compile(r'"([^"]+)" must validate')
 
@@ -71,35 +83,78 @@ def repaired(
     schema = objects.body_schema(entry)
     current = body
     [errors] = judged([current])
-    for _ in range(ROUNDS):
-        if not errors:
-            return current, []
-        held = coverage.held(schema, objects.intent(current))
-        proposals: list[dict] = []
-        seen = {_key(current)}
-        for error in errors[:ERRORS_PER_ROUND]:
-            for proposal in _proposals(root, current, error):
-                if _key(proposal) not in seen:
-                    seen.add(_key(proposal))
-                    proposals.append(proposal)
-        if not proposals:
+    seen = {_key(current)}  # every object judged: a sideways step never goes back
+    # The search, then what it left pruned; searched again where pruning let rules run
+    # that a schema error had hidden.
+    for _ in range(PASSES):
+        sideways = SIDEWAYS_STEPS
+        for _ in range(ROUNDS):
+            if not errors:
+                return current, []
+            held = coverage.held(schema, objects.intent(current))
+            proposed: dict[str, dict] = {}
+            for error in errors[:ERRORS_PER_ROUND]:
+                for proposal in _proposals(root, current, error):
+                    if _key(proposal) not in seen:
+                        proposed.setdefault(_key(proposal), proposal)
+            if not proposed:
+                break
+            seen.update(list(proposed)[:PROPOSALS])
+            proposals = list(proposed.values())[:PROPOSALS]
+            results = judged(proposals)
+            better = [i for i in range(len(proposals)) if score(results[i]) < score(errors)]
+            if not better and sideways:
+                sideways -= 1
+                targeted = {(e.field, e.rule, e.message) for e in errors[:ERRORS_PER_ROUND]}
+                better = [
+                    i
+                    for i in range(len(proposals))
+                    if score(results[i]) <= score(errors) + SIDEWAYS_ERRORS
+                    and targeted - {(e.field, e.rule, e.message) for e in results[i]}
+                ]
+            if not better:
+                break
+            # Of those with fewer errors, the one that keeps most of what was drawn: a list cut
+            # to nothing meets every rule over it but holds none of its paths any more.
+            best = min(
+                better,
+                key=lambda i: (
+                    score(results[i])
+                    + LOSS * len(held - coverage.held(schema, objects.intent(proposals[i])))
+                ),
+            )
+            current, errors = proposals[best], results[best]
+        # What the search left (an object holding every declared path breaks a hundred rules):
+        # every failing node left out at once, or its nearest ancestor its parent does not
+        # require, a few times (a schema error hid the rules below it).
+        pruned_any = False
+        for _ in range(PRUNES):
+            if not errors:
+                break
+            pruned = current
+            for error in errors:
+                pruned = _pruned(root, pruned, error) or pruned
+            [left] = judged([pruned])
+            if pruned is current or score(left) >= score(errors):
+                break
+            current, errors, pruned_any = pruned, left, True
+        if not errors or not pruned_any:
             break
-        proposals = proposals[:PROPOSALS]
-        results = judged(proposals)
-        better = [i for i in range(len(proposals)) if score(results[i]) < score(errors)]
-        if not better:
-            break
-        # Of those with fewer errors, the one that keeps most of what was drawn: a list cut
-        # to nothing meets every rule over it but holds none of its paths any more.
-        best = min(
-            better,
-            key=lambda i: (
-                score(results[i])
-                + LOSS * len(held - coverage.held(schema, objects.intent(proposals[i])))
-            ),
-        )
-        current, errors = proposals[best], results[best]
     return (current, []) if not errors else (None, errors)
+
+
+def _pruned(root: dict, body: dict, error: FieldError) -> dict | None:
+    """``body`` without the node ``error`` names, or its nearest optional ancestor."""
+    where = error.field or next(iter(COMBINATOR_PATH.findall(error.message)), "")
+    segments = _segments(where)
+    if error.source == CEL:
+        segments = segments[: len(_segments(error.rule_at))]
+    while len(segments) > 1:
+        dropped = _optional_dropped(root, body, segments)
+        if dropped is not None:
+            return dropped
+        segments = segments[:-1]
+    return None
 
 
 def _key(body: dict) -> str:
@@ -199,9 +254,9 @@ def filler(node: dict) -> list:
 
 
 def _literals(rule: str) -> tuple[list[str], list[int]]:
-    strings = [a or b for a, b in LITERAL.findall(rule)]
+    strings = string_literals(rule)
     numbers = [int(n) for n in NUMBER.findall(LITERAL.sub("", rule))]
-    return list(dict.fromkeys(strings)), list(dict.fromkeys(numbers))
+    return strings, list(dict.fromkeys(numbers))
 
 
 def _scalars(node: dict, rule: str) -> list:
@@ -221,12 +276,15 @@ def _scalars(node: dict, rule: str) -> list:
 
 
 def _string_fixes(value: str, rule: str) -> list[str]:
-    calls = STRING_CALL.findall(rule)
+    # ``self == self.lowerAscii()``: the value in that case (or trimmed)
+    cased = {"lowerAscii": value.lower(), "upperAscii": value.upper(), "trim": value.strip()}
+    fixes = [cased[c] for c in CASE_CALL.findall(rule) if cased[c] != value]
+    calls = [(name, string_value(a or b)) for name, a, b in STRING_CALL.findall(rule)]
     if not calls:
-        return []
+        return fixes
     core = value
     prefix = suffix = ""
-    for name, _, argument in calls:
+    for name, argument in calls:
         if name == "startsWith":
             prefix = argument
         elif name == "endsWith":
@@ -241,7 +299,8 @@ def _string_fixes(value: str, rule: str) -> list[str]:
             except Exception:  # a pattern Python cannot draw from: no fix
                 drawn = []
             return [str(d) for d in drawn if isinstance(d, str)]
-    return list(dict.fromkeys([prefix + core + suffix, prefix + suffix, prefix + "a" + suffix]))
+    fixes += [prefix + core + suffix, prefix + suffix, prefix + "a" + suffix]
+    return list(dict.fromkeys(fixes))
 
 
 # -- proposals ---------------------------------------------------------------------------
@@ -292,7 +351,13 @@ def _rule_fixes(root: dict, body: dict, at: list[str], rule: str) -> list[dict |
     if isinstance(value, dict):
         props = node.get("properties") or {}
         required = set(node.get("required") or [])
-        for name in dict.fromkeys(SELECTED.findall(rule)):
+        selected = [field_name(n) for n in dict.fromkeys(SELECTED.findall(rule))]
+        numbers = [
+            value[n]
+            for n in selected
+            if isinstance(value.get(n), (int, float)) and not isinstance(value.get(n), bool)
+        ]
+        for name in selected:
             child = props.get(name)
             if child is None or (not at and name in objects.TOP_LEVEL):  # the gate's own
                 continue
@@ -300,31 +365,49 @@ def _rule_fixes(root: dict, body: dict, at: list[str], rule: str) -> list[dict |
                 if name not in required:
                     found.append(_drop(body, [*at, name]))
                 found += [_set(body, [*at, name], v) for v in _scalars(child, rule)]
+                own = value[name]
+                if isinstance(own, str):
+                    found += [_set(body, [*at, name], v) for v in _string_fixes(own, rule)]
+                elif own in numbers:  # ``self.a <= self.b``: each set to the other's value
+                    found += [_set(body, [*at, name], n) for n in numbers if n != own]
+                elif isinstance(own, list):  # ``self.refs.all(r, r.kind == 'Dock')``
+                    item_node = combinators.alternatives(child)[0]
+                    found += _item_fixes(body, [*at, name], item_node, own, rule)
             else:
                 found += [_set(body, [*at, name], v) for v in filler(child)[:2]]
+        # ``has(self.name) && has(self.namespace)``: every one the rule names, together
+        absent = {
+            n: filler(props[n])
+            for n in selected
+            if n in props and n not in value and (at or n not in objects.TOP_LEVEL)
+        }
+        if len(absent) > 1 and all(absent.values()):
+            found.append(_set(body, at, {**value, **{n: v[0] for n, v in absent.items()}}))
+        # exactly one of three or more (``[has(self.a), has(self.b), ...].filter(x, x).size()
+        # == 1``): dropping one at a time leaves the rule failing; each kept alone
+        present = [n for n in selected if n in value and n in props and n not in required]
+        if len(present) > 2:
+            for kept in present:
+                found.append(
+                    _set(
+                        body, at, {k: v for k, v in value.items() if k == kept or k not in present}
+                    )
+                )
+        found += _chained(props, body, value, at, rule)
     elif isinstance(value, list):
         found += [_set(body, at, value[:n]) for n in (0, 1, len(value) - 1) if n < len(value)]
         found += [_drop(body, [*at, str(i)]) for i in range(min(len(value), 4))]
+        found += _item_fixes(body, at, node, value, rule)
         items = node.get("items") or {}
         strings = _literals(rule)[0]
-        for name in dict.fromkeys(ITEM_FIELD.findall(rule.replace("self.", ""))):
-            child = (items.get("properties") or {}).get(name)
-            if child is None or not value or not isinstance(value[0], dict):
-                continue
-            for v in _scalars(child, rule)[:4]:
-                found.append(_set(body, [*at, "0", name], v))
-                every = [{**i, name: v} if isinstance(i, dict) else i for i in value]
-                found.append(_set(body, at, every))
-            if name not in (items.get("required") or []):  # every item without it
-                found.append(
-                    _set(body, at, [{k: x for k, x in i.items() if k != name} for i in value])
-                )
         if not isinstance(items.get("properties"), dict):  # a list of scalars: its literals
             found += [_set(body, at, [s]) for s in strings[:3]]
             found += [_set(body, at, [*value, s]) for s in strings[:2] if s not in value]
     elif isinstance(value, str):
         found += [_set(body, at, s) for s in _string_fixes(value, rule)]
         found += [_set(body, at, v) for v in _scalars(node, rule)]
+        # ``self != ''``, ``size(self) > 0``: a value the schema draws that holds data
+        found += [_set(body, at, v) for v in filler(node)[:2] if v != value]
     elif isinstance(value, (int, float)) and not isinstance(value, bool):
         found += [_set(body, at, v) for v in _scalars(node, rule)]
         for divisor in _literals(rule)[1]:
@@ -332,6 +415,46 @@ def _rule_fixes(root: dict, body: dict, at: list[str], rule: str) -> list[dict |
                 found.append(_set(body, at, value - value % divisor))
     elif isinstance(value, bool):
         found.append(_set(body, at, not value))
+    return found
+
+
+def _item_fixes(body: dict, at: list[str], node: dict, value: list, rule: str) -> list[dict | None]:
+    """The fields of a list's items a rule names (``self.refs.all(r, r.kind in [...])``) set
+    to the rule's literals, in the first item and in every item, or left out of every item."""
+    found: list[dict | None] = []
+    items = node.get("items") or {}
+    for name in dict.fromkeys(map(field_name, ITEM_FIELD.findall(rule.replace("self.", "")))):
+        child = (items.get("properties") or {}).get(name)
+        if child is None or not value or not isinstance(value[0], dict):
+            continue
+        for v in _scalars(child, rule)[:4]:
+            found.append(_set(body, [*at, "0", name], v))
+            every = [{**i, name: v} if isinstance(i, dict) else i for i in value]
+            found.append(_set(body, at, every))
+        if name not in (items.get("required") or []):  # every item without it
+            found.append(_set(body, at, [{k: x for k, x in i.items() if k != name} for i in value]))
+    return found
+
+
+def _chained(props: dict, body: dict, value: dict, at: list[str], rule: str) -> list[dict | None]:
+    """A scalar a rule reaches through objects below its node (``self.targetRef.group ==
+    'gateway.networking.k8s.io'``) set to the rule's literals, where those objects exist."""
+    found: list[dict | None] = []
+    for chain in dict.fromkeys(CHAIN.findall(rule)):
+        names = [field_name(n) for n in chain.strip(".").split(".")]
+        node: dict | None = {"properties": props}
+        held: object = value
+        parent: object = None
+        for name in names:
+            child = ((node or {}).get("properties") or {}).get(name)
+            node = combinators.alternatives(child)[0] if isinstance(child, dict) else None
+            parent, held = held, held.get(name) if isinstance(held, dict) else None
+        if node is not None and held is None and isinstance(parent, dict):
+            # ``has(self.forProvider.valueSecretRef)``: drawn where the object above it is
+            found += [_set(body, [*at, *names], v) for v in filler(node)[:1]]
+        if node is None or held is None or node.get("type") in ("object", "array"):
+            continue
+        found += [_set(body, [*at, *names], v) for v in _scalars(node, rule) if v != held]
     return found
 
 

@@ -24,6 +24,46 @@ MOST = 8  # assignments per path at most
 
 Assignment = dict[str, object]  # a path as coverage writes it (``spec.a[].b``) -> its value
 
+# Kubernetes' escaping of property names in CEL (apiextensions' ``cel.Escape``): a reserved
+# word is ``__word__``; ``__``, ``.``, ``-`` and ``/`` inside a name are spelt out.
+CEL_RESERVED = frozenset(
+    {
+        *("true", "false", "null", "in", "as", "break", "const", "continue", "else", "for"),
+        *("function", "if", "import", "let", "loop", "package", "namespace", "return"),
+        *("var", "void", "while"),
+    }
+)
+ESCAPES = {"__underscores__": "__", "__dot__": ".", "__dash__": "-", "__slash__": "/"}
+ESCAPED = re.compile("|".join(re.escape(e) for e in ESCAPES))
+STRING_ESCAPE = re.compile(r"\\(x[0-9A-Fa-f]{2}|u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|.)", re.DOTALL)
+CONTROL = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "f": "\f", "v": "\v"}
+
+
+def field_name(selected: str) -> str:
+    """The property a CEL rule's ``self.<selected>`` names: ``__namespace__`` is
+    ``namespace``, ``x__dash__y`` is ``x-y``."""
+    if selected.startswith("__") and selected.endswith("__") and selected[2:-2] in CEL_RESERVED:
+        return selected[2:-2]
+    return ESCAPED.sub(lambda m: ESCAPES[m.group(0)], selected)
+
+
+def string_value(literal: str) -> str:
+    """A CEL string literal's text (between its quotes) as the string it denotes: ``\\\\.``
+    is a backslash and a dot, the regular expression ``\\.`` of a ``matches``."""
+
+    def one(match: re.Match) -> str:
+        code = match.group(1)
+        if code[0] in "xuU" and len(code) > 1:
+            return chr(int(code[1:], 16))
+        return CONTROL.get(code, code)
+
+    return STRING_ESCAPE.sub(one, literal)
+
+
+def string_literals(rule: str) -> list[str]:
+    """The strings a rule's literals denote, each once, in order."""
+    return list(dict.fromkeys(string_value(a or b) for a, b in LITERAL.findall(rule)))
+
 
 def _parts(path: str) -> list[str]:
     return re.findall(r"[^.\[\]]+|\[\]", path)
@@ -79,12 +119,12 @@ def assignments(schema: dict, path: str) -> list[Assignment]:
             break
         for rule in node.get("x-kubernetes-validations") or []:
             text = str(rule.get("rule", ""))
-            literals = [a or b for a, b in LITERAL.findall(text)]
+            literals = string_literals(text)
             # A field the rule only asks the presence of (``has(self.x)``) is left alone:
             # setting it would bring in the rule it guards.
             compared = HAS.sub("", text)
             for selected in dict.fromkeys(SELECTED.findall(compared)):
-                chain = selected.strip(".").split(".")
+                chain = [field_name(n) for n in selected.strip(".").split(".")]
                 if chain == parts[depth : depth + len(chain)]:
                     continue  # the path, or an object on its way
                 field = _field(node, chain)

@@ -4,7 +4,9 @@ not sent when no repair is found, but counted as refused with the rule that refu
 The user's samples are sent as given: the API server's own answer is what the user needs.
 
 And how many objects each CRD and version got: generated, accepted by the API server, and
-refused, by what refused them (report.json's ``objects_made``).
+refused, by what refused them, and how many of the version's declared leaf paths the accepted
+ones hold (report.json's ``objects_made``: the schema path coverage of a CRD with one served
+version, which has no round trips to report it).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from dataclasses import dataclass, field
 
 from crdharness.errors import HarnessError
 from crdharness.gate.api import Answer
-from crdharness.gate.evidence import objects, repair
+from crdharness.gate.evidence import coverage, objects, repair
 from crdharness.gate.evidence.local_validation import LocalValidator
 
 REASON = 160  # characters of a refusing rule kept as a reason
@@ -29,6 +31,8 @@ class Made:
     generated: int = 0
     accepted: int = 0
     refused: Counter[str] = field(default_factory=Counter)  # by what refused them
+    declared: list[str] = field(default_factory=list)  # the version's leaf paths
+    held: set[str] = field(default_factory=set)  # of those, held by an accepted object
 
     def as_json(self) -> dict:
         return {
@@ -36,6 +40,8 @@ class Made:
             "accepted": self.accepted,
             "refused": sum(self.refused.values()),
             "refused_by": dict(self.refused.most_common()),
+            "paths_held": len(self.held & set(self.declared)),
+            "paths_declared": len(self.declared),
         }
 
 
@@ -87,7 +93,16 @@ class Screening:
         if objects.NAME in body:
             return
         made = self._made(manifest["metadata"]["name"], version)
+        held: set[str] = set()
+        versions = (manifest.get("spec") or {}).get("versions") or []
+        entry = next((e for e in versions if e.get("name") == version), None)
+        if answer is None and entry is not None:
+            schema = objects.body_schema(entry)
+            if not made.declared:
+                made.declared = coverage.declared(schema)
+            held = coverage.held(schema, objects.intent(body))
         with self._lock:
+            made.held |= held
             if answer is None:
                 made.accepted += 1
             else:

@@ -20,6 +20,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"regexp"
 	"strconv"
@@ -34,6 +35,7 @@ import (
 	schemaobjectmeta "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
 	structuralpruning "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
 	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
@@ -57,6 +59,7 @@ type version struct {
 	cel        *cel.Validator
 	rules      []rule
 	hasStatus  bool
+	scale      *apiextensionsv1.CustomResourceSubresourceScale
 }
 
 type request struct {
@@ -155,6 +158,9 @@ func load(raw json.RawMessage) (string, []string, error) {
 
 func newVersion(crd *apiextensionsv1.CustomResourceDefinition, served apiextensionsv1.CustomResourceDefinitionVersion) (*version, error) {
 	v := &version{hasStatus: served.Subresources != nil && served.Subresources.Status != nil}
+	if served.Subresources != nil {
+		v.scale = served.Subresources.Scale
+	}
 	if served.Schema == nil || served.Schema.OpenAPIV3Schema == nil {
 		return v, nil
 	}
@@ -228,6 +234,7 @@ func (v *version) validate(obj map[string]interface{}, keepStatus bool) []fieldE
 	add(apiservervalidation.ValidateCustomResource(nil, obj, v.schema), "schema")
 	add(schemaobjectmeta.Validate(context.TODO(), nil, obj, v.structural, false), "embedded-resource")
 	add(structurallisttype.ValidateListSetsAndMaps(nil, v.structural, obj), "list-type")
+	add(v.scaleErrors(obj, keepStatus), "schema")
 	if v.cel == nil {
 		return errs
 	}
@@ -266,4 +273,38 @@ func shown(e *field.Error, source string) fieldError {
 		where = ""
 	}
 	return fieldError{Field: where, Type: string(e.Type), Message: e.ErrorBody(), Source: source}
+}
+
+// scaleErrors is what the custom resource validator's ValidateScaleSpec and
+// ValidateScaleStatus (apiextensions-apiserver pkg/registry/customresource/validator.go, not
+// exported) give for a scale subresource: replicas at its paths a non-negative int32, the
+// label selector a string. Status is judged where the write holds it.
+func (v *version) scaleErrors(obj map[string]interface{}, keepStatus bool) field.ErrorList {
+	var errs field.ErrorList
+	if v.scale == nil {
+		return errs
+	}
+	replicas := func(path string) {
+		n, _, err := unstructured.NestedInt64(obj, strings.Split(strings.TrimPrefix(path, "."), ".")...)
+		switch {
+		case err != nil:
+			errs = append(errs, field.Invalid(field.NewPath(path), n, err.Error()))
+		case n < 0:
+			errs = append(errs, field.Invalid(field.NewPath(path), n, "should be a non-negative integer"))
+		case n > math.MaxInt32:
+			errs = append(errs, field.Invalid(field.NewPath(path), n, fmt.Sprintf("should be less than or equal to %v", math.MaxInt32)))
+		}
+	}
+	replicas(v.scale.SpecReplicasPath)
+	if keepStatus || !v.hasStatus { // without a status subresource, a create holds status
+		replicas(v.scale.StatusReplicasPath)
+		if v.scale.LabelSelectorPath != nil {
+			path := *v.scale.LabelSelectorPath
+			selector, _, err := unstructured.NestedString(obj, strings.Split(strings.TrimPrefix(path, "."), ".")...)
+			if err != nil {
+				errs = append(errs, field.Invalid(field.NewPath(path), selector, err.Error()))
+			}
+		}
+	}
+	return errs
 }
