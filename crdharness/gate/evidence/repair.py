@@ -22,11 +22,10 @@ against CEL rules; the checks are the API server's, the search is ours.
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 
-from crdharness.gate.evidence import combinators, coverage, coverage_objects, objects
+from crdharness.gate.evidence import body_paths, combinators, coverage, coverage_objects, objects
 from crdharness.gate.evidence.local_validation import CEL, FieldError, LocalValidator
 from crdharness.gate.evidence.rule_literals import field_name, string_literals, string_value
 
@@ -52,7 +51,6 @@ STRING_CALL = re.compile(
     r"\bself\.(startsWith|endsWith|contains|matches)\(\s*(?:'((?:[^'\\]|\\.)*)'|\"((?:[^\"\\]|\\.)*)\")\s*\)"
 )
 CASE_CALL = re.compile(r"\.(lowerAscii|upperAscii|trim)\(\s*\)")
-SEGMENT = re.compile(r"\.?([^.\[\]]+)|\[([^\]]*)\]")
 COMBINATOR_PATH = re.compile(r'"([^"]+)" must validate')
 
 
@@ -146,9 +144,9 @@ def repaired(
 def _pruned(root: dict, body: dict, error: FieldError) -> dict | None:
     """``body`` without the node ``error`` names, or its nearest optional ancestor."""
     where = error.field or next(iter(COMBINATOR_PATH.findall(error.message)), "")
-    segments = _segments(where)
+    segments = body_paths.segments(where)
     if error.source == CEL:
-        segments = segments[: len(_segments(error.rule_at))]
+        segments = segments[: len(body_paths.segments(error.rule_at))]
     while len(segments) > 1:
         dropped = _optional_dropped(root, body, segments)
         if dropped is not None:
@@ -159,80 +157,6 @@ def _pruned(root: dict, body: dict, error: FieldError) -> dict | None:
 
 def _key(body: dict) -> str:
     return json.dumps(body, sort_keys=True, default=str)
-
-
-# -- paths -------------------------------------------------------------------------------
-
-
-def _segments(path: str) -> list[str]:
-    return [a or b for a, b in SEGMENT.findall(path)]
-
-
-def _resolve(body: dict, root: dict, segments: list[str]):
-    """[(container, key, schema)] along ``segments`` (a list index as int), or None where
-    the body holds no such value."""
-    chain = []
-    value, node = body, root
-    for part in segments:
-        if isinstance(value, list):
-            try:
-                key: str | int = int(part)
-            except ValueError:
-                return None
-            child_node = node.get("items") or {}
-        elif isinstance(value, dict):
-            key = part
-            props = node.get("properties") or {}
-            child_node = props.get(part) or (
-                node["additionalProperties"]
-                if isinstance(node.get("additionalProperties"), dict)
-                else {}
-            )
-        else:
-            return None
-        try:
-            child = value[key]
-        except (KeyError, IndexError, TypeError):
-            return None
-        chain.append((value, key, child_node))
-        value, node = child, child_node
-    return chain
-
-
-def _at(body: dict, segments: list[str], change) -> dict | None:
-    """A copy of ``body`` with ``change(container, key)`` done at ``segments``."""
-    copied = copy.deepcopy(body)
-    target = copied
-    for part in segments[:-1]:
-        try:
-            target = target[int(part)] if isinstance(target, list) else target[part]
-        except (KeyError, IndexError, ValueError, TypeError):
-            return None
-    last: str | int = segments[-1]
-    if isinstance(target, list):
-        try:
-            last = int(last)
-        except ValueError:
-            return None
-    change(target, last)
-    return copied
-
-
-def _set(body: dict, segments: list[str], value) -> dict | None:
-    def put(container, key):
-        container[key] = copy.deepcopy(value)
-
-    return _at(body, segments, put) if segments else value
-
-
-def _drop(body: dict, segments: list[str]) -> dict | None:
-    def remove(container, key):
-        if isinstance(container, dict):
-            container.pop(key, None)
-        elif isinstance(container, list) and 0 <= key < len(container):
-            del container[key]
-
-    return _at(body, segments, remove) if segments else None
 
 
 # -- values ------------------------------------------------------------------------------
@@ -308,11 +232,11 @@ def _string_fixes(value: str, rule: str) -> list[str]:
 
 def _proposals(root: dict, body: dict, error: FieldError) -> list[dict]:
     if error.source == CEL:
-        segments = _segments(error.field)[: len(_segments(error.rule_at))]
+        segments = body_paths.segments(error.field)[: len(body_paths.segments(error.rule_at))]
         found = _rule_fixes(root, body, segments, error.rule)
     else:
         where = error.field or next(iter(COMBINATOR_PATH.findall(error.message)), "")
-        segments = _segments(where)
+        segments = body_paths.segments(where)
         found = _schema_fixes(root, body, segments, error)
     found.append(_optional_dropped(root, body, segments))
     return [b for b in found if isinstance(b, dict)]
@@ -320,7 +244,7 @@ def _proposals(root: dict, body: dict, error: FieldError) -> list[dict]:
 
 def _optional_dropped(root: dict, body: dict, segments: list[str]) -> dict | None:
     """``body`` without the value at ``segments``, where its parent does not require it."""
-    chain = _resolve(body, root, segments)
+    chain = body_paths.resolve(body, root, segments)
     if not chain:
         return None
     parent_node = chain[-2][2] if len(chain) > 1 else root
@@ -329,13 +253,13 @@ def _optional_dropped(root: dict, body: dict, segments: list[str]) -> dict | Non
         return None
     if isinstance(container, list) and len(container) <= parent_node.get("minItems", 0):
         return None
-    return _drop(body, segments)
+    return body_paths.drop(body, segments)
 
 
 def _node_and_value(root: dict, body: dict, segments: list[str]):
     if not segments:
         return root, body
-    chain = _resolve(body, root, segments)
+    chain = body_paths.resolve(body, root, segments)
     if not chain:
         return None, None
     container, key, node = chain[-1]
@@ -363,18 +287,20 @@ def _rule_fixes(root: dict, body: dict, at: list[str], rule: str) -> list[dict |
                 continue
             if name in value:
                 if name not in required:
-                    found.append(_drop(body, [*at, name]))
-                found += [_set(body, [*at, name], v) for v in _scalars(child, rule)]
+                    found.append(body_paths.drop(body, [*at, name]))
+                found += [body_paths.set(body, [*at, name], v) for v in _scalars(child, rule)]
                 own = value[name]
                 if isinstance(own, str):
-                    found += [_set(body, [*at, name], v) for v in _string_fixes(own, rule)]
+                    found += [
+                        body_paths.set(body, [*at, name], v) for v in _string_fixes(own, rule)
+                    ]
                 elif own in numbers:  # ``self.a <= self.b``: each set to the other's value
-                    found += [_set(body, [*at, name], n) for n in numbers if n != own]
+                    found += [body_paths.set(body, [*at, name], n) for n in numbers if n != own]
                 elif isinstance(own, list):  # ``self.refs.all(r, r.kind == 'Dock')``
                     item_node = combinators.alternatives(child)[0]
                     found += _item_fixes(body, [*at, name], item_node, own, rule)
             else:
-                found += [_set(body, [*at, name], v) for v in filler(child)[:2]]
+                found += [body_paths.set(body, [*at, name], v) for v in filler(child)[:2]]
         # ``has(self.name) && has(self.namespace)``: every one the rule names, together
         absent = {
             n: filler(props[n])
@@ -382,39 +308,43 @@ def _rule_fixes(root: dict, body: dict, at: list[str], rule: str) -> list[dict |
             if n in props and n not in value and (at or n not in objects.TOP_LEVEL)
         }
         if len(absent) > 1 and all(absent.values()):
-            found.append(_set(body, at, {**value, **{n: v[0] for n, v in absent.items()}}))
+            found.append(
+                body_paths.set(body, at, {**value, **{n: v[0] for n, v in absent.items()}})
+            )
         # exactly one of three or more (``[has(self.a), has(self.b), ...].filter(x, x).size()
         # == 1``): dropping one at a time leaves the rule failing; each kept alone
         present = [n for n in selected if n in value and n in props and n not in required]
         if len(present) > 2:
             for kept in present:
                 found.append(
-                    _set(
+                    body_paths.set(
                         body, at, {k: v for k, v in value.items() if k == kept or k not in present}
                     )
                 )
         found += _chained(props, body, value, at, rule)
     elif isinstance(value, list):
-        found += [_set(body, at, value[:n]) for n in (0, 1, len(value) - 1) if n < len(value)]
-        found += [_drop(body, [*at, str(i)]) for i in range(min(len(value), 4))]
+        found += [
+            body_paths.set(body, at, value[:n]) for n in (0, 1, len(value) - 1) if n < len(value)
+        ]
+        found += [body_paths.drop(body, [*at, str(i)]) for i in range(min(len(value), 4))]
         found += _item_fixes(body, at, node, value, rule)
         items = node.get("items") or {}
         strings = _literals(rule)[0]
         if not isinstance(items.get("properties"), dict):  # a list of scalars: its literals
-            found += [_set(body, at, [s]) for s in strings[:3]]
-            found += [_set(body, at, [*value, s]) for s in strings[:2] if s not in value]
+            found += [body_paths.set(body, at, [s]) for s in strings[:3]]
+            found += [body_paths.set(body, at, [*value, s]) for s in strings[:2] if s not in value]
     elif isinstance(value, str):
-        found += [_set(body, at, s) for s in _string_fixes(value, rule)]
-        found += [_set(body, at, v) for v in _scalars(node, rule)]
+        found += [body_paths.set(body, at, s) for s in _string_fixes(value, rule)]
+        found += [body_paths.set(body, at, v) for v in _scalars(node, rule)]
         # ``self != ''``, ``size(self) > 0``: a value the schema draws that holds data
-        found += [_set(body, at, v) for v in filler(node)[:2] if v != value]
+        found += [body_paths.set(body, at, v) for v in filler(node)[:2] if v != value]
     elif isinstance(value, (int, float)) and not isinstance(value, bool):
-        found += [_set(body, at, v) for v in _scalars(node, rule)]
+        found += [body_paths.set(body, at, v) for v in _scalars(node, rule)]
         for divisor in _literals(rule)[1]:
             if divisor > 0 and isinstance(value, int):
-                found.append(_set(body, at, value - value % divisor))
+                found.append(body_paths.set(body, at, value - value % divisor))
     elif isinstance(value, bool):
-        found.append(_set(body, at, not value))
+        found.append(body_paths.set(body, at, not value))
     return found
 
 
@@ -428,11 +358,13 @@ def _item_fixes(body: dict, at: list[str], node: dict, value: list, rule: str) -
         if child is None or not value or not isinstance(value[0], dict):
             continue
         for v in _scalars(child, rule)[:4]:
-            found.append(_set(body, [*at, "0", name], v))
+            found.append(body_paths.set(body, [*at, "0", name], v))
             every = [{**i, name: v} if isinstance(i, dict) else i for i in value]
-            found.append(_set(body, at, every))
+            found.append(body_paths.set(body, at, every))
         if name not in (items.get("required") or []):  # every item without it
-            found.append(_set(body, at, [{k: x for k, x in i.items() if k != name} for i in value]))
+            found.append(
+                body_paths.set(body, at, [{k: x for k, x in i.items() if k != name} for i in value])
+            )
     return found
 
 
@@ -451,10 +383,10 @@ def _chained(props: dict, body: dict, value: dict, at: list[str], rule: str) -> 
             parent, held = held, held.get(name) if isinstance(held, dict) else None
         if node is not None and held is None and isinstance(parent, dict):
             # ``has(self.forProvider.valueSecretRef)``: drawn where the object above it is
-            found += [_set(body, [*at, *names], v) for v in filler(node)[:1]]
+            found += [body_paths.set(body, [*at, *names], v) for v in filler(node)[:1]]
         if node is None or held is None or node.get("type") in ("object", "array"):
             continue
-        found += [_set(body, [*at, *names], v) for v in _scalars(node, rule) if v != held]
+        found += [body_paths.set(body, [*at, *names], v) for v in _scalars(node, rule) if v != held]
     return found
 
 
@@ -464,7 +396,7 @@ def _schema_fixes(root: dict, body: dict, at: list[str], error: FieldError) -> l
         parent_node, _ = _node_and_value(root, body, at[:-1])
         child = ((parent_node or {}).get("properties") or {}).get(at[-1])
         if child is not None:
-            found += [_set(body, at, v) for v in filler(child)[:2]]
+            found += [body_paths.set(body, at, v) for v in filler(child)[:2]]
         return found
     node, value = _node_and_value(root, body, at)
     if node is None:
@@ -474,7 +406,7 @@ def _schema_fixes(root: dict, body: dict, at: list[str], error: FieldError) -> l
         for item in value:
             if item not in unique:
                 unique.append(item)
-        found.append(_set(body, at, unique))
+        found.append(body_paths.set(body, at, unique))
     if isinstance(value, dict):  # a oneOf / anyOf / not at an object: each branch's fields
         for alternative in combinators.alternatives(node):
             allowed = set(alternative.get("properties") or {})
@@ -482,6 +414,6 @@ def _schema_fixes(root: dict, body: dict, at: list[str], error: FieldError) -> l
             for key in alternative.get("required") or []:
                 if key not in kept and key in allowed:
                     kept[key] = next(iter(filler(alternative["properties"][key])), None)
-            found.append(_set(body, at, kept))
-    found += [_set(body, at, v) for v in filler(node)[:3] if v != value]
+            found.append(body_paths.set(body, at, kept))
+    found += [body_paths.set(body, at, v) for v in filler(node)[:3] if v != value]
     return found
