@@ -286,6 +286,14 @@ def test_drop_empty_key_drops_a_list_item_whose_key_is_empty_whole():
     assert obj == {"spec": {"sources": [{"key": "k", "mode": "b"}]}}
 
 
+def test_split_items_answers_an_item_holding_a_comma_as_two():
+    split = faults.Faults.parse(["split-items=spec.tags"])
+    obj = {"spec": {"tags": ["a,b", "c"], "other": ["x,y"]}}
+    split.apply({"response": {"convertedObjects": [obj]}}, {})
+    assert obj == {"spec": {"tags": ["a", "b", "c"], "other": ["x,y"]}}
+    assert split.describe() == ["split-items=spec.tags"]
+
+
 def test_grow_annotation_doubles_one_annotation_on_every_conversion():
     _, payload, record = answer_with("grow-annotation")
     assert record["faults"] == ["grow-annotation"]

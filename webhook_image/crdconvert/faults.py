@@ -209,6 +209,7 @@ NAMES = (
     "panic-on=<path>",
     "move-field=[<version>:]<from>+<to>",
     "drop-empty-key=<list>[].<key>",
+    "split-items=<path>",
 )
 
 
@@ -263,6 +264,19 @@ def _drop_empty_keys(obj: dict, spec: str) -> None:
         node = node.get(part) if isinstance(node, dict) else None
     if isinstance(node, dict) and isinstance(node.get(last), list):
         node[last] = [i for i in node[last] if not (isinstance(i, dict) and i.get(key) == "")]
+
+
+def _split_items(obj: dict, path: str) -> None:
+    """The list of strings at ``a.b`` answered as a converter that keeps it joined with ","
+    in one annotation answers it: an item holding a comma comes back as two."""
+    *parents, last = path.split(".")
+    node: object = obj
+    for part in parents:
+        node = node.get(part) if isinstance(node, dict) else None
+    if isinstance(node, dict) and isinstance(node.get(last), list):
+        items = node[last]
+        if all(isinstance(i, str) for i in items):
+            node[last] = ",".join(items).split(",") if items else []
 
 
 def _move(obj: dict, source: str, target: str) -> None:
@@ -342,6 +356,8 @@ class Faults:
     moved: list[tuple[str, str, str]] = field(default_factory=list)
     # drop-empty-key=<list>[].<key>, repeatable: list items whose key is "" dropped whole.
     keyless: list[str] = field(default_factory=list)
+    # split-items=<path>, repeatable: a list of strings kept joined with "," and split back.
+    split: list[str] = field(default_factory=list)
 
     @classmethod
     def parse(cls, specs: list[str]) -> Faults:
@@ -360,6 +376,8 @@ class Faults:
                 faults.panics.append(value)
             elif name == "drop-empty-key" and "[]." in value:
                 faults.keyless.append(value)
+            elif name == "split-items" and value:
+                faults.split.append(value)
             elif name == "move-field" and value.count("+") == 1:
                 version, _, paths = value.rpartition(":")
                 source, target = paths.split("+")
@@ -403,6 +421,7 @@ class Faults:
             or self.panics
             or self.moved
             or self.keyless
+            or self.split
         )
 
     def describe(self) -> list[str]:
@@ -418,6 +437,7 @@ class Faults:
         names += [f"panic-on={path}" for path in self.panics]
         names += [f"move-field={v + ':' if v else ''}{a}+{b}" for v, a, b in self.moved]
         names += [f"drop-empty-key={spec}" for spec in self.keyless]
+        names += [f"split-items={path}" for path in self.split]
         return names
 
     def panic_for(self, request: dict) -> str:
@@ -442,9 +462,11 @@ class Faults:
         for name in self.rewrites:
             REWRITES[name](answer, request)
         if (
-            self.dropped or self.swapped or self.filled or self.moved or self.keyless
+            self.dropped or self.swapped or self.filled or self.moved or self.keyless or self.split
         ):  # a rewrite may have removed it
             for obj in _objects(answer):
+                for path in self.split:
+                    _split_items(obj, path)
                 for spec in self.keyless:
                     _drop_empty_keys(obj, spec)
                 for version, source, target in self.moved:
