@@ -85,6 +85,26 @@ def test_a_crd_without_conversion_gets_one_only_when_declared():
     }
 
 
+def test_convert_patterns_name_every_multi_version_crd_they_match():
+    # Crossplane adds a conversion stanza to each multi-version CRD of a provider at install:
+    # one pattern, not 300 names, says so to the gate.
+    crd = copy.deepcopy(CRD)
+    del crd["spec"]["conversion"]
+    single = copy.deepcopy(crd)
+    single["spec"]["versions"] = single["spec"]["versions"][:1]
+    reach = manifests.url_reach("https://127.0.0.1:1", "Y2E=")
+    for given in (["*"], ["*.example.com"], ["things.*"]):
+        spec = WebhookSpec(convert=given)
+        assert spec.converts(crd), given
+        assert manifests.point_conversion(crd, reach, spec)["spec"]["conversion"]["strategy"] == (
+            "Webhook"
+        )
+        assert not spec.converts(single), given  # one version: nothing to convert
+        assert "conversion" not in manifests.point_conversion(single, reach, spec)["spec"]
+    assert not WebhookSpec(convert=["*.example.org"]).converts(crd)
+    assert WebhookSpec(convert=["things.example.com"]).converts(single)  # named: as asked
+
+
 def test_admission_configurations_are_pointed_hook_by_hook():
     configuration = {
         "kind": "ValidatingWebhookConfiguration",

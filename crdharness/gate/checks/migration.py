@@ -175,7 +175,7 @@ def removal_advice(
         first = first_stored(releases[: release.index], name, version)
         since = f"release {first.index + 1}" if first else "an earlier release"
         advice.append(f"{version} has been in status.storedVersions since {since} stored it")
-    webhook = name in (config.webhook.convert if config.webhook else []) or (
+    webhook = bool(config.webhook and config.webhook.converts(previous.crds[name])) or (
         previous.strategy(name) == "Webhook" and uses_webhook(previous, config.webhook)
     )
     lost = []

@@ -17,7 +17,11 @@ from crdharness.gate.run.context import GateContext
 
 def strategy(ctx: GateContext, release: Release, name: str) -> str:
     """``name``'s conversion strategy under ``release``, as the gate runs it."""
-    if ctx.webhook is not None and ctx.config.webhook and name in ctx.config.webhook.convert:
+    if (
+        ctx.webhook is not None
+        and ctx.config.webhook
+        and ctx.config.webhook.converts(release.crds[name])
+    ):
         return "Webhook"
     return release.strategy(name)
 
@@ -65,7 +69,8 @@ def check(ctx: GateContext, name: str) -> None:
         result.fail(
             f"{HEADLINE} ({len(problems)} subtrees): with None only apiVersion changes, so "
             "these fields are lost or invalid"
-            + (f"; real objects lost {', '.join(stake)}" if stake else ""),
+            + (f"; real objects lost {', '.join(stake)}" if stake else "")
+            + (UNSTATED if "conversion" not in ctx.candidate.crds[name]["spec"] else ""),
             *(text for _, _, text in problems),
             found=found,
         )
@@ -74,3 +79,9 @@ def check(ctx: GateContext, name: str) -> None:
 
 
 HEADLINE = "strategy None but the served versions' schemas differ"
+# A manifest with no conversion stanza is strategy None as shipped; an installer may add one.
+UNSTATED = (
+    " (the manifest has no spec.conversion: if what installs it adds a webhook, as a kustomize"
+    " patch or Crossplane's package manager does, give the gate that webhook with"
+    " webhook.convert naming these CRDs, e.g. ['*'])"
+)

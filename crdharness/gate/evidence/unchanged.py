@@ -115,7 +115,7 @@ def _webhook_converts(release: Release, name: str, spec: WebhookSpec | None) -> 
     or the webhook it runs under adds the stanza: ``convert``)."""
     conversion = release.crds[name]["spec"].get("conversion")
     if conversion is None:
-        return spec is not None and name in spec.convert
+        return spec is not None and spec.converts(release.crds[name])
     return conversion.get("strategy") == "Webhook"
 
 

@@ -5,6 +5,7 @@ schema is documented in README.md ("Gate your own CRDs").
 
 from __future__ import annotations
 
+import fnmatch
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -125,7 +126,9 @@ class WebhookSpec:
     cert_dir: str = "/tmp/k8s-webhook-server/serving-certs"  # image: where it reads tls.*
     ready_timeout: float = 120.0
     # CRDs that use the webhook although their manifests have no conversion stanza (the
-    # usual kustomize patch adds it at deploy time), and what that stanza would say.
+    # usual kustomize patch adds it at deploy time, Crossplane at install), and what that
+    # stanza would say: names, or patterns (``*.aws.example.com``, ``*``) naming every
+    # multi-version CRD they match.
     convert: list[str] = field(default_factory=list)
     path: str = "/convert"
     review_versions: list[str] = field(default_factory=lambda: ["v1"])
@@ -134,6 +137,16 @@ class WebhookSpec:
     @property
     def form(self) -> str:
         return "command" if self.command else "image" if self.image else "url"
+
+    def converts(self, crd: dict) -> bool:
+        """Whether ``convert`` names ``crd``: by its name, or by a pattern when it serves
+        more than one version (a single-version CRD has nothing to convert)."""
+        name = crd["metadata"]["name"]
+        several = len(crd["spec"].get("versions") or []) > 1
+        return any(
+            name == given or (several and fnmatch.fnmatchcase(name, given))
+            for given in self.convert
+        )
 
 
 @dataclass

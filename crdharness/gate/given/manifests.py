@@ -199,7 +199,7 @@ def point_conversion(crd: dict, reach: Reach, spec) -> dict:
     kustomize patch the user applies at deploy time)."""
     pointed = copy.deepcopy(crd)
     conversion = pointed["spec"].get("conversion")
-    if conversion is None and spec is not None and crd["metadata"]["name"] in spec.convert:
+    if conversion is None and spec is not None and spec.converts(crd):
         conversion = pointed["spec"]["conversion"] = {
             "strategy": "Webhook",
             "webhook": {"conversionReviewVersions": list(spec.review_versions)},
@@ -242,5 +242,7 @@ def url_reach(base_url: str, ca_bundle: str) -> Reach:
 
 
 def uses_webhook(release: Release, spec) -> bool:
-    convert = set(spec.convert) if spec is not None else set()
-    return any(release.strategy(name) == "Webhook" or name in convert for name in release.crds)
+    return any(
+        release.strategy(name) == "Webhook" or (spec is not None and spec.converts(crd))
+        for name, crd in release.crds.items()
+    )

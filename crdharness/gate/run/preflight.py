@@ -57,7 +57,8 @@ def check(config: GateConfig, releases: list[Release], admission: list[dict]) ->
         raise HarnessError(
             f"webhook: is given, but no CRD would call it: {names} (several versions, no "
             "spec.conversion, as controller-gen writes it before kustomize patches it in): "
-            "list them under webhook.convert"
+            "list them under webhook.convert (names, or patterns such as '*.example.com' "
+            "or '*')"
         )
 
 
