@@ -145,3 +145,19 @@ def test_two_runs_at_once_build_only_once(isolated_cache, monkeypatch):
     assert len(results) == 2
     assert results[0] == results[1]
     assert os.access(results[0].kube_apiserver, os.X_OK)
+
+
+def test_validator_entries_no_run_used_for_two_weeks_are_pruned(isolated_cache):
+    isolated_cache.mkdir()
+    old_time = os.path.getmtime(isolated_cache) - (cache.UNUSED_DAYS + 1) * 86400
+    for name in ("crdvalidate-v1-old", "crdvalidate-v1-recent", "crdvalidate-v1-current"):
+        (isolated_cache / name).mkdir(parents=True)
+        (isolated_cache / name / "crdvalidate").write_text("binary")
+    (isolated_cache / "kubernetes-v1.0.0").mkdir()  # another kind of entry: never pruned
+    for name in ("crdvalidate-v1-old", "crdvalidate-v1-current", "kubernetes-v1.0.0"):
+        os.utime(isolated_cache / name, (old_time, old_time))
+    cache.mark_used("crdvalidate-v1-recent")  # a run used it: kept
+    removed = cache.prune_unused("crdvalidate-", keep="crdvalidate-v1-current")
+    assert removed == ["crdvalidate-v1-old"]
+    left = sorted(p.name for p in isolated_cache.iterdir())
+    assert left == ["crdvalidate-v1-current", "crdvalidate-v1-recent", "kubernetes-v1.0.0"]

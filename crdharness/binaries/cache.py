@@ -13,9 +13,11 @@ build or download never leaves a half binary where a later run would use it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -31,6 +33,8 @@ ENV_VAR = "CRDHARNESS_CACHE"
 # is the kernel's (fcntl), so it is released when its holder dies and a wait cannot outlive
 # a crashed run. It says every so often what it waits for.
 LOCK_NOTICE_SECONDS = 60
+# Entries of an older source digest no run used for this long are removed (``prune_unused``).
+UNUSED_DAYS = 14.0
 
 
 def cache_root() -> Path:
@@ -90,3 +94,26 @@ def install(name: str, built: Path) -> Path:
         shutil.rmtree(graveyard, ignore_errors=True)
     os.replace(built, target)
     return target
+
+
+def mark_used(name: str) -> None:
+    """Note that entry ``name`` was used now (its directory's mtime), for ``prune_unused``."""
+    # a read-only cache still serves; its entries are only never pruned
+    with contextlib.suppress(OSError):
+        os.utime(entry_dir(name))
+
+
+def prune_unused(prefix: str, keep: str, days: float = UNUSED_DAYS) -> list[str]:
+    """Remove the entries named ``prefix``* other than ``keep`` that no run used for ``days``:
+    each change of a source-digested entry (the validator) builds a new one beside the old.
+    A binary still running keeps working (Linux frees it when it exits); a checkout that
+    needs an entry pruned here builds it again. Returns the names removed."""
+    root = cache_root()
+    cutoff = time.time() - days * 86400
+    removed = []
+    for entry in sorted(root.glob(f"{prefix}*")) if root.is_dir() else []:
+        if entry.name == keep or not entry.is_dir() or entry.stat().st_mtime > cutoff:
+            continue
+        shutil.rmtree(entry, ignore_errors=True)
+        removed.append(entry.name)
+    return removed

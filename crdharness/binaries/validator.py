@@ -36,6 +36,7 @@ def validator_binary(report: Reporter = to_stderr) -> Path:
     name = entry_name()
     binary = cache.entry_dir(name) / BINARY
     if binary.exists():
+        cache.mark_used(name)
         return binary
     with (
         cache.locked(name, report),
@@ -70,4 +71,5 @@ def validator_binary(report: Reporter = to_stderr) -> Path:
                 log=log,
             )
         cache.install(name, built)
+    cache.prune_unused("crdvalidate-", keep=name)
     return binary
