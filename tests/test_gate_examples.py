@@ -191,7 +191,7 @@ def test_a_three_release_history_passes_when_release_2_ships_a_migration(tmp_pat
     upgrade = found["upgrade[release 1->2]"]["evidence"]
     assert "etcd keys untouched" in upgrade and "written again" in upgrade
     assert found["deprecation[release 2]"]["evidence"].startswith(
-        "Warning header on backups v1alpha1"
+        "Warning header on backups.gate.example.com v1alpha1"
     )
 
 

@@ -319,3 +319,18 @@ def test_a_release_checks_clauses_about_one_crd_each_are_joined_in_run_order():
     )
     # Clauses that are not each about a CRD are kept as they are, shard by shard.
     assert merge._merged_evidence(["x: one; two", "x: three"], order) == "x: one; two; x: three"
+
+
+def test_the_deprecation_lists_of_shards_are_one_list_and_a_shard_without_any_says_nothing():
+    order = merge.Order(["queues.a.example.com", "queues.m.a.example.com", "users.b.example.com"])
+    one = "Warning header on queues.a.example.com v1 (custom text: list/create/get/update)"
+    two = "Warning header on users.b.example.com v1 (default text: list)"
+    three = "Warning header on queues.m.a.example.com v1 (custom text: list/create/get/update)"
+    merged = merge._merged_evidence([two, "no deprecated served version", one, three], order)
+    assert merged == (
+        "Warning header on queues.a.example.com v1 (custom text: list/create/get/update), "
+        "queues.m.a.example.com v1 (custom text: list/create/get/update), "
+        "users.b.example.com v1 (default text: list)"
+    )
+    none = "no deprecated served version"
+    assert merge._merged_evidence([none, none], order) == none

@@ -10,6 +10,9 @@ from crdharness.gate.evidence import objects
 from crdharness.gate.given.manifests import Release
 from crdharness.gate.run.context import HISTORY_NS, GateContext
 
+WARNED = "Warning header on"
+NONE_DEPRECATED = "no deprecated served version"
+
 
 def default_warning(group: str, version: str, kind: str, versions: list[dict]) -> str:
     """The API server's text for a deprecated version without ``deprecationWarning``: it
@@ -73,7 +76,7 @@ def check_warnings(ctx: GateContext, release: Release, subject: str) -> None:
         manifest = release.crds[name]
         resource = Resource.of(manifest)
         if release is ctx.candidate and ctx.listed_only(name) and release.deprecated(name):
-            checked.append(f"{resource.plural}: not again ({ctx.unchanged[name]})")
+            checked.append(f"{name}: not again ({ctx.unchanged[name]})")
             continue
         for version, custom in release.deprecated(name).items():
             expected = custom or default_warning(
@@ -109,13 +112,13 @@ def check_warnings(ctx: GateContext, release: Release, subject: str) -> None:
                         f"{name}: {verb} at deprecated {version} did not warn {expected!r}",
                         f"{verb} at {version}: {answer.status}, warnings {answer.warnings}",
                     )
-            verbs = ", ".join(answers)
+            # Each item names its CRD whole (two groups may share a plural) and holds no ", "
+            # or "; ": the merge of a split run joins the shards' lists item by item.
+            verbs = "/".join(answers)
             text = "custom" if custom else "default"
-            checked.append(f"{resource.plural} {version} ({text} text; {verbs})")
+            checked.append(f"{name} {version} ({text} text: {verbs})")
     if result.passed is not False:
-        result.evidence = (
-            f"Warning header on {', '.join(checked)}" if checked else "no deprecated served version"
-        )
+        result.evidence = f"{WARNED} {', '.join(checked)}" if checked else NONE_DEPRECATED
         if result.passed is None:
             result.evidence = "not proven in part: " + result.evidence
 

@@ -187,9 +187,9 @@ def _the_rules_own(change: Change, finding: str) -> bool:
 
 def enough_evidence(ctx: GateContext, result: CheckResult, release: Release, written) -> None:
     """No pass on thin evidence: at least ``min_objects`` old objects of each CRD reached
-    the writes, and every change has a decision."""
-    if result.passed is False:
-        return
+    the writes, and every change has a decision. On a failure the same is said in the details
+    (what the gate did not see is never passed over, and each shard of a split run says it
+    whatever its own verdict: the merge gives one machine's lines)."""
     short = []
     for name in ctx.live(release):
         if name not in ctx.releases[release.index - 1].crds:
@@ -212,6 +212,10 @@ def enough_evidence(ctx: GateContext, result: CheckResult, release: Release, wri
     ]
     if not short and not undecided:
         return
+    undecided_lines = [f"not proven: {c.subject}: {c.kind}: {c.evidence}" for c in undecided]
+    if result.passed is False:  # the finding stands; what was not seen is listed beside it
+        result.details += [f"not proven: {line}" for line in short] + undecided_lines
+        return
     why = []
     if short and ctx.source is not None:
         why.append(f"not every object of the source cluster was replayed ({'; '.join(short)})")
@@ -231,4 +235,4 @@ def enough_evidence(ctx: GateContext, result: CheckResult, release: Release, wri
         )
     result.passed = None
     result.evidence = "not proven: " + "; and ".join(why)
-    result.details += [f"not proven: {c.subject}: {c.kind}: {c.evidence}" for c in undecided]
+    result.details += undecided_lines

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from crdharness.errors import HarnessError
-from crdharness.gate.checks import conduct
+from crdharness.gate.checks import conduct, deprecation
 from crdharness.gate.reporting import report, stored
 from crdharness.gate.reporting.report import Report
 from crdharness.gate.results import CheckResult, Debt
@@ -225,6 +225,9 @@ def _joined(lists) -> list[str]:
     return list(dict.fromkeys(line for lines in lists for line in lines))
 
 
+# What a shard says of a release's check when none of its own CRDs has any: the other
+# shards' lists are the whole run's.
+SILENT = {deprecation.NONE_DEPRECATED}
 # A count (of CRDs, objects, reads, writes): a number before a word, not a release's or a
 # version's ("release 1 already refused", "v1", "1.37").
 NUMBER = re.compile(r"(?<![\w.>/-])(?<!release )\d+(?= [A-Za-z(])")
@@ -241,6 +244,8 @@ def _merged_evidence(texts: list[str], position: Order) -> str:
     """One evidence line for a release's check from its shards' lines: clause by clause
     ("; "), counts of the same clause summed, a clause only some shards have kept in its
     place; or, where the lines differ in a list of CRDs, that list joined in run order."""
+    said = [t for t in texts if t not in SILENT]
+    texts = said or texts  # a shard with none of them says nothing of the others' CRDs
     distinct = list(dict.fromkeys(texts))
     clauses = [t.split("; ") for t in texts]  # each shard's, the same text too: its counts
     if len({_shape(c[0]) for c in clauses}) == 1 and " ms" not in texts[0]:
@@ -252,7 +257,7 @@ def _merged_evidence(texts: list[str], position: Order) -> str:
     rests = [t[len(prefix) :] for t in distinct]
     if prefix and all(";" not in r for r in rests):  # a list of CRDs: joined in run order
         items = [item for r in rests for item in r.split(", ")]
-        return prefix + ", ".join(sorted(items, key=lambda i: position(i.split(":")[0])))
+        return prefix + ", ".join(sorted(items, key=lambda i: position(position.first_named(i))))
     # Clauses each about one CRD ("nothing migrates (…): A: storedVersions […]; B: …"), some
     # in each shard: joined in run order, the words before the first one said once.
     per_crd = [c for r in rests for c in r.split("; ")]
