@@ -60,3 +60,53 @@ def test_a_list_kept_joined_with_commas_by_the_webhook_is_named_lost(tmp_path):
     assert done.returncode == 1, done.stdout[-3000:]
     pairs = [c for c in report["checks"] if c["check"] == "round-trip"]
     assert any(p["status"] == "FAIL" and "spec.tags" in json.dumps(p) for p in pairs), pairs
+
+
+def test_durations_are_drawn_as_go_spells_them_below_a_second_too():
+    from crdharness.gate import go_durations
+
+    version = {
+        "name": "v1",
+        "schema": {
+            "openAPIV3Schema": {
+                "type": "object",
+                "required": ["spec"],
+                "properties": {
+                    "spec": {
+                        "type": "object",
+                        "required": ["every"],
+                        "properties": {"every": {"type": "string", "format": "duration"}},
+                    }
+                },
+            }
+        },
+    }
+    drawn = [b["spec"]["every"] for b in objects.first_examples(version, 30, seed=0)]
+    lengths = [go_durations.parse(d) for d in drawn]
+    assert None not in lengths, drawn
+    assert any(n % 10**9 for n in lengths if n), drawn  # some not whole seconds
+    assert len(set(drawn)) > 5, drawn
+
+
+DURATION_CRD = two_version_crd(
+    "drawndurations.example.com",
+    "Timer",
+    {
+        "type": "object",
+        "properties": {
+            "spec": {
+                "type": "object",
+                "required": ["every"],
+                "properties": {"every": {"type": "string", "format": "duration"}},
+            }
+        },
+    },
+)
+
+
+@pytest.mark.e2e
+@pytest.mark.slow
+def test_the_api_server_accepts_every_drawn_duration(tmp_path):
+    done, report = gate_crdconvert(tmp_path, DURATION_CRD, generate=10)
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert not report.get("refused_objects"), report.get("refused_objects")

@@ -22,7 +22,7 @@ import re
 
 from hypothesis import strategies as st
 
-from crdharness.gate import go_regex
+from crdharness.gate import go_durations, go_regex
 from crdharness.gate.evidence import combinators, coverage
 from crdharness.gate.evidence.characters import CHARACTERS
 
@@ -220,6 +220,8 @@ def _strings(schema: dict) -> st.SearchStrategy:
         return st.binary(min_size=1, max_size=max(1, high)).map(
             lambda b: base64.b64encode(b).decode()
         )
+    if fmt == "duration":  # sub-second and odd lengths too: a webhook keeping whole seconds
+        return st.integers(0, 10**14).map(go_durations.go_string)  # truncates them (issue 43)
     if fmt in coverage.FORMATS:  # a format the API server checks: a value it accepts
         return st.just(coverage.FORMATS[fmt])
     return _checked(schema, st.text(CHARACTERS, min_size=low, max_size=high))
