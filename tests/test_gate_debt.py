@@ -208,22 +208,34 @@ def test_an_unchanged_crds_paths_only_behind_its_debt_are_said_and_owed():
     # loss release 1 has too. The CRD did not change: nothing is left to prove of it.
     result = lost(round_trip(), "spec.colour")
     result.coverage = {
-        "exercised": 39,
+        "exercised": 38,
         "declared": 41,
         "uncovered": {
             "spec.rules": path_coverage.STOPPED,
             # below a field lost whole (the loss release 1 makes too)
             "spec.hosts": f"{path_coverage.LOST_PARENT}spec.gateway whole first (named above)",
+            # every object holding it valid at A, but not convertible (release 1's too)
+            "spec.tls": "the schema's required refused all 4 objects tried with it alone",
         },
+        "behind_a_failure": ["spec.hosts", "spec.rules", "spec.tls"],
     }
     unchanged = {"widgets.gate.example.com": "unchanged: identical"}
     assert debt.settle([result], {}, 1, min_objects=10, unchanged=unchanged)
     assert result.passed is True, result
-    assert "schema paths 39/41 held, the others only behind release 1's debt: spec.rules" in (
+    assert "schema paths 38/41 held, the others only behind release 1's debt: spec.rules" in (
         result.evidence
     )
-    # a path not held for another reason still leaves it not proven
+    # a path not held for another reason still leaves it not proven, whatever its words
     other = lost(round_trip(), "spec.colour")
-    other.coverage = {**result.coverage, "uncovered": {"spec.rules": "a CEL rule refused it"}}
+    other.coverage = {
+        **result.coverage,
+        "uncovered": {"spec.rules": path_coverage.STOPPED},
+        "behind_a_failure": [],
+    }
     debt.settle([other], {}, 1, min_objects=10, unchanged=unchanged)
     assert other.passed is None
+    # a CRD the release changed: the same paths behind the same failures stay not proven
+    changed = lost(round_trip(), "spec.colour")
+    changed.coverage = dict(result.coverage)
+    assert debt.settle([changed], previous("spec.colour"), 1, min_objects=10, unchanged={})
+    assert changed.passed is None and changed.evidence.startswith("not proven: schema paths")

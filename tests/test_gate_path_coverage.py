@@ -195,6 +195,27 @@ def test_below_every_path_a_passing_pair_is_not_proven_and_names_why():
     assert failed.passed is False and failed.evidence == "lost spec.deep"  # a FAIL stays
 
 
+def test_paths_behind_a_failure_are_carried_as_data_not_read_from_words():
+    # A path whose objects were all valid at v1 but not convertible, one a round trip
+    # stopped short of, one below a field lost whole: behind a failure. A path a rule
+    # refused is not, whatever its reason says.
+    count, deepest = "spec.count", "spec.deep.l1.l2.l3.l4.l5.l6"
+    refused = {count: "the schema's required refused all 2 objects tried with it alone"}
+    held = DECLARED - {count, deepest, "spec.target.url"}
+    found = path_coverage.judge(
+        VERSION,
+        held,
+        refused,
+        stopped={deepest},
+        parents={"spec.target.url": "spec.target"},
+        unconverted={count},
+    )
+    assert found.behind_a_failure == {count, deepest, "spec.target.url"}
+    assert found.as_json()["behind_a_failure"] == sorted(found.behind_a_failure)
+    plain = path_coverage.judge(VERSION, held, refused, stopped={deepest})
+    assert plain.behind_a_failure == {deepest}  # refused at creation: not behind a failure
+
+
 def test_a_single_value_is_laid_over_a_sample():
     sample = {"spec": {"count": 2, "keyed": [{"name": "mine", "kind": "x"}]}}
     body = coverage_objects.single(SCHEMA, "spec.keyed[].kind", "y", sample)

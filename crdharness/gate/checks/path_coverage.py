@@ -39,12 +39,6 @@ STOPPED = (
 LOST_PARENT = "its objects lost "  # how the reason below a field lost whole begins
 
 
-def behind_a_failure(why: str) -> bool:
-    """Whether a path was not held only because its objects' round trips failed first (on
-    another path, or losing a field above it whole)."""
-    return why == STOPPED or why.startswith(LOST_PARENT)
-
-
 # (body, refusals to fill) -> a failure, with a record of its own
 Attempt = Callable[[dict, PairRecord, list[Answer]], RoundTripFailure | None]
 
@@ -57,6 +51,11 @@ class Coverage:
     uncovered: dict[str, str] = field(default_factory=dict)  # path -> reason
     # judged without going round: below a field lost whole that B does not declare
     lost_whole: dict[str, str] = field(default_factory=dict)  # path -> why
+    # not held only because its objects met a failure first: a round trip stopped at another
+    # path's, a field above it lost whole, or every object holding it was valid at A and
+    # failed its conversion (a convertibility failure). Where those failures are all an
+    # earlier release's, so are these paths (``checks.debt``).
+    behind_a_failure: set[str] = field(default_factory=set)
 
     @property
     def exercised(self) -> int:
@@ -87,6 +86,8 @@ class Coverage:
         }
         if self.lost_whole:  # only where there are some: report.json as before otherwise
             found["lost_whole"] = self.lost_whole
+        if self.behind_a_failure:
+            found["behind_a_failure"] = sorted(self.behind_a_failure)
         return found
 
 
@@ -96,12 +97,13 @@ def exercise(
     samples: list[dict],
     attempt: Attempt,
     seen: PairRecord,
-) -> tuple[list[RoundTripFailure], dict[str, str]]:
+) -> tuple[list[RoundTripFailure], dict[str, str], set[str]]:
     """Round-trip the coverage objects of ``entry``'s version (``concurrency`` at once);
     pack again what a round trip that failed on another path stopped short of; then retry
     what the server refused (or failed to convert), and what is still not held, one path
-    at a time. The failures found, in order, and the refused paths with who refused them
-    and the server's message."""
+    at a time. The failures found, in order, the refused paths with who refused them and
+    the server's message, and those of them whose objects were valid at A but could not be
+    converted (behind that convertibility failure)."""
     schema = objects.body_schema(entry)
     found: list[RoundTripFailure] = []
     refused: dict[str, str] = {}
@@ -126,8 +128,9 @@ def exercise(
     retry = [p for p in retry if p not in seen.held]
     _repack(ctx, attempt, schema, [p for p in retry if p not in refused_objects], seen, found)
     retry = [p for p in retry if p not in seen.held]
+    unconverted: set[str] = set()
     if not retry:
-        return found, refused
+        return found, refused, unconverted
     leaves = {leaf.path: leaf for leaf in coverage.leaves(schema)}
     bases: list[dict | None] = [*samples[:2]] or [None]
     # A path only stopped short of is tried first with nothing of the samples (whose own
@@ -146,12 +149,15 @@ def exercise(
     rest = {p: plans[p][0][1 : 1 + budget + plans[p][1]] for p in left}
     second = _round(ctx, attempt, rest, seen, found)
     for path in retry:
-        message, tried = first[path]
+        message, tried, failed_conversion = first[path]
         if path in second:
             message, tried = second[path][0] or message, tried + second[path][1]
+            failed_conversion = failed_conversion or second[path][2]
         if path not in seen.held and message:
             refused[path] = refusal.reason(schema, message, tried)
-    return found, refused
+            if failed_conversion:
+                unconverted.add(path)
+    return found, refused, unconverted
 
 
 def _repack(
@@ -187,17 +193,19 @@ def _round(
     plans: dict[str, list[dict]],
     seen: PairRecord,
     found: list[RoundTripFailure],
-) -> dict[str, tuple[str, int]]:
+) -> dict[str, tuple[str, int, bool]]:
     """Each path's objects, one after another until one is not refused (paths many at
-    once); per path, the last refusal's message and how many objects were tried."""
+    once); per path, the last refusal's message, how many objects were tried, and whether
+    one of them was valid at A but could not be converted."""
     paths = list(plans)
     tries = concurrency.each(lambda p: _alone(attempt, plans[p]), paths, ctx.config.concurrency)
-    out: dict[str, tuple[str, int]] = {}
+    out: dict[str, tuple[str, int, bool]] = {}
     for path, (records, failures, message, tried) in zip(paths, tries, strict=True):
         for record in records:
             seen.add(record)
         found += failures
-        out[path] = (message, tried)
+        unconverted = any(isinstance(f, NotConvertible) for f in failures)
+        out[path] = (message, tried, unconverted)
     return out
 
 
@@ -272,6 +280,7 @@ def judge(
     stopped: Set[str] = frozenset(),
     lost_whole: Mapping[str, str] = MappingProxyType({}),
     parents: Mapping[str, str] = MappingProxyType({}),
+    unconverted: Set[str] = frozenset(),
 ) -> Coverage:
     """Every declared leaf path of ``entry``'s version, and for each one ``held`` lacks,
     why: lost whole with a field the other version does not declare (``lost_whole``: judged,
@@ -287,6 +296,8 @@ def judge(
             continue
         if leaf.path in refused:
             why = refused[leaf.path]
+            if leaf.path in unconverted:
+                found.behind_a_failure.add(leaf.path)
         elif leaf.path in parents:
             # The "other path" is its own parent: say which, and what would show it.
             field = parents[leaf.path]
@@ -294,8 +305,10 @@ def judge(
                 f"{LOST_PARENT}{field} whole first (named above): it shows once the "
                 f"webhook keeps {field}, or with a sample it keeps {field} for"
             )
+            found.behind_a_failure.add(leaf.path)
         elif leaf.path in stopped:
             why = STOPPED
+            found.behind_a_failure.add(leaf.path)
         elif leaf.reason:
             why = leaf.reason
         elif not any(coverage.holds_data(leaf.schema, v) for v in leaf.values):

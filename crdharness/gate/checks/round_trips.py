@@ -85,7 +85,9 @@ def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
     # Objects built to hold every path the schema declares, at any depth, before any draw:
     # a field six levels down is as much the webhook's to carry as a top-level one.
     samples = ctx.sample_bodies(name, a)
-    covered, refused_paths = path_coverage.exercise(ctx, entry, samples, attempt_into, seen)
+    covered, refused_paths, unconverted = path_coverage.exercise(
+        ctx, entry, samples, attempt_into, seen
+    )
     for failure in covered:
         if new(failure):
             remember(failure, "coverage object")
@@ -199,7 +201,13 @@ def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
     path_coverage.settle(
         round_trip,
         path_coverage.judge(
-            entry, seen.held, refused_paths, seen.stopped, seen.lost_whole, seen.parents_lost
+            entry,
+            seen.held,
+            refused_paths,
+            seen.stopped,
+            seen.lost_whole,
+            seen.parents_lost,
+            unconverted,
         ),
         a,
     )
