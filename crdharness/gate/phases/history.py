@@ -34,7 +34,14 @@ from crdharness.gate.checks import (
     upgrade_set_apart,
 )
 from crdharness.gate.checks.upgrade import Written
-from crdharness.gate.evidence import changes, coverage_objects, objects, pruning, targeted
+from crdharness.gate.evidence import (
+    branch_objects,
+    changes,
+    coverage_objects,
+    objects,
+    pruning,
+    targeted,
+)
 from crdharness.gate.evidence.changes import NOT_PROVEN, Change
 from crdharness.gate.given.manifests import Release
 from crdharness.gate.phases import install, replay, singletons
@@ -180,13 +187,14 @@ def _write_version(
         )
         return record, refusals
 
-    while batch:
+    def write_all(batch: list[tuple[dict, bool]]) -> int:
         # Named here, in order: the same run names the same objects the same way.
         named = [
             (body, sample, _name(ctx, release, prefix, version, entry, name))
             for body, sample in batch
         ]
         outcomes = concurrency.each(write, named, ctx.config.concurrency)
+        accepted = 0
         for (body, sample), (record, refusals) in zip(batch, outcomes, strict=True):
             for answer in refusals:
                 _sample_refused(ctx, release, name, version, body, answer)
@@ -194,7 +202,19 @@ def _write_version(
                 record.sample = sample
                 accepted += not sample
                 written.append(record)
+        return accepted
+
+    while batch:
+        accepted += write_all(batch)
         batch = [(b, False) for b in itertools.islice(drawn, max(wanted - accepted, 0))]
+    # The paths a rule let no coverage object keep (one branch of a choice each): more
+    # objects for them, a bounded few.
+    branch_objects.fill(
+        objects.body_schema(entry),
+        built,
+        lambda: [w.sent for w in written if not w.sample],
+        lambda extra: write_all([(b, False) for b in extra]),
+    )
     return written
 
 
