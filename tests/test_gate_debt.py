@@ -239,3 +239,32 @@ def test_an_unchanged_crds_paths_only_behind_its_debt_are_said_and_owed():
     changed.coverage = dict(result.coverage)
     assert debt.settle([changed], previous("spec.colour"), 1, min_objects=10, unchanged={})
     assert changed.passed is None and changed.evidence.startswith("not proven: schema paths")
+
+
+def test_an_unchanged_crds_pass_left_not_proven_by_paths_behind_another_rows_failure():
+    # crossplane's XRD upgraded to itself: v2->v1 went round with no failure of its own, but
+    # every object holding spec.conversion.* was valid at v2 and could not be written back
+    # at v1 (the convertibility row's failure, release 1's too): not proven by coverage.
+    from crdharness.gate.checks import path_coverage
+    from crdharness.gate.results import CheckResult
+
+    def pair() -> CheckResult:
+        result = CheckResult("round-trip", PAIR, evidence="23 objects equal after v1->v2->v1")
+        found = path_coverage.Coverage(["spec.a", "spec.conversion.strategy"])
+        found.uncovered["spec.conversion.strategy"] = "refused all 6 objects tried with it"
+        found.behind_a_failure.add("spec.conversion.strategy")
+        path_coverage.settle(result, found, "v1")
+        assert result.passed is None
+        return result
+
+    unchanged = {"widgets.gate.example.com": "unchanged: identical"}
+    result = pair()
+    debt.settle([result], {}, 1, min_objects=10, unchanged=unchanged)
+    assert result.passed is True, result
+    assert result.evidence == (
+        "23 objects equal after v1->v2->v1; schema paths 1/2 held, the others only behind "
+        "release 1's debt: spec.conversion.strategy"
+    )
+    changed = pair()  # the release changed the CRD: still not proven
+    debt.settle([changed], {}, 1, min_objects=10, unchanged={})
+    assert changed.passed is None

@@ -86,6 +86,10 @@ class CheckResult:
     # apart from notes a check adds to ``details`` (latency, what the server restores).
     failed: list[str] = field(default_factory=list)
     coverage: dict = field(default_factory=dict)  # schema path coverage (round trips)
+    # A pass the coverage alone left "not proven" (paths no object held): its evidence then,
+    # for ``checks.debt`` to give back where every such path is behind the earlier
+    # release's debt (an unchanged CRD). Not stored: judged before the report is written.
+    unproven_pass: str = ""
 
     @property
     def key(self) -> str:

@@ -66,6 +66,11 @@ def settle(
     left as it is). A result that failed for a reason no form stands for keeps failing.
     ``unchanged``: CRDs the release did not change (-> why): all their failures are debt."""
     listed: list[Debt] = []
+    results = list(results)
+    for result in results:
+        why = (unchanged or {}).get(crd_of(result))
+        if why is not None and result.passed is None and result.unproven_pass:
+            _proven_but_behind_debt(result, release)
     for result in results:
         if result.check not in CHECKS or result.passed is not False or not result.found:
             continue
@@ -173,16 +178,8 @@ def _rebuild(
         f"judged without going round: {p}: {why}"
         for p, why in (coverage.get("lost_whole") or {}).items()
     ]
-    uncovered = coverage.get("uncovered") or {}
-    behind = set(coverage.get("behind_a_failure") or ())
-    if result.passed and unchanged and uncovered and behind.issuperset(uncovered):
-        # A CRD the release did not change: the paths its round trips stopped short of, or
-        # whose objects could not be converted, are behind failures that are all the earlier
-        # release's (it converts the same way); said, and owed like them.
-        result.evidence += (
-            f"; schema paths {coverage.get('exercised')}/{coverage.get('declared')} held, the "
-            f"others only behind release {release}'s debt: {', '.join(list(uncovered)[:8])}"
-        )
+    if result.passed and unchanged and _all_behind_a_failure(coverage):
+        result.evidence += _behind(coverage, release)
         return
     if result.passed and coverage.get("uncovered"):
         # As the round trips' own rule: a pass below every path is "not proven", also where
@@ -193,3 +190,28 @@ def _rebuild(
             f"not proven: schema paths {coverage.get('exercised')}/{coverage.get('declared')} "
             f"held; not held: {', '.join(list(coverage['uncovered'])[:8])}; {note}"
         )
+
+
+def _all_behind_a_failure(coverage: dict) -> bool:
+    """Whether every path no object held is behind a failure (``path_coverage``): on a CRD
+    the release did not change, failures that are all the earlier release's (it converts
+    the same way), so the paths are owed like them."""
+    uncovered = coverage.get("uncovered") or {}
+    return bool(uncovered) and set(coverage.get("behind_a_failure") or ()).issuperset(uncovered)
+
+
+def _behind(coverage: dict, release: int) -> str:
+    return (
+        f"; schema paths {coverage.get('exercised')}/{coverage.get('declared')} held, the "
+        f"others only behind release {release}'s debt: "
+        + ", ".join(list(coverage.get("uncovered") or {})[:8])
+    )
+
+
+def _proven_but_behind_debt(result: CheckResult, release: int) -> None:
+    """An unchanged CRD's pair that passed, left "not proven" only by paths whose objects
+    met a failure first (another row's: a conversion that cannot be written back): the
+    pass it was, the paths said as behind the earlier release's debt."""
+    if _all_behind_a_failure(result.coverage):
+        result.passed = True
+        result.evidence = result.unproven_pass + _behind(result.coverage, release)

@@ -325,6 +325,7 @@ def settle(result: CheckResult, found: Coverage, a: str) -> None:
     result.coverage = found.as_json()
     if result.passed and found.uncovered:
         result.passed = None
+        result.unproven_pass = result.evidence
         result.evidence = (
             f"not proven: {found.figure()} at {a} went through the round trip{found.whole()}; "
             f"not held: {found.named()}"
