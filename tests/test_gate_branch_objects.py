@@ -46,7 +46,7 @@ def test_every_branch_of_a_choice_is_held_by_an_accepted_object(validator):
     held = set().union(*(coverage.held(schema, b) for b in sent))
     assert held >= EXCLUSIVE, sorted(EXCLUSIVE - held)
     assert branch_objects.unheld(schema, built, sent) == set()
-    assert sum(writes[1:]) <= 3 * len(built) + branch_objects.SINGLES  # bounded
+    assert sum(writes[1:]) <= branch_objects.budget(schema)  # bounded
 
 
 def test_nothing_more_is_written_when_the_coverage_objects_went_through_whole():
@@ -73,5 +73,7 @@ def test_a_path_no_object_can_keep_costs_a_bounded_few_objects():
     built = coverage_objects.packed(schema)
     writes: list[list[dict]] = []
     branch_objects.fill(schema, built, lambda: [], writes.append)  # every object refused
-    # one packed round keeps nothing: straight to one path per object, then it stops
-    assert [len(w) for w in writes] == [1, 3]
+    # one round packed by subtree (spec.a, spec.b, spec.c) keeps nothing: straight to one
+    # path per object, then it stops
+    assert [len(w) for w in writes] == [3, 3]
+    assert sum(map(len, writes)) <= branch_objects.budget(schema)

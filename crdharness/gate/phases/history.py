@@ -208,13 +208,15 @@ def _write_version(
         accepted += write_all(batch)
         batch = [(b, False) for b in itertools.islice(drawn, max(wanted - accepted, 0))]
     # The paths a rule let no coverage object keep (one branch of a choice each): more
-    # objects for them, a bounded few.
-    branch_objects.fill(
-        objects.body_schema(entry),
-        built,
-        lambda: [w.sent for w in written if not w.sample],
-        lambda extra: write_all([(b, False) for b in extra]),
-    )
+    # objects for them, a bounded few, where no round trip will try them on its own (one
+    # served version; ``path_coverage`` does that for a pair).
+    if len(release.served(name)) == 1:
+        branch_objects.fill(
+            objects.body_schema(entry),
+            built,
+            lambda: [w.sent for w in written if not w.sample],
+            lambda extra: write_all([(b, False) for b in extra]),
+        )
     return written
 
 
