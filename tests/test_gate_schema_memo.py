@@ -1,0 +1,85 @@
+"""A value worked out from a schema alone (``evidence.schema_memo``) is searched once per
+distinct schema: the same schema gets the same value, each caller its own copy; a schema it
+cannot be found for fails the same way again; the smallest values of ``targeted`` are the
+same remembered or searched anew."""
+
+from __future__ import annotations
+
+import pytest
+
+from crdharness.gate.evidence import schema_memo, targeted
+
+
+def test_the_same_schema_is_worked_out_once_and_each_caller_gets_a_copy():
+    calls: list[dict] = []
+
+    @schema_memo.by_schema()
+    def value(schema: dict) -> dict:
+        calls.append(schema)
+        return {"held": [schema.get("type")]}
+
+    first = value({"type": "string", "minLength": 1})
+    first["held"].append("changed by the caller")
+    again = value({"minLength": 1, "type": "string"})  # the same content, keys reordered
+    assert again == {"held": ["string"]}
+    assert len(calls) == 1
+    assert value({"type": "integer"}) == {"held": ["integer"]}
+    assert len(calls) == 2
+
+
+def test_a_schema_with_no_value_fails_again_without_searching_again():
+    calls: list[dict] = []
+
+    @schema_memo.by_schema(remembered=(LookupError,))
+    def value(schema: dict) -> str:
+        calls.append(schema)
+        raise LookupError(f"nothing for {schema}")
+
+    for _ in range(2):
+        with pytest.raises(LookupError, match="nothing for"):
+            value({"type": "object"})
+    assert len(calls) == 1
+
+
+def test_only_so_many_schemas_are_kept(monkeypatch):
+    monkeypatch.setattr(schema_memo, "KEPT", 2)
+    calls: list[int] = []
+
+    @schema_memo.by_schema()
+    def value(schema: dict) -> int:
+        calls.append(schema["maximum"])
+        return schema["maximum"]
+
+    for n in (1, 2, 3, 1):
+        assert value({"type": "integer", "maximum": n}) == n
+    assert calls == [1, 2, 3, 1]  # 1 was the least recently asked when 3 came
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {
+            "type": "object",
+            "required": ["name", "size"],
+            "properties": {
+                "name": {"type": "string", "minLength": 3, "pattern": "^[a-z]+$"},
+                "size": {"type": "integer", "minimum": 5},
+                "note": {"type": "string"},
+            },
+        },
+        {"type": "array", "minItems": 2, "items": {"type": "string", "enum": ["b", "a"]}},
+    ],
+)
+def test_targeted_smallest_values_are_the_same_remembered_or_searched_anew(schema):
+    remembered = targeted.minimal(schema), targeted.present(schema)
+    targeted.minimal.forget()  # type: ignore[attr-defined]
+    targeted.present.forget()  # type: ignore[attr-defined]
+    assert (targeted.minimal(schema), targeted.present(schema)) == remembered
+    assert targeted.minimal(schema) == remembered[0]
+
+
+def test_targeted_minimal_of_a_schema_nothing_satisfies_says_so_each_time():
+    impossible = {"type": "string", "pattern": "^a$", "minLength": 3}
+    for _ in range(2):
+        with pytest.raises(targeted.NoObject):
+            targeted.minimal(impossible)
