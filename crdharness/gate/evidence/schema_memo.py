@@ -42,6 +42,7 @@ def by_schema(
         @wraps(fn)
         def memoised(schema: dict) -> Result:
             key = _digest(schema)
+            found: tuple[bool, Any] | None
             with lock:
                 found = kept.get(key)
                 if found is not None:

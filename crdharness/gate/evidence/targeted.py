@@ -23,8 +23,8 @@ from hypothesis.errors import NoSuchExample, Unsatisfiable
 
 from crdharness.gate import diff, go_regex
 from crdharness.gate.evidence import coverage, objects
-from crdharness.gate.evidence.schema_memo import by_schema
 from crdharness.gate.evidence.changes import ONE_VERSION, Change
+from crdharness.gate.evidence.schema_memo import by_schema
 
 VARIANTS = 3  # drawn values per rule or combinator change, beside the fewest and most fields
 ENUM_VALUES = 5  # enumerated values tried per field below a rule's node
