@@ -72,8 +72,8 @@ def test_only_so_many_schemas_are_kept(monkeypatch):
 )
 def test_targeted_smallest_values_are_the_same_remembered_or_searched_anew(schema):
     remembered = targeted.minimal(schema), targeted.present(schema)
-    targeted.minimal.forget()  # type: ignore[attr-defined]
-    targeted.present.forget()  # type: ignore[attr-defined]
+    targeted.minimal.forget()
+    targeted.present.forget()
     assert (targeted.minimal(schema), targeted.present(schema)) == remembered
     assert targeted.minimal(schema) == remembered[0]
 

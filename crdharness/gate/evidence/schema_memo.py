@@ -22,7 +22,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from functools import wraps
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 Result = TypeVar("Result")
 
@@ -36,30 +36,30 @@ def by_schema(
     copy. An exception of ``remembered`` types is raised again for the same schema."""
 
     def decorate(fn: Callable[[dict], Result]) -> Callable[[dict], Result]:
-        kept: OrderedDict[str, tuple[bool, Any]] = OrderedDict()
+        # schema digest -> (the value, or the remembered exception raised for it)
+        kept: OrderedDict[str, tuple[Any, Exception | None]] = OrderedDict()
         lock = threading.Lock()
 
         @wraps(fn)
         def memoised(schema: dict) -> Result:
             key = _digest(schema)
-            found: tuple[bool, Any] | None
             with lock:
                 found = kept.get(key)
                 if found is not None:
                     kept.move_to_end(key)
             if found is None:
                 try:
-                    found = (True, fn(schema))
+                    found = (fn(schema), None)
                 except remembered as exc:
-                    found = (False, exc)
+                    found = (None, exc)  # never returned: raised again
                 with lock:
                     kept[key] = found
                     while len(kept) > KEPT:
                         kept.popitem(last=False)
-            ok, value = found
-            if not ok:
-                raise copy.copy(value)
-            return copy.deepcopy(value)
+            value, failure = found
+            if failure is not None:
+                raise copy.copy(failure)
+            return cast(Result, copy.deepcopy(value))
 
         memoised.forget = kept.clear  # type: ignore[attr-defined]
         return memoised
