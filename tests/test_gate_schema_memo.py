@@ -5,6 +5,8 @@ same remembered or searched anew."""
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
 from crdharness.gate.evidence import schema_memo, targeted
@@ -83,3 +85,80 @@ def test_targeted_minimal_of_a_schema_nothing_satisfies_says_so_each_time():
     for _ in range(2):
         with pytest.raises(targeted.NoObject):
             targeted.minimal(impossible)
+
+
+def test_descriptions_aside_a_reworded_schema_is_the_same_but_a_field_named_description_is_not():
+    calls: list[dict] = []
+
+    @schema_memo.by_schema(descriptions_matter=False)
+    def value(schema: dict, count: int) -> int:
+        calls.append(schema)
+        return count
+
+    worded = {
+        "type": "object",
+        "description": "v1beta1 is deprecated",
+        "properties": {"size": {"type": "integer", "description": "how big"}},
+        "items": [{"type": "string", "description": "first"}],
+    }
+    reworded = {
+        "type": "object",
+        "description": "the old words",
+        "properties": {"size": {"type": "integer"}},
+        "items": [{"type": "string"}],
+    }
+    assert value(worded, 3) == 3 and value(reworded, 3) == 3
+    assert len(calls) == 1
+    value(reworded, 4)  # the other arguments count
+    assert len(calls) == 2
+    # A field called "description" is a field; data holding that key is data.
+    named = {"type": "object", "properties": {"description": {"type": "string"}}}
+    value(named, 3)
+    value({"type": "object", "properties": {}}, 3)
+    value({"type": "object", "default": {"description": "x"}}, 3)
+    value({"type": "object", "default": {}}, 3)
+    assert len(calls) == 6
+    assert schema_memo.without_descriptions(named) == named
+
+
+ENTRY = {
+    "name": "v1",
+    "schema": {
+        "openAPIV3Schema": {
+            "type": "object",
+            "properties": {
+                "spec": {
+                    "type": "object",
+                    "description": "the spec",
+                    "properties": {
+                        "size": {"type": "integer", "minimum": 1},
+                        "description": {"type": "string", "description": "a field's words"},
+                        "tags": {"type": "array", "items": {"type": "string"}},
+                    },
+                }
+            },
+        }
+    },
+}
+
+
+def test_drawn_bodies_are_the_objects_drawn_anew_and_each_caller_gets_a_copy():
+    from hypothesis import strategies as st
+
+    from crdharness.gate.evidence import drawn_bodies, objects
+
+    samples = [objects.sample_body({"metadata": {"name": "s"}, "spec": {"size": 3}})]
+    for given in ([], samples):
+        strategy = objects.bodies(ENTRY)
+        if given:
+            strategy = st.one_of(objects.mutations(ENTRY, given), strategy)
+        anew = objects.drawn_from(strategy, 6, 0)
+        first = drawn_bodies.bodies(ENTRY, given, 6, 0)
+        assert first == anew and len(first) == 6
+        first[0]["changed"] = True
+        assert drawn_bodies.bodies(ENTRY, given, 6, 0) == anew
+    # The same schema reworded: the same objects (remembered); another seed: drawn anew.
+    reworded = copy.deepcopy(ENTRY)
+    reworded["schema"]["openAPIV3Schema"]["properties"]["spec"]["description"] = "deprecated"
+    assert drawn_bodies.bodies(reworded, [], 6, 0) == drawn_bodies.bodies(ENTRY, [], 6, 0)
+    assert drawn_bodies.bodies(ENTRY, [], 6, 1) == objects.drawn_from(objects.bodies(ENTRY), 6, 1)

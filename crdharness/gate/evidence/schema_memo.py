@@ -9,6 +9,11 @@ generated CRDs these searches were the largest share of the gate's own CPU. A fu
 the schema alone gives the same answer each time, so one search per distinct schema is
 the same evidence.
 
+A function that never reads a schema's ``description`` (value generation does not) may
+say so (``descriptions_matter=False``): then a version whose schema differs from the
+release before only in its words (a deprecation notice, reworded docs: most of a
+provider's versions) is one schema, not two.
+
 Written here (not ``functools.lru_cache``): schemas are dicts, not hashable, and callers
 may change the value they get, so each gets its own copy.
 """
@@ -31,25 +36,28 @@ KEPT = 4096  # distinct schemas kept per function; the least recently asked go f
 
 def by_schema(
     remembered: tuple[type[Exception], ...] = (),
-) -> Callable[[Callable[[dict], Result]], Callable[[dict], Result]]:
-    """``fn(schema)`` worked out once per distinct schema (by content); each caller gets a
-    copy. An exception of ``remembered`` types is raised again for the same schema."""
+    descriptions_matter: bool = True,
+) -> Callable[[Callable[..., Result]], Callable[..., Result]]:
+    """``fn(schema, *more)`` worked out once per distinct schema (by content; its
+    descriptions aside unless ``descriptions_matter``) and ``more`` (JSON values, by
+    content); each caller gets a copy. An exception of ``remembered`` types is raised again
+    for the same arguments."""
 
-    def decorate(fn: Callable[[dict], Result]) -> Callable[[dict], Result]:
+    def decorate(fn: Callable[..., Result]) -> Callable[..., Result]:
         # schema digest -> (the value, or the remembered exception raised for it)
         kept: OrderedDict[str, tuple[Any, Exception | None]] = OrderedDict()
         lock = threading.Lock()
 
         @wraps(fn)
-        def memoised(schema: dict) -> Result:
-            key = _digest(schema)
+        def memoised(schema: dict, *more: Any) -> Result:
+            key = _digest(schema if descriptions_matter else without_descriptions(schema), more)
             with lock:
                 found = kept.get(key)
                 if found is not None:
                     kept.move_to_end(key)
             if found is None:
                 try:
-                    found = (fn(schema), None)
+                    found = (fn(schema, *more), None)
                 except remembered as exc:
                     found = (None, exc)  # never returned: raised again
                 with lock:
@@ -67,6 +75,32 @@ def by_schema(
     return decorate
 
 
-def _digest(schema: dict) -> str:
-    text = json.dumps(schema, sort_keys=True, separators=(",", ":"), default=repr)
+def _digest(schema: dict, more: tuple) -> str:
+    text = json.dumps([schema, more], sort_keys=True, separators=(",", ":"), default=repr)
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+# The keywords whose values are schemas (or lists or maps of them); every other keyword's
+# value (enum, default, x-kubernetes-validations, ...) is kept as it is: only a schema
+# node's own ``description`` goes, never a property of that name nor data that holds one.
+_SCHEMA_MAPS = ("properties", "patternProperties", "definitions")
+_SCHEMAS = ("items", "additionalProperties", "additionalItems", "not", "allOf", "anyOf", "oneOf")
+
+
+def without_descriptions(schema: Any) -> Any:
+    """``schema`` without its nodes' descriptions (a copy; the rest as it is)."""
+    if isinstance(schema, list):
+        return [without_descriptions(node) for node in schema]
+    if not isinstance(schema, dict):
+        return schema  # additionalProperties: true
+    kept: dict = {}
+    for key, value in schema.items():
+        if key == "description":
+            continue
+        if key in _SCHEMA_MAPS and isinstance(value, dict):
+            kept[key] = {name: without_descriptions(node) for name, node in value.items()}
+        elif key in _SCHEMAS:
+            kept[key] = without_descriptions(value)
+        else:
+            kept[key] = value
+    return kept

@@ -146,8 +146,9 @@ def _fail(why: str):
     raise NoObject(why)
 
 
-# Searched once per distinct schema (``schema_memo``): the search is repeatable (derandomized).
-@by_schema(remembered=(NoObject,))
+# Searched once per distinct schema (``schema_memo``): the search is repeatable (derandomized),
+# and reads no description.
+@by_schema(remembered=(NoObject,), descriptions_matter=False)
 def minimal(schema: dict):
     """The smallest value ``schema`` accepts, as hypothesis shrinks it: required fields only,
     empty strings, zeros, the first enum value."""
@@ -157,7 +158,7 @@ def minimal(schema: dict):
         raise NoObject(f"no value satisfies the old schema here ({exc})") from None
 
 
-@by_schema(remembered=(NoObject,))
+@by_schema(remembered=(NoObject,), descriptions_matter=False)
 def present(schema: dict):
     """The smallest value ``schema`` accepts that holds data (not "", [] or {}, and no Go
     zero value ``false``, ``0`` anywhere in it): what is lost must be something, or losing
