@@ -162,3 +162,15 @@ def test_drawn_bodies_are_the_objects_drawn_anew_and_each_caller_gets_a_copy():
     reworded["schema"]["openAPIV3Schema"]["properties"]["spec"]["description"] = "deprecated"
     assert drawn_bodies.bodies(reworded, [], 6, 0) == drawn_bodies.bodies(ENTRY, [], 6, 0)
     assert drawn_bodies.bodies(ENTRY, [], 6, 1) == objects.drawn_from(objects.bodies(ENTRY), 6, 1)
+
+
+def test_drawn_values_are_drawn_once_per_leaf_schema_and_the_same_as_drawn_anew():
+    from crdharness.gate.evidence import drawn_bodies, objects
+
+    leaf = {"type": "string", "pattern": "^[a-z]{2,4}$", "description": "a name"}
+    anew = objects.drawn_from(objects.strategy(leaf), 9, 0)
+    assert drawn_bodies.values(leaf, 9, 0) == anew
+    assert drawn_bodies.values({**leaf, "description": "reworded"}, 9, 0) == anew
+    assert drawn_bodies.values({"type": "integer", "minimum": 3}, 4, 0) == objects.drawn_from(
+        objects.strategy({"type": "integer", "minimum": 3}), 4, 0
+    )

@@ -34,3 +34,11 @@ def _drawn(root: dict, samples: list[dict], count: int, seed: int) -> list[dict]
     if samples:
         strategy = st.one_of(objects.mutations(version, samples), strategy)
     return objects.drawn_from(strategy, count, seed)
+
+
+@by_schema(descriptions_matter=False)
+def values(schema: dict, count: int, seed: int) -> list:
+    """``count`` values drawn from ``schema`` (``objects.strategy``), the same for the same
+    seed: asked for each leaf of an object, most of them the same few schemas (a plain
+    string), so drawn once for each."""
+    return objects.drawn_from(objects.strategy(schema), count, seed)
