@@ -18,19 +18,11 @@ def test_the_api_servers_own_validation_answers_for_good(status):
     assert refused_for_good([refusal(status), Refusal(UPDATE, "v1", 422, "x")], False)
 
 
-def test_an_apply_the_schemas_types_cannot_hold_is_refused_for_good():
-    typed = "failed to create typed patch object (/r1-v1beta1-0; x.example.com/v1, Kind=X): ..."
-    assert refused_for_good(
-        [Refusal("server-side apply of the same content", "v1", 500, typed), refusal(422)], False
-    )
-
-
 @pytest.mark.parametrize(
     ("refused", "through_webhooks", "why"),
     [
         ([refusal(429, "Too many requests")], False, "a busy machine"),
         ([refusal(500, "conversion webhook failed")], False, "a webhook's failure"),
-        ([refusal(500, "etcdserver: request timed out")], False, "a busy machine's etcd"),
         ([refusal(504, "timeout")], False, "a time-out"),
         ([refusal(422), refusal(429)], False, "one of them may pass again"),
         ([refusal(422)], True, "a conversion or admission webhook answers between"),

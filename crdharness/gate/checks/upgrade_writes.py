@@ -84,12 +84,8 @@ RECREATE_STATUS = (
 
 
 # The API server's own answers for an object's content (400 Bad Request, 422 Invalid: its
-# schema, its CEL rules, a name), the same however often the write is made; and its 500 for
-# a server-side apply whose object its schema's types cannot hold (structured-merge-diff's,
-# seen on every object of provider-upjet-aws's multi-version CRDs). Other 500s (etcd timing
-# out on a busy machine) are not.
+# schema, its CEL rules, a name), the same however often the write is made.
 ITS_OWN_VALIDATION = (400, 422)
-TYPED_PATCH_REFUSED = "failed to create typed patch object"
 
 
 def refused_for_good(refused: list[Refusal], through_webhooks: bool) -> bool:
@@ -101,14 +97,9 @@ def refused_for_good(refused: list[Refusal], through_webhooks: bool) -> bool:
     or a time-out on a busy machine, and whatever a webhook answers, are tried again."""
     if through_webhooks or not refused:
         return False
-    return all(_for_good(r) for r in refused)
-
-
-def _for_good(refused: Refusal) -> bool:
-    if "admission webhook" in refused.message:
-        return False
-    typed = refused.status == 500 and refused.message.startswith(TYPED_PATCH_REFUSED)
-    return refused.status in ITS_OWN_VALIDATION or typed
+    return all(
+        r.status in ITS_OWN_VALIDATION and "admission webhook" not in r.message for r in refused
+    )
 
 
 def write_again(
