@@ -12,7 +12,6 @@ from crdharness.gate.checks.upgrade_objects import WEBHOOKS_OWN, Written, declar
 from crdharness.gate.checks.upgrade_writes import (
     TOUCHED,
     Refusal,
-    refused_for_good,
     write_again,
 )
 from crdharness.gate.evidence import names, objects, schemas
@@ -102,12 +101,8 @@ def _written_again(ctx: GateContext, release: Release, obj: Written, only: list[
     ``upgrade_writes``):
     (version, the writes the server refused twice in a row). A refusal it does not repeat
     (a 429 or a timeout on a busy machine) is neither a finding nor a hazard that would
-    excuse the next release's real refusal of the same write; one it answers the same way
-    every time (``refused_for_good``) is not asked for again."""
+    excuse the next release's real refusal of the same write."""
     resource = ctx.resource(obj.crd)
-    pointed = ctx.pointed(release.crds[obj.crd], release)
-    by_webhook = (pointed["spec"].get("conversion") or {}).get("strategy") == "Webhook"
-    through_webhooks = by_webhook or bool(ctx.config.admission)
     for version in release.served(obj.crd):
         if only is not None and version not in only:
             continue
@@ -115,7 +110,7 @@ def _written_again(ctx: GateContext, release: Release, obj: Written, only: list[
         has_status, rule = objects.has_status(entry), names.rule(entry)
         path = resource.path(version, obj.namespace, obj.name)
         refused = write_again(ctx.cluster, path, version, has_status, rule)
-        if refused and not refused_for_good(refused, through_webhooks):
+        if refused:
             repeated = {r.key for r in write_again(ctx.cluster, path, version, has_status, rule)}
             refused = [r for r in refused if r.key in repeated]
         yield version, refused

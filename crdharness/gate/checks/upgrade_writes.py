@@ -83,25 +83,6 @@ RECREATE_STATUS = (
 )
 
 
-# The API server's own answers for an object's content (400 Bad Request, 422 Invalid: its
-# schema, its CEL rules, a name), the same however often the write is made.
-ITS_OWN_VALIDATION = (400, 422)
-
-
-def refused_for_good(refused: list[Refusal], through_webhooks: bool) -> bool:
-    """Whether ``refused`` (one ``write_again``'s refusals) would be refused the same way
-    again, so that writing again only costs requests (issue 42: on a provider's CRDs under
-    strategy None, every version's writes were made twice). Only the API server's own
-    validation, with no webhook of the project's between it and the object
-    (``through_webhooks``: a conversion webhook for the CRD, or admission webhooks): a 429
-    or a time-out on a busy machine, and whatever a webhook answers, are tried again."""
-    if through_webhooks or not refused:
-        return False
-    return all(
-        r.status in ITS_OWN_VALIDATION and "admission webhook" not in r.message for r in refused
-    )
-
-
 def write_again(
     cluster: Cluster, path: str, version: str, has_status: bool, names: NameRule | None = None
 ) -> list[Refusal]:
