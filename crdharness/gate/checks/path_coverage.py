@@ -19,6 +19,7 @@ from crdharness.gate.checks.object_round_trip import PairRecord
 from crdharness.gate.evidence import (
     coverage,
     coverage_objects,
+    drawn_bodies,
     objects,
     refusal,
     rule_literals,
@@ -263,7 +264,7 @@ def _alternatives(leaf: coverage.Leaf) -> list:
     texts = coverage.go_texts(leaf.schema)
     drawn = [
         v
-        for v in objects.drawn_from(objects.strategy(leaf.schema), ALTERNATIVES * 3, 0)
+        for v in drawn_bodies.values(leaf.schema, ALTERNATIVES * 3, 0)  # drawn once per schema
         if coverage.holds_data(leaf.schema, v)
     ]
     values: list = []
