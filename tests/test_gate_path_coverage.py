@@ -210,10 +210,15 @@ def test_paths_behind_a_failure_are_carried_as_data_not_read_from_words():
         parents={"spec.target.url": "spec.target"},
         unconverted={count},
     )
-    assert found.behind_a_failure == {count, deepest, "spec.target.url"}
-    assert found.as_json()["behind_a_failure"] == sorted(found.behind_a_failure)
+    # each with the failure it is behind
+    assert found.behind_a_failure == {
+        count: path_coverage.BEHIND_NOT_CONVERTIBLE,
+        deepest: path_coverage.BEHIND_STOPPED,
+        "spec.target.url": path_coverage.BEHIND_LOST_PARENT,
+    }
+    assert found.as_json()["behind_a_failure"] == dict(sorted(found.behind_a_failure.items()))
     plain = path_coverage.judge(VERSION, held, refused, stopped={deepest})
-    assert plain.behind_a_failure == {deepest}  # refused at creation: not behind a failure
+    assert set(plain.behind_a_failure) == {deepest}  # refused at creation: not behind one
 
 
 def test_a_single_value_is_laid_over_a_sample():

@@ -38,6 +38,11 @@ STOPPED = (
 
 LOST_PARENT = "its objects lost "  # how the reason below a field lost whole begins
 
+# What a path not held is behind (``Coverage.behind_a_failure``): the failure its objects met.
+BEHIND_STOPPED = "a round trip that failed on another path first"
+BEHIND_LOST_PARENT = "a round trip that lost a field above it whole"
+BEHIND_NOT_CONVERTIBLE = "valid at A, but not convertible"
+
 
 # (body, refusals to fill) -> a failure, with a record of its own
 Attempt = Callable[[dict, PairRecord, list[Answer]], RoundTripFailure | None]
@@ -54,8 +59,8 @@ class Coverage:
     # not held only because its objects met a failure first: a round trip stopped at another
     # path's, a field above it lost whole, or every object holding it was valid at A and
     # failed its conversion (a convertibility failure). Where those failures are all an
-    # earlier release's, so are these paths (``checks.debt``).
-    behind_a_failure: set[str] = field(default_factory=set)
+    # earlier release's, so are these paths (``checks.debt``). Path -> which (BEHIND_*).
+    behind_a_failure: dict[str, str] = field(default_factory=dict)
 
     @property
     def exercised(self) -> int:
@@ -87,7 +92,7 @@ class Coverage:
         if self.lost_whole:  # only where there are some: report.json as before otherwise
             found["lost_whole"] = self.lost_whole
         if self.behind_a_failure:
-            found["behind_a_failure"] = sorted(self.behind_a_failure)
+            found["behind_a_failure"] = dict(sorted(self.behind_a_failure.items()))
         return found
 
 
@@ -297,7 +302,7 @@ def judge(
         if leaf.path in refused:
             why = refused[leaf.path]
             if leaf.path in unconverted:
-                found.behind_a_failure.add(leaf.path)
+                found.behind_a_failure[leaf.path] = BEHIND_NOT_CONVERTIBLE
         elif leaf.path in parents:
             # The "other path" is its own parent: say which, and what would show it.
             field = parents[leaf.path]
@@ -305,10 +310,10 @@ def judge(
                 f"{LOST_PARENT}{field} whole first (named above): it shows once the "
                 f"webhook keeps {field}, or with a sample it keeps {field} for"
             )
-            found.behind_a_failure.add(leaf.path)
+            found.behind_a_failure[leaf.path] = BEHIND_LOST_PARENT
         elif leaf.path in stopped:
             why = STOPPED
-            found.behind_a_failure.add(leaf.path)
+            found.behind_a_failure[leaf.path] = BEHIND_STOPPED
         elif leaf.reason:
             why = leaf.reason
         elif not any(coverage.holds_data(leaf.schema, v) for v in leaf.values):
