@@ -19,7 +19,9 @@ no history, the history deselected) has no debt: its failures stay findings.
 A CRD the release did not change (``evidence.unchanged``: identical after documentation,
 under strategy None or behind the same webhook) owes every failure of its own checks to the
 earlier release by construction, whether or not that release's round trips held the same
-object: the same CRD, converted the same way, fails the same way under it.
+object: the same CRD, converted the same way, fails the same way under it. So are the paths
+its round trips held no object of only because their objects met such a failure first
+(``path_coverage``'s ``behind_a_failure``), where the pair is left with nothing but that debt.
 """
 
 from __future__ import annotations
