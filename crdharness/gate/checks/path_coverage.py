@@ -102,6 +102,7 @@ def exercise(
     samples: list[dict],
     attempt: Attempt,
     seen: PairRecord,
+    other: dict | None = None,
 ) -> tuple[list[RoundTripFailure], dict[str, str], set[str]]:
     """Round-trip the coverage objects of ``entry``'s version (``concurrency`` at once);
     pack again what a round trip that failed on another path stopped short of; then retry
@@ -142,8 +143,10 @@ def exercise(
     # fields, or labels and annotations, may be what the webhook loses), then on them.
     alone: list[dict | None] = [None, *samples[:2]]
     # Built here, on one thread (hypothesis draws the alternatives); written many at once.
+    # The rules of ``other`` (B's version) too: an object valid at A is written back at B.
+    also = objects.body_schema(other) if other is not None else None
     plans = {
-        path: _plan(schema, path, leaves[path], bases if path in refused_objects else alone)
+        path: _plan(schema, path, leaves[path], bases if path in refused_objects else alone, also)
         for path in retry
     }
     # First each path's first object (its own value, alone: most paths are refused only
@@ -215,17 +218,25 @@ def _round(
 
 
 def _plan(
-    schema: dict, path: str, leaf: coverage.Leaf, bases: list[dict | None]
+    schema: dict,
+    path: str,
+    leaf: coverage.Leaf,
+    bases: list[dict | None],
+    other: dict | None = None,
 ) -> tuple[list[dict], int]:
     """The objects tried for one path, in order: its first value, then that value with the
     fields the rules above it select set to what they ask (``rule_literals``, each
-    combination: tried until the server accepts one), then its other values; and how many
-    meet a rule (they are tried beside the budget)."""
+    combination: tried until the server accepts one), at A and then at ``other`` (B's
+    schema, where the object read is written back: a rule only B has), then its other
+    values; and how many meet a rule (they are tried beside the budget)."""
     values = _alternatives(leaf)
     plain = [coverage_objects.single(schema, path, v, base) for v in values for base in bases]
+    wanted = rule_literals.assignments(schema, path)
+    if other is not None:
+        wanted += [a for a in rule_literals.assignments(other, path) if a not in wanted]
     met = [
         rule_literals.applied(body, assignment)
-        for assignment in rule_literals.assignments(schema, path)
+        for assignment in wanted
         for body in plain[: len(bases)]
     ]
     return plain[: len(bases)] + met + plain[len(bases) :], len(met)
