@@ -86,7 +86,7 @@ def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
     # a field six levels down is as much the webhook's to carry as a top-level one.
     samples = ctx.sample_bodies(name, a)
     covered, refused_paths, unconverted = path_coverage.exercise(
-        ctx, entry, samples, attempt_into, seen
+        ctx, entry, samples, attempt_into, seen, ctx.candidate.entry(name, b)
     )
     for failure in covered:
         if new(failure):
