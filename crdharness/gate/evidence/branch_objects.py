@@ -31,6 +31,10 @@ from crdharness.gate.evidence import choices, coverage, coverage_objects, object
 
 ROUNDS = 12  # choices nested this deep, or branches split this many times
 SMALLEST_BUDGET = 8  # extra objects a small schema may still take
+# paths one object is built to hold at most: repair's search is bounded, and an object
+# with hundreds of paths and as many rules to meet loses whole subtrees to its pruning
+# (envoy SecurityPolicy: one of 302 paths kept 89)
+MOST_PATHS = 48
 
 
 def wanted(schema: dict, built: Iterable[dict]) -> set[str]:
@@ -117,13 +121,14 @@ def taken(branch: str, apart: dict[str, set[str] | None]) -> dict[str, str]:
 
 def slotted(found: dict[str, set[str]], apart: dict[str, set[str] | None]) -> list[set[str]]:
     """The paths of each object of a round: branches together unless they take different
-    fields of one choice (a choice's alternatives go in different objects), the widest
-    branches placed first."""
+    fields of one choice (a choice's alternatives go in different objects) or make it hold
+    more than ``MOST_PATHS``, the widest branches placed first."""
     slots: list[tuple[dict[str, str], set[str]]] = []
     for branch in sorted(found, key=lambda b: (-len(found[b]), b)):
         ways = taken(branch, apart)
         for chosen, paths in slots:
-            if all(chosen.get(node, field) == field for node, field in ways.items()):
+            fits = len(paths) + len(found[branch]) <= MOST_PATHS
+            if fits and all(chosen.get(node, field) == field for node, field in ways.items()):
                 chosen.update(ways)
                 paths |= found[branch]
                 break
@@ -169,13 +174,15 @@ def fill(
         for branch, paths in found.items():
             if paths > left & paths:
                 continue
-            # none kept: the rule that dropped it lies deeper; a leaf is tried once more
-            # in an object of its own, then given up (it would spoil the objects it joins)
-            if branch not in paths:
-                split.add(branch)
-                apart[branch] = None
-            elif branch in alone:
+            # none kept: tried again in an object of its own (another branch beside it may
+            # have spoilt it); kept by none alone either, a leaf is given up (it would spoil
+            # the objects it joins) and a subtree split, its fields apart (the rule that
+            # drops it lies inside)
+            if branch not in alone:
+                alone.add(branch)
+            elif branch in paths:
                 hopeless |= paths
             else:
-                alone.add(branch)
+                split.add(branch)
+                apart[branch] = None
         missing = left - hopeless

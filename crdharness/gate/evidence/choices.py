@@ -7,8 +7,9 @@ be set together, and which of their fields take part.
   the same for ``tcp``), or of fields of one node below it (``has(self.z.x)``, ``has(self.z.y)``);
 - a ``oneOf`` (or ``not``) naming fields, and ``maxProperties`` below the fields declared.
 
-No CEL is evaluated: a rule naming two fields may well allow both (``has(self.a) ||
-has(self.b)``). Taken as a choice it only costs an object more (``branch_objects`` puts the
+No CEL is evaluated: a rule naming two fields may well allow both (``!has(self.a) ||
+has(self.b)``; one made only of ``has``, ``||`` and ``&&`` is known to, and is no choice).
+Taken as a choice it only costs an object more (``branch_objects`` puts the
 two in different objects); a real choice missed would cost every path of one branch.
 """
 
@@ -20,6 +21,9 @@ from crdharness.gate.evidence import coverage
 from crdharness.gate.evidence.rule_literals import field_name
 
 HAS = re.compile(r"\bhas\(\s*self((?:\.[A-Za-z_][A-Za-z0-9_]*)+)\s*\)")  # has(self.a.b)
+# what is left of a rule that only asks some of its fields be there (no negation, no
+# comparison) once its ``has`` are taken out: more fields never break it
+MONOTONE = re.compile(r"[\s|&()]*")
 
 
 def named(node: dict) -> dict[str, set[str]]:
@@ -30,7 +34,10 @@ def named(node: dict) -> dict[str, set[str]]:
     # and ``has(self.b)`` (a choice at ``node``), ``has(self.z.x)`` and ``has(self.z.y)`` (at z)
     by_node: dict[tuple[str, ...], set[str]] = {}
     for rule in node.get("x-kubernetes-validations") or []:
-        for chain in HAS.findall(str(rule.get("rule", ""))):
+        text = str(rule.get("rule", ""))
+        if MONOTONE.fullmatch(HAS.sub("", text)):
+            continue  # ``has(self.a) || has(self.b)``: holds with every field set too
+        for chain in HAS.findall(text):
             steps = tuple(field_name(s) for s in chain.split(".")[1:])
             for depth in range(len(steps)):
                 by_node.setdefault(steps[:depth], set()).add(steps[depth])
