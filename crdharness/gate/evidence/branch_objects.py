@@ -1,15 +1,24 @@
-"""Objects for the paths the coverage objects were built to hold but were sent without.
+"""Objects for the paths no accepted object holds yet: one per branch of a choice.
 
 A CRD's rules may let one object hold only one branch of a choice (exactly one of, at most
-one of, a discriminator's ternary): the coverage object packs every branch, and repair
-(``run.screening``) keeps one and drops the others, so their paths were never written — on a
-single-version CRD, which has no round trips to try them again, never at all. What the
-accepted objects lack is packed again by subtree, one level deeper each round (two branches
-of a choice are two subtrees: ``spec.extAuth`` and ``spec.jwt``, then ``spec.extAuth.grpc``
-and ``spec.extAuth.http``), and what is still missing after that is built one path per
-object. Bounded by the schema's size: half an object per declared path at most (measured on
-a 617-path CRD of many exclusive choices: 7 rounds, 264 objects, 71 -> 589 paths held), so
-a CRD whose coverage objects went through whole costs nothing.
+one of, a discriminator's ternary, a ``oneOf``, ``maxProperties: 1``): the coverage object
+packs every branch, and repair (``run.screening``) keeps one and drops the others, so their
+paths were never written — on a single-version CRD, which has no round trips to try them
+again, never at all.
+
+What repair dropped is read from the accepted objects: a missing path's *branch* is its
+shortest prefix no accepted object has (``spec.extAuth.http`` where ``spec.extAuth`` was
+kept with ``grpc``). Branches under the same node are the choice's alternatives, so each
+goes in a different object; branches under different nodes share one (the first branch of
+every choice in one object, the second of every choice in the next, ...). A round's
+objects are as many as the widest choice, and each round goes one choice deeper. A branch
+whose object kept none of its paths is split into its children the next round (the rule
+that dropped it is then one level down), down to one leaf.
+
+Bounded twice: ``ROUNDS`` rounds (choices nested that deep), and half an object per
+declared path in all (``budget``), so a CRD whose coverage objects went through whole
+costs nothing. Paths the coverage objects could not reach (``coverage_objects``' cap on
+objects: 43 providers with ``maxProperties: 1``) are sought too.
 """
 
 from __future__ import annotations
@@ -18,21 +27,35 @@ import copy
 import re
 from collections.abc import Callable, Iterable
 
-from crdharness.gate.evidence import coverage, coverage_objects, objects
+from crdharness.gate.evidence import choices, coverage, coverage_objects, objects
 
-REPACKS = 6  # rounds packed by subtree (depths 2 to 7), then one round of one path each
+ROUNDS = 12  # choices nested this deep, or branches split this many times
 SMALLEST_BUDGET = 8  # extra objects a small schema may still take
+# paths one object is built to hold at most: repair's search is bounded, and an object
+# with hundreds of paths and as many rules to meet loses whole subtrees to its pruning
+# (envoy SecurityPolicy: one of 302 paths kept 89)
+MOST_PATHS = 48
+
+
+def wanted(schema: dict, built: Iterable[dict]) -> set[str]:
+    """The paths some object could hold: those the coverage bodies ``built`` hold, and
+    every declared leaf with a value that holds data."""
+    found = {
+        leaf.path
+        for leaf in coverage.leaves(schema)
+        if any(coverage.holds_data(leaf.schema, v) for v in leaf.values)
+    }
+    for body in built:
+        found |= coverage.held(schema, objects.intent(body))
+    return found
 
 
 def unheld(schema: dict, built: Iterable[dict], sent: Iterable[dict]) -> set[str]:
-    """The paths the coverage bodies ``built`` hold and no body the server accepted
-    (``sent``, as repaired) holds."""
-    wanted: set[str] = set()
-    for body in built:
-        wanted |= coverage.held(schema, objects.intent(body))
+    """The ``wanted`` paths no body the server accepted (``sent``, as repaired) holds."""
+    missing = wanted(schema, built)
     for body in sent:
-        wanted -= coverage.held(schema, body)
-    return wanted
+        missing -= coverage.held(schema, body)
+    return missing
 
 
 def budget(schema: dict) -> int:
@@ -40,33 +63,84 @@ def budget(schema: dict) -> int:
     return max(SMALLEST_BUDGET, len(coverage.declared(schema)) // 2)
 
 
-def more(schema: dict, missing: set[str], round_: int) -> list[dict]:
-    """The bodies of round ``round_`` (from 0) for the ``missing`` paths: packed by subtree
-    for the first ``REPACKS`` rounds, then one path each; none after that."""
+def present(schema: dict, value, path: str = "") -> set[str]:
+    """Every node path (``spec.a``, ``spec.a[]``, ``spec.m.*``) ``value`` has, leaves too."""
+    found = {path} if path else set()
+    if isinstance(value, dict):
+        properties = schema.get("properties") or {}
+        extra = schema.get("additionalProperties")
+        for key, child in value.items():
+            if key in properties:
+                found |= present(properties[key] or {}, child, coverage.join(path, key))
+            elif isinstance(extra, dict):
+                found |= present(extra, child, f"{path}.*")
+    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for item in value:
+            found |= present(schema["items"], item, f"{path}[]")
+    return found
+
+
+def steps(path: str) -> list[str]:
+    return re.findall(r"[^.\[\]]+|\[\]", path)
+
+
+def spelt(parts: list[str]) -> str:
+    """``steps`` joined back as ``coverage`` spells paths."""
+    path = ""
+    for part in parts:
+        path = path + part if part == "[]" else coverage.join(path, part)
+    return path
+
+
+def branches(missing: set[str], have: set[str], split: set[str]) -> dict[str, set[str]]:
+    """The ``missing`` paths by branch: the shortest prefix of each that no accepted object
+    has (``have``), or the next one below, where that branch was ``split``."""
+    found: dict[str, set[str]] = {}
+    for path in missing:
+        parts = steps(path)
+        cut = next((i for i in range(1, len(parts) + 1) if spelt(parts[:i]) not in have), 0)
+        cut = cut or len(parts)
+        while cut < len(parts) and spelt(parts[:cut]) in split:
+            cut += 1
+        found.setdefault(spelt(parts[:cut]), set()).add(path)
+    return found
+
+
+def taken(branch: str, apart: dict[str, set[str] | None]) -> dict[str, str]:
+    """The field ``branch`` takes at each choice on its way (``apart``: a choice's node ->
+    the fields it names, None for all)."""
+    parts = steps(branch)
+    found = {}
+    for i in range(len(parts)):
+        node = spelt(parts[:i])
+        fields = apart.get(node, set())
+        if fields is None or parts[i] in fields:
+            found[node] = parts[i]
+    return found
+
+
+def slotted(found: dict[str, set[str]], apart: dict[str, set[str] | None]) -> list[set[str]]:
+    """The paths of each object of a round: branches together unless they take different
+    fields of one choice (a choice's alternatives go in different objects) or make it hold
+    more than ``MOST_PATHS``, the widest branches placed first."""
+    slots: list[tuple[dict[str, str], set[str]]] = []
+    for branch in sorted(found, key=lambda b: (-len(found[b]), b)):
+        ways = taken(branch, apart)
+        for chosen, paths in slots:
+            fits = len(paths) + len(found[branch]) <= MOST_PATHS
+            if fits and all(chosen.get(node, field) == field for node, field in ways.items()):
+                chosen.update(ways)
+                paths |= found[branch]
+                break
+        else:
+            slots.append((dict(ways), set(found[branch])))
+    return [paths for _, paths in slots]
+
+
+def more(schema: dict, paths: set[str]) -> list[dict]:
+    """Bodies holding ``paths`` (and what the schema requires), marked as coverage objects."""
     marked = {objects.METADATA: copy.deepcopy(coverage_objects.MARK)}
-    if round_ < REPACKS:
-        groups: dict[str, set[str]] = {}
-        for path in sorted(missing):
-            groups.setdefault(_prefix(path, round_ + 2), set()).add(path)
-        bodies = [b for group in groups.values() for b in coverage_objects.packed(schema, group)]
-        return [{**b, **marked} for b in bodies]
-    if round_ > REPACKS:
-        return []
-    values = {
-        leaf.path: next((v for v in leaf.values if coverage.holds_data(leaf.schema, v)), None)
-        for leaf in coverage.leaves(schema)
-        if leaf.path in missing
-    }
-    return [
-        {**coverage_objects.single(schema, path, value), **marked}
-        for path, value in sorted(values.items())
-        if value is not None
-    ]
-
-
-def _prefix(path: str, depth: int) -> str:
-    """The first ``depth`` steps of ``path`` (a field, or ``[]``/``*`` into items)."""
-    return ".".join(re.findall(r"[^.\[\]]+|\[\]", path)[:depth])
+    return [{**b, **marked} for b in coverage_objects.packed(schema, paths)]
 
 
 def fill(
@@ -75,17 +149,40 @@ def fill(
     sent: Callable[[], list[dict]],
     write: Callable[[list[dict]], object],
 ) -> None:
-    """Write (``write``) more bodies until every path of the coverage bodies ``built`` is
-    held by an accepted one (``sent``: the accepted bodies so far, as repaired), or the
-    rounds or the ``budget`` are spent. A round that keeps none of the missing paths goes
-    straight to one path per object: packed again, the same rule would drop them again."""
+    """Write (``write``) more bodies until every ``wanted`` path is held by an accepted one
+    (``sent``: the accepted bodies so far, as repaired), or the ``ROUNDS`` or the
+    ``budget`` are spent."""
     missing = unheld(schema, built, sent())
     left_to_write = budget(schema)
-    round_ = 0
-    while missing and round_ <= REPACKS and left_to_write > 0:
-        bodies = more(schema, missing, round_)[:left_to_write]
+    split: set[str] = set()
+    apart: dict[str, set[str] | None] = {**choices.of(schema)}
+    alone: set[str] = set()
+    hopeless: set[str] = set()
+    for _ in range(ROUNDS):
+        if not missing or left_to_write <= 0:
+            return
+        have = set().union(set(), *(present(schema, body) for body in sent()))
+        found = branches(missing, have, split)
+        groups = slotted({b: p for b, p in found.items() if b not in alone}, apart)
+        groups += [found[b] for b in sorted(found) if b in alone]
+        bodies = [b for paths in groups for b in more(schema, paths)][:left_to_write]
+        if not bodies:
+            return
         left_to_write -= len(bodies)
         write(bodies)
         left = unheld(schema, built, sent())
-        stuck = len(left) == len(missing) and round_ < REPACKS
-        round_, missing = (REPACKS if stuck else round_ + 1), left
+        for branch, paths in found.items():
+            if paths > left & paths:
+                continue
+            # none kept: tried again in an object of its own (another branch beside it may
+            # have spoilt it); kept by none alone either, a leaf is given up (it would spoil
+            # the objects it joins) and a subtree split, its fields apart (the rule that
+            # drops it lies inside)
+            if branch not in alone:
+                alone.add(branch)
+            elif branch in paths:
+                hopeless |= paths
+            else:
+                split.add(branch)
+                apart[branch] = None
+        missing = left - hopeless
