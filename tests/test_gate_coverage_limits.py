@@ -374,3 +374,43 @@ def test_a_path_stopped_below_its_own_lost_parent_is_said_so_with_what_would_sho
         "spec.gateway": "its objects lost spec whole first (named above): it shows once the "
         "webhook keeps spec, or with a sample it keeps spec for"
     }
+
+
+def test_a_path_whose_object_stopped_short_is_tried_on_what_b_requires():
+    # cluster-api's Cluster v1beta1->v1beta2: a status path's object alone (no spec) went
+    # round but stopped at another failure (v1beta2 requires a spec); a rule refused the
+    # coverage object. Its other values would stop the same way: it is tried on the least
+    # v1beta2 requires instead, and held.
+    status = obj({"note": {"type": "string"}})
+    a = {"name": "v1beta1", "schema": {"openAPIV3Schema": obj({"spec": obj({}), "status": status})}}
+    a["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"] = {
+        "paused": {"type": "boolean"}
+    }
+    b = copy.deepcopy(a)
+    b["name"] = "v1beta2"
+    b["schema"]["openAPIV3Schema"]["required"] = ["spec"]
+    b["schema"]["openAPIV3Schema"]["properties"]["spec"]["minProperties"] = 1
+    schema = objects.body_schema(a)
+    tried: list[dict] = []
+
+    def attempt(body: dict, record: PairRecord, refusals: list):
+        tried.append(body)
+        held = coverage.held(schema, objects.intent(body))
+        if objects.METADATA in body:  # the coverage object: a rule spanning its fields
+            refusals.append(Answer(422, {"message": "spec: Invalid value: no"}, [], ""))
+            return None
+        if "spec" not in body:  # round, but stopped at another path's failure first
+            record.stopped |= held
+            return DataChanged("lost status.gone", [], [], {"status.gone"})
+        record.held |= held
+        return None
+
+    seen = PairRecord()
+    _, refused, unconverted = path_coverage.exercise(CTX, a, [], attempt, seen, b)
+    assert "status.note" in seen.held and refused == {} and unconverted == set()
+    note = [body for body in tried if "note" in body.get("status", {})]
+    assert note[-1]["spec"] == {"paused": True}  # the least B requires, of A's fields
+    # without B: the path stays stopped short of, its other values not tried in vain
+    seen, tried[:] = PairRecord(), []
+    path_coverage.exercise(CTX, a, [], attempt, seen)
+    assert "status.note" not in seen.held and "status.note" in seen.stopped

@@ -10,7 +10,7 @@ import re
 from hypothesis import given, settings
 
 from crdharness.gate.checks import path_coverage
-from crdharness.gate.evidence import coverage, coverage_objects, objects
+from crdharness.gate.evidence import coverage, coverage_objects, objects, written_back
 from crdharness.gate.results import CheckResult
 
 
@@ -248,6 +248,26 @@ def test_a_path_is_also_tried_with_what_bs_rules_ask_where_its_objects_are_writt
         both[1]["spec"]["conversion"]["webhook"]["url"]
         == alone[0]["spec"]["conversion"]["webhook"]["url"]
     )
+
+
+def test_a_path_is_also_tried_on_the_least_b_requires_of_fields_a_declares():
+    # cluster-api's Cluster: v1beta2 requires a spec of at least one field, v1beta1 does
+    # not; a v1beta1 object holding only a status path is never written back at v1beta2.
+    a = obj(
+        {"spec": obj({"paused": {"type": "boolean"}}), "status": obj({"note": {"type": "string"}})}
+    )
+    b_spec = obj({"paused": {"type": "boolean"}, "onlyAtB": {"type": "string"}}, minProperties=1)
+    b = obj({"spec": b_spec, "status": obj({"note": {"type": "string"}})}, required=["spec"])
+    least = written_back.least_for(b, a)
+    assert least == {"spec": {"paused": True}}  # of A's fields only, never onlyAtB
+    path = "status.note"
+    leaf = next(x for x in coverage.leaves(a) if x.path == path)
+    alone, met = path_coverage._plan(a, path, leaf, [None])
+    assert met == 0 and all("spec" not in body for body in alone)
+    both, met = path_coverage._plan(a, path, leaf, [None], b)
+    assert met == 1 and both[1] == {**alone[0], **least}
+    # B requiring nothing A's objects lack: no object more
+    assert path_coverage._plan(a, path, leaf, [None], a)[1] == 0
 
 
 def test_a_single_value_is_laid_over_a_sample():

@@ -23,6 +23,7 @@ from crdharness.gate.evidence import (
     objects,
     refusal,
     rule_literals,
+    written_back,
 )
 from crdharness.gate.results import CheckResult, NotConvertible, RoundTripFailure
 from crdharness.gate.run.context import GateContext
@@ -156,6 +157,12 @@ def exercise(
     left = [p for p in retry if p not in seen.held and first[p][0]]
     budget = max(RETRIES // max(len(left), 1), 1)
     rest = {p: plans[p][0][1 : 1 + budget + plans[p][1]] for p in left}
+    # A path whose first object went round but stopped at another path's failure (nothing
+    # refused: its other values would stop the same way) gets the objects meeting a rule.
+    for p in retry:
+        if p not in seen.held and not first[p][0] and plans[p][1]:
+            width = len(bases if p in refused_objects else alone)
+            rest[p] = plans[p][0][width : width + plans[p][1]]
     second = _round(ctx, attempt, rest, seen, found)
     for path in retry:
         message, tried, failed_conversion = first[path]
@@ -228,8 +235,9 @@ def _plan(
     """The objects tried for one path, in order: its first value, then that value with the
     fields the rules above it select set to what they ask (``rule_literals``, each
     combination: tried until the server accepts one), at A and then at ``other`` (B's
-    schema, where the object read is written back: a rule only B has), then its other
-    values; and how many meet a rule (they are tried beside the budget)."""
+    schema, where the object read is written back: a rule only B has), on the least B's
+    schema requires, then its other values; and how many meet a rule or B's schema (they
+    are tried beside the budget, and also where the first object only stopped short)."""
     values = _alternatives(leaf)
     plain = [coverage_objects.single(schema, path, v, base) for v in values for base in bases]
     wanted = rule_literals.assignments(schema, path)
@@ -240,6 +248,13 @@ def _plan(
         for assignment in wanted
         for body in plain[: len(bases)]
     ]
+    if other is not None and values:
+        # Also on the least B requires (of fields A declares): what is read at B is written
+        # back there, and B may require what A leaves out (a ``spec``, a ``minProperties``).
+        least = coverage_objects.single(
+            schema, path, values[0], written_back.least_for(other, schema)
+        )
+        met += [least] if least not in plain and least not in met else []
     return plain[: len(bases)] + met + plain[len(bases) :], len(met)
 
 
