@@ -113,6 +113,21 @@ def test_who_refused_is_read_from_the_servers_message():
     )
     assert refusal.who(SCHEMA, f'{FAILED} "x"') == "the conversion webhook failed on"
     assert refusal.who(SCHEMA, "something else") == "the API server refused"
+    # cluster-api's Cluster: valid at v1beta2, refused where it is written back at v1beta1
+    # (v1beta1's required, not v1beta2's): said as a conversion's failure, the webhook's
+    # as the webhook's
+    back = (
+        "an object read at v1beta1 cannot be written back at v1beta1: Cluster "
+        '"c" is invalid: spec.topology.class: Required value'
+    )
+    assert refusal.reason(SCHEMA, back, 6, unconverted=True).startswith(
+        "a conversion failed on all 6 objects tried with it alone; the last: an object read"
+    )
+    assert refusal.reason(SCHEMA, back, 6).startswith("the schema's required refused all 6")
+    hook = f'an object valid at v1 cannot be read at v1beta1: {FAILED} "x"'
+    assert refusal.reason(SCHEMA, hook, 1, unconverted=True).startswith(
+        "the conversion webhook failed on the only object"
+    )
 
 
 def scripted_round_trip(

@@ -165,12 +165,14 @@ def exercise(
             rest[p] = plans[p][0][width : width + plans[p][1]]
     second = _round(ctx, attempt, rest, seen, found)
     for path in retry:
-        message, tried, failed_conversion = first[path]
+        message, tried, failed_conversion, last_unconverted = first[path]
+        if path in second and second[path][0]:
+            message, last_unconverted = second[path][0], second[path][3]
         if path in second:
-            message, tried = second[path][0] or message, tried + second[path][1]
+            tried += second[path][1]
             failed_conversion = failed_conversion or second[path][2]
         if path not in seen.held and message:
-            refused[path] = refusal.reason(schema, message, tried)
+            refused[path] = refusal.reason(schema, message, tried, last_unconverted)
             if failed_conversion:
                 unconverted.add(path)
     return found, refused, unconverted
@@ -209,19 +211,19 @@ def _round(
     plans: dict[str, list[dict]],
     seen: PairRecord,
     found: list[RoundTripFailure],
-) -> dict[str, tuple[str, int, bool]]:
+) -> dict[str, tuple[str, int, bool, bool]]:
     """Each path's objects, one after another until one is not refused (paths many at
-    once); per path, the last refusal's message, how many objects were tried, and whether
-    one of them was valid at A but could not be converted."""
+    once); per path, the last refusal's message, how many objects were tried, whether
+    one of them was valid at A but could not be converted, and whether the last was."""
     paths = list(plans)
     tries = concurrency.each(lambda p: _alone(attempt, plans[p]), paths, ctx.config.concurrency)
-    out: dict[str, tuple[str, int, bool]] = {}
-    for path, (records, failures, message, tried) in zip(paths, tries, strict=True):
+    out: dict[str, tuple[str, int, bool, bool]] = {}
+    for path, (records, failures, message, tried, last) in zip(paths, tries, strict=True):
         for record in records:
             seen.add(record)
         found += failures
         unconverted = any(isinstance(f, NotConvertible) for f in failures)
-        out[path] = (message, tried, unconverted)
+        out[path] = (message, tried, unconverted, last)
     return out
 
 
@@ -272,7 +274,7 @@ def _alone(attempt: Attempt, plan: list[dict]):
     another)."""
     records: list[PairRecord] = []
     failures: list[RoundTripFailure] = []
-    message, tried = "", 0
+    message, tried, unconverted = "", 0, False
     for body in plan:
         tried += 1
         failure, record, answers = _one(attempt, body)
@@ -280,12 +282,12 @@ def _alone(attempt: Attempt, plan: list[dict]):
         if failure is not None:
             failures.append(failure)
         if isinstance(failure, NotConvertible):
-            message = failure.evidence
+            message, unconverted = failure.evidence, True
             continue
         if not answers:
             break
-        message = answers[-1].message
-    return records, failures, message, tried
+        message, unconverted = answers[-1].message, False
+    return records, failures, message, tried, unconverted
 
 
 def _alternatives(leaf: coverage.Leaf) -> list:

@@ -54,10 +54,13 @@ def rule_messages(schema) -> set[str]:
     return found
 
 
+WEBHOOK = "the conversion webhook failed on"
+
+
 def who(schema: dict, message: str) -> str:
     """Who refused, by ``message`` (the server's answer to an object of ``schema``)."""
     if "conversion webhook" in message:
-        return "the conversion webhook failed on"
+        return WEBHOOK
     if "admission webhook" in message:
         return "an admission webhook refused"
     if "ValidatingAdmissionPolicy" in message:
@@ -82,16 +85,20 @@ def _shortened(message: str) -> str:
     return f"{message[: MESSAGE // 3]} ... {message[-(MESSAGE * 2 // 3) :]}"
 
 
-def reason(schema: dict, message: str, tried: int) -> str:
+CONVERSION = "a conversion failed on"  # the last object was valid at A, not convertible
+
+
+def reason(schema: dict, message: str, tried: int, unconverted: bool = False) -> str:
     """Why a path is not held: who refused the objects tried for it alone (after the
     coverage objects holding it with others), how many there were, and the server's last
-    message."""
+    message. ``unconverted``: the last object was valid at A and failed its conversion
+    (read at B, written back there, read back): the message is B's, not A's schema's."""
+    refused = who(schema, message)
+    if unconverted and refused != WEBHOOK:
+        refused = CONVERSION
     if tried == 1:
-        return f"{who(schema, message)} the only object tried with it alone: {_shortened(message)}"
-    return (
-        f"{who(schema, message)} all {tried} objects tried with it alone; the last: "
-        f"{_shortened(message)}"
-    )
+        return f"{refused} the only object tried with it alone: {_shortened(message)}"
+    return f"{refused} all {tried} objects tried with it alone; the last: {_shortened(message)}"
 
 
 # The API server's prefix naming the one object refused: `Kind.group "name" is invalid: `.
