@@ -158,11 +158,16 @@ def exercise(
     budget = max(RETRIES // max(len(left), 1), 1)
     rest = {p: plans[p][0][1 : 1 + budget + plans[p][1]] for p in left}
     # A path whose first object went round but stopped at another path's failure (nothing
-    # refused: its other values would stop the same way) gets the objects meeting a rule.
+    # refused: its other values would stop the same way), not judged with a field lost whole,
+    # gets one object more: on the least B requires, where B's schema asks for more than A's.
+    least = written_back.least_for(also, schema) if also is not None else {}
     for p in retry:
-        if p not in seen.held and not first[p][0] and plans[p][1]:
-            width = len(bases if p in refused_objects else alone)
-            rest[p] = plans[p][0][width : width + plans[p][1]]
+        if p in seen.held or first[p][0] or p in seen.lost_whole or not least:
+            continue
+        values = _alternatives(leaves[p])
+        based = coverage_objects.single(schema, p, values[0], least) if values else None
+        if based is not None and based != plans[p][0][0]:
+            rest[p] = [based]
     second = _round(ctx, attempt, rest, seen, found)
     for path in retry:
         message, tried, failed_conversion, last_unconverted = first[path]
