@@ -407,3 +407,9 @@ def test_a_bad_release_webhook_is_refused_in_one_line(tmp_path, text, expected):
     message = str(raised.value)
     assert "\n" not in message
     assert expected in message, message
+
+
+def test_a_run_has_no_time_bound_unless_the_file_gives_one(tmp_path):
+    # How long a run takes is the machine's (a loaded CI runner), never the release's.
+    assert load(write(tmp_path, "crds: [crd.yaml]\n")).timeout is None
+    assert load(write(tmp_path, "crds: [crd.yaml]\ntimeout: 90\n")).timeout == 90.0

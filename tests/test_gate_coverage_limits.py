@@ -171,9 +171,9 @@ CTX = SimpleNamespace(config=SimpleNamespace(concurrency=2))
 def test_a_webhook_failing_on_a_plain_string_gets_go_texts_and_every_path_is_held(stored):
     attempt, tried = scripted_round_trip(stored=stored)
     seen = PairRecord()
-    found, refused = path_coverage.exercise(CTX, ENTRY, [], attempt, seen)
+    found, refused, unconverted = path_coverage.exercise(CTX, ENTRY, [], attempt, seen)
     assert found and all(isinstance(f, NotConvertible) for f in found)  # the finding stays
-    assert refused == {}
+    assert refused == {} and unconverted == set()  # held in the end: behind nothing
     assert path_coverage.judge(ENTRY, seen.held, refused, seen.stopped).uncovered == {}
     assert [b["spec"]["interval"] for b in tried if "interval" in b["spec"]][-1] == "1h"
 
@@ -181,9 +181,10 @@ def test_a_webhook_failing_on_a_plain_string_gets_go_texts_and_every_path_is_hel
 def test_a_path_refused_every_time_names_the_rule_and_the_objects_really_tried():
     attempt, tried = scripted_round_trip(refuse_owner=True)
     seen = PairRecord()
-    _, refused = path_coverage.exercise(CTX, ENTRY, [], attempt, seen)
+    _, refused, unconverted = path_coverage.exercise(CTX, ENTRY, [], attempt, seen)
     alone = [b for b in tried if "owner" in b["spec"] and "interval" not in b["spec"]]
     assert set(refused) == {"spec.owner"}
+    assert unconverted == set()  # refused at creation: behind no failure of a round trip
     assert refused["spec.owner"].startswith(
         f"a CEL rule (x-kubernetes-validations) refused all {len(alone)} objects tried with it "
         "alone; the last:"
@@ -194,7 +195,7 @@ def test_a_path_refused_every_time_names_the_rule_and_the_objects_really_tried()
 def test_paths_a_round_trip_stopped_short_of_are_tried_again_on_their_own():
     attempt, tried = scripted_round_trip(lose_owner=True, durations=False)
     seen = PairRecord()
-    found, refused = path_coverage.exercise(CTX, ENTRY, [], attempt, seen)
+    found, refused, _ = path_coverage.exercise(CTX, ENTRY, [], attempt, seen)
     assert any(isinstance(f, DataChanged) for f in found) and refused == {}
     # The first object's other paths were not judged with it, then each was, alone.
     assert "spec.interval" in seen.stopped and "spec.interval" in seen.held
@@ -211,12 +212,14 @@ def test_a_value_the_webhook_fails_on_every_time_is_named_with_its_message():
     spec["properties"]["interval"]["minLength"] = 5
     attempt, tried = scripted_round_trip(stored=True)
     seen = PairRecord()
-    _, refused = path_coverage.exercise(CTX, bounded, [], attempt, seen)
+    _, refused, unconverted = path_coverage.exercise(CTX, bounded, [], attempt, seen)
     # The path alone (or beside the value a rule names): not the objects packed again.
     alone = [
         b for b in tried if "interval" in b["spec"] and b["spec"].get("owner", "nobody") == "nobody"
     ]
     assert set(refused) == {"spec.interval"} and len(alone) > 1
+    # every object holding it was valid at v1 and failed its conversion: behind that failure
+    assert unconverted == {"spec.interval"}
     assert refused["spec.interval"].startswith(
         f"the conversion webhook failed on all {len(alone)} objects tried with it alone; the "
         "last: an object"
@@ -234,7 +237,7 @@ def test_a_path_stopped_short_of_is_tried_without_the_samples_fields_first():
         {"metadata": {"annotations": {"team": "mail"}}, "spec": {"vault": {"backend": {}}}}
     )
     seen = PairRecord()
-    found, refused = path_coverage.exercise(CTX, ENTRY, [sample], attempt, seen)
+    found, refused, _ = path_coverage.exercise(CTX, ENTRY, [sample], attempt, seen)
     assert found and refused == {}
     assert path_coverage.judge(ENTRY, seen.held, refused, seen.stopped).uncovered == {}
     assert any(objects.METADATA not in b for b in tried)  # no sample, no annotations

@@ -241,30 +241,74 @@ def test_an_unchanged_crds_paths_only_behind_its_debt_are_said_and_owed():
     assert changed.passed is None and changed.evidence.startswith("not proven: schema paths")
 
 
-def test_an_unchanged_crds_pass_left_not_proven_by_paths_behind_another_rows_failure():
-    # crossplane's XRD upgraded to itself: v2->v1 went round with no failure of its own, but
-    # every object holding spec.conversion.* was valid at v2 and could not be written back
-    # at v1 (the convertibility row's failure, release 1's too): not proven by coverage.
-    from crdharness.gate.checks import path_coverage
-    from crdharness.gate.results import CheckResult
-
-    def pair() -> CheckResult:
-        result = CheckResult("round-trip", PAIR, evidence="23 objects equal after v1->v2->v1")
-        found = path_coverage.Coverage(["spec.a", "spec.conversion.strategy"])
-        found.uncovered["spec.conversion.strategy"] = "refused all 6 objects tried with it"
-        found.behind_a_failure.add("spec.conversion.strategy")
-        path_coverage.settle(result, found, "v1")
-        assert result.passed is None
-        return result
-
-    unchanged = {"widgets.gate.example.com": "unchanged: identical"}
-    result = pair()
-    debt.settle([result], {}, 1, min_objects=10, unchanged=unchanged)
-    assert result.passed is True, result
-    assert result.evidence == (
-        "23 objects equal after v1->v2->v1; schema paths 1/2 held, the others only behind "
-        "release 1's debt: spec.conversion.strategy"
+def crossplane_shaped_pair() -> tuple[CheckResult, CheckResult]:
+    """Real trial (crossplane's XRD upgraded to itself, strategy None): v2->v1's round trips
+    lost nothing, but every object holding spec.conversion.* was valid at v2 and could not be
+    written back at v1 (a rule there refuses it): a convertibility failure, and those paths
+    not held. The round trip is "not proven" by its coverage alone."""
+    rt = round_trip()
+    rt.evidence = "23 objects equal after v1->v2->v1"
+    behind = path_coverage.BEHIND_NOT_CONVERTIBLE
+    found = path_coverage.Coverage(
+        ["spec.group", "spec.conversion.strategy", "spec.conversion.webhook.url"],
+        uncovered={
+            "spec.conversion.strategy": "the API server refused all 6 objects tried with it",
+            "spec.conversion.webhook.url": "the API server refused all 6 objects tried with it",
+        },
+        behind_a_failure={
+            "spec.conversion.strategy": behind,
+            "spec.conversion.webhook.url": behind,
+        },
     )
-    changed = pair()  # the release changed the CRD: still not proven
-    debt.settle([changed], {}, 1, min_objects=10, unchanged={})
-    assert changed.passed is None
+    path_coverage.settle(rt, found, "v1")
+    assert rt.passed is None and rt.evidence.startswith("not proven: schema paths 1/3")
+    conv = CheckResult("convertibility", PAIR)
+    conv.counts = {"created": 30}
+    evidence = "an object read at v2 cannot be created again as read: spec.conversion: Invalid"
+    conv.fail(evidence, found=[Found(Form(frozenset({"spec.conversion"})), evidence)])
+    return rt, conv
+
+
+UNCHANGED = {"widgets.gate.example.com": "unchanged: identical"}
+
+
+def test_an_unchanged_crds_pass_left_not_proven_by_paths_behind_another_rows_failure():
+    rt, conv = crossplane_shaped_pair()
+    assert debt.settle([rt, conv], {}, 1, min_objects=10, unchanged=UNCHANGED)
+    assert conv.passed is True and "release 1's debt by construction" in conv.evidence
+    assert rt.passed is True, rt
+    assert rt.evidence == (
+        "23 objects equal after v1->v2->v1; schema paths 1/3 held, the others only behind "
+        "release 1's debt: spec.conversion.strategy, spec.conversion.webhook.url"
+    )
+
+
+def test_a_changed_crds_paths_behind_the_same_conversion_failure_stay_not_proven():
+    # The same refusal, the same failure release 1 has (its convertibility is debt), but the
+    # CRD changed: what its objects would do once converted is not known. Not proven.
+    rt, conv = crossplane_shaped_pair()
+    previous_conv = previous("spec.conversion", check="convertibility")
+    assert debt.settle([rt, conv], previous_conv, 1, min_objects=10, unchanged={})
+    assert conv.passed is True
+    assert rt.passed is None and rt.evidence.startswith("not proven: schema paths 1/3")
+
+
+def test_paths_behind_a_failure_that_is_not_shown_to_be_debt_stay_not_proven():
+    # a path refused at creation (not behind a failure) beside them
+    rt, conv = crossplane_shaped_pair()
+    rt.coverage["uncovered"]["spec.group"] = "a CEL rule refused all 4 objects tried with it"
+    debt.settle([rt, conv], {}, 1, min_objects=10, unchanged=UNCHANGED)
+    assert conv.passed is True and rt.passed is None
+    # the conversion failure is not one debt can know (no form): it stays a finding
+    rt, conv = crossplane_shaped_pair()
+    conv.fail("the webhook timed out")
+    debt.settle([rt, conv], {}, 1, min_objects=10, unchanged=UNCHANGED)
+    assert conv.passed is False and rt.passed is None
+    # `debt: fail`: the debt fails, and nothing is owed
+    rt, conv = crossplane_shaped_pair()
+    debt.settle([rt, conv], {}, 1, fail_debt=True, min_objects=10, unchanged=UNCHANGED)
+    assert conv.passed is False and rt.passed is None
+    # no failure at all in the pair: nothing the paths are behind is debt
+    rt, _ = crossplane_shaped_pair()
+    assert not debt.settle([rt], {}, 1, min_objects=10, unchanged=UNCHANGED)
+    assert rt.passed is None

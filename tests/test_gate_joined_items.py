@@ -18,25 +18,18 @@ SCHEMA = {
 }
 
 
+def drawn_specs(properties: dict) -> list[dict]:
+    """The ``spec`` of 30 bodies drawn (seed 0) for a version whose spec requires
+    ``properties``."""
+    spec = {"type": "object", "required": list(properties), "properties": properties}
+    root = {"type": "object", "required": ["spec"], "properties": {"spec": spec}}
+    version = {"name": "v1", "schema": {"openAPIV3Schema": root}}
+    return [body["spec"] for body in objects.first_examples(version, 30, seed=0)]
+
+
 def drawn_items(items: dict) -> list[str]:
-    version = {
-        "name": "v1",
-        "schema": {
-            "openAPIV3Schema": {
-                "type": "object",
-                "required": ["spec"],
-                "properties": {
-                    "spec": {
-                        "type": "object",
-                        "required": ["tags"],
-                        "properties": {"tags": {"type": "array", "minItems": 1, "items": items}},
-                    }
-                },
-            }
-        },
-    }
-    bodies = objects.first_examples(version, 30, seed=0)
-    return [t for body in bodies for t in body["spec"]["tags"]]
+    specs = drawn_specs({"tags": {"type": "array", "minItems": 1, "items": items}})
+    return [t for spec in specs for t in spec["tags"]]
 
 
 def test_plain_string_items_are_drawn_holding_a_comma():
@@ -65,23 +58,8 @@ def test_a_list_kept_joined_with_commas_by_the_webhook_is_named_lost(tmp_path):
 def test_durations_are_drawn_as_go_spells_them_below_a_second_too():
     from crdharness.gate import go_durations
 
-    version = {
-        "name": "v1",
-        "schema": {
-            "openAPIV3Schema": {
-                "type": "object",
-                "required": ["spec"],
-                "properties": {
-                    "spec": {
-                        "type": "object",
-                        "required": ["every"],
-                        "properties": {"every": {"type": "string", "format": "duration"}},
-                    }
-                },
-            }
-        },
-    }
-    drawn = [b["spec"]["every"] for b in objects.first_examples(version, 30, seed=0)]
+    every = {"type": "string", "format": "duration"}
+    drawn = [spec["every"] for spec in drawn_specs({"every": every})]
     lengths = [go_durations.parse(d) for d in drawn]
     assert None not in lengths, drawn
     assert any(n % 10**9 for n in lengths if n), drawn  # some not whole seconds

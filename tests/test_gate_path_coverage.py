@@ -210,10 +210,44 @@ def test_paths_behind_a_failure_are_carried_as_data_not_read_from_words():
         parents={"spec.target.url": "spec.target"},
         unconverted={count},
     )
-    assert found.behind_a_failure == {count, deepest, "spec.target.url"}
-    assert found.as_json()["behind_a_failure"] == sorted(found.behind_a_failure)
+    # each with the failure it is behind
+    assert found.behind_a_failure == {
+        count: path_coverage.BEHIND_NOT_CONVERTIBLE,
+        deepest: path_coverage.BEHIND_STOPPED,
+        "spec.target.url": path_coverage.BEHIND_LOST_PARENT,
+    }
+    assert found.as_json()["behind_a_failure"] == dict(sorted(found.behind_a_failure.items()))
     plain = path_coverage.judge(VERSION, held, refused, stopped={deepest})
-    assert plain.behind_a_failure == {deepest}  # refused at creation: not behind a failure
+    assert set(plain.behind_a_failure) == {deepest}  # refused at creation: not behind one
+
+
+def test_a_path_is_also_tried_with_what_bs_rules_ask_where_its_objects_are_written_back():
+    # crossplane's XRD: v1 alone says a conversion is a webhook's and names it; a v2 object
+    # holding spec.conversion.webhook.url is refused when written back at v1 unless its
+    # strategy is 'Webhook'. The path's objects also meet B's rule (A has none).
+    def relay(rules: list) -> dict:
+        hook = {"type": "object", "properties": {"url": {"type": "string"}}}
+        conversion = {
+            "type": "object",
+            "properties": {"strategy": {"type": "string"}, "webhook": hook},
+            "x-kubernetes-validations": rules,
+        }
+        spec = {"type": "object", "properties": {"conversion": conversion}}
+        return {"type": "object", "properties": {"spec": spec}}
+
+    a = relay([])
+    b = relay([{"rule": "self.strategy == 'Webhook' && has(self.webhook)"}])
+    path = "spec.conversion.webhook.url"
+    leaf = next(x for x in coverage.leaves(a) if x.path == path)
+    alone, met = path_coverage._plan(a, path, leaf, [None])
+    assert met == 0
+    both, met = path_coverage._plan(a, path, leaf, [None], b)
+    assert met == 1
+    assert both[1]["spec"]["conversion"]["strategy"] == "Webhook"
+    assert (
+        both[1]["spec"]["conversion"]["webhook"]["url"]
+        == alone[0]["spec"]["conversion"]["webhook"]["url"]
+    )
 
 
 def test_a_single_value_is_laid_over_a_sample():

@@ -95,3 +95,43 @@ def test_under_strategy_none_a_changed_crd_of_its_group_leaves_an_unchanged_one_
     # Hypothesis's caches (it drew the rota's objects) go to the harness's cache, never into
     # the working directory.
     assert not (tmp_path / ".hypothesis").exists()
+
+
+RELAY = "relays.unchanged.gate.example.com"
+
+
+def test_paths_behind_an_unchanged_crds_own_conversion_defect_are_its_debt(tmp_path):
+    # v2 objects holding spec.delivery are refused when written back at v1 (v1's own rule):
+    # release 1's convertibility defect. The v2->v1 round trips lose nothing but hold none of
+    # those paths; the CRD is release 1's byte for byte, so they are behind its debt.
+    code, report, output = gate(tmp_path, "gate-relay.yaml")
+    assert code == 0, output[-3000:]
+    found = rows(report)
+    owed = found[f"convertibility[{RELAY} v2->v1]"]
+    assert owed["status"] == "pass" and owed["evidence"].startswith(
+        "release 1's debt by construction (unchanged: identical"
+    )
+    back = found[f"round-trip[{RELAY} v2->v1]"]
+    assert back["status"] == "pass", back
+    assert back["evidence"].endswith(
+        "; schema paths 1/3 held, the others only behind release 1's debt: "
+        "spec.delivery.mode, spec.delivery.hook.url"
+    ), back["evidence"]
+    assert back["coverage"]["behind_a_failure"] == {
+        "spec.delivery.hook.url": "valid at A, but not convertible",
+        "spec.delivery.mode": "valid at A, but not convertible",
+    }
+
+
+def test_a_changed_crds_paths_behind_the_same_defect_stay_not_proven(tmp_path):
+    # The same relay with a new optional field: the refusal is still release 1's debt (its
+    # own round trips meet it), but the changed CRD's paths behind it are not proven.
+    code, report, output = gate(tmp_path, "gate-relay-changed.yaml")
+    assert code == 2, output[-3000:]
+    found = rows(report)
+    owed = found[f"convertibility[{RELAY} v2->v1]"]
+    assert owed["status"] == "pass" and owed["evidence"].startswith("release 1's debt, ")
+    back = found[f"round-trip[{RELAY} v2->v1]"]
+    assert back["status"] == "not proven", back
+    assert back["evidence"].startswith("not proven: schema paths 2/4 at v2 went through"), back
+    assert not [k for k, c in found.items() if c["status"] == "FAIL"], output[-3000:]

@@ -7,6 +7,7 @@ brings the cluster, ``--cluster``, ``--keep-cluster`` and the failure bundle).
 from __future__ import annotations
 
 import contextlib
+import math
 import signal
 import time
 from dataclasses import dataclass, field
@@ -216,6 +217,9 @@ def _bounded(run):
         if run.running_phase is not None:
             run.ctx.check_deadline(f"the {run.running_phase} phase could finish")
 
+    if math.isinf(run.ctx.deadline):  # no `timeout:`: nothing to interrupt
+        yield
+        return
     previous = signal.signal(signal.SIGALRM, expire)
     signal.setitimer(signal.ITIMER_REAL, max(run.ctx.deadline - time.monotonic(), 0.01))
     try:

@@ -32,7 +32,9 @@ DEBIAN_SUITE = "bookworm"
 BASE_PACKAGES = "python3,python3-venv,ca-certificates"
 
 
-def docker(*args: str, check: bool = True, timeout: float = 1800, **kwargs):
+def docker(*args: str, check: bool = True, timeout: float | None = None, **kwargs):
+    """``docker ARGS``: unbounded unless ``timeout`` (a build or import takes as long as the
+    machine takes; only quick queries of the engine are bounded, by their callers)."""
     if shutil.which("docker") is None:
         raise HarnessError(
             "docker is not installed: install Docker (Debian: apt-get install docker.io)"

@@ -19,7 +19,9 @@ no history, the history deselected) has no debt: its failures stay findings.
 A CRD the release did not change (``evidence.unchanged``: identical after documentation,
 under strategy None or behind the same webhook) owes every failure of its own checks to the
 earlier release by construction, whether or not that release's round trips held the same
-object: the same CRD, converted the same way, fails the same way under it.
+object: the same CRD, converted the same way, fails the same way under it. So are the paths
+its round trips held no object of only because their objects met such a failure first
+(``path_coverage``'s ``behind_a_failure``), where the pair is left with nothing but that debt.
 """
 
 from __future__ import annotations
@@ -68,10 +70,6 @@ def settle(
     listed: list[Debt] = []
     results = list(results)
     for result in results:
-        why = (unchanged or {}).get(crd_of(result))
-        if why is not None and result.passed is None and result.unproven_pass:
-            _proven_but_behind_debt(result, release)
-    for result in results:
         if result.check not in CHECKS or result.passed is not False or not result.found:
             continue
         why = (unchanged or {}).get(crd_of(result))
@@ -99,6 +97,8 @@ def settle(
         listed += debts
         if debts and not fail_debt and not result.unexplained:
             _rebuild(result, remaining, owed, debts, release, min_objects, why)
+    if unchanged and not fail_debt:
+        _owe_paths_behind_debt(results, listed, release, unchanged)
     return listed
 
 
@@ -178,14 +178,12 @@ def _rebuild(
         f"judged without going round: {p}: {why}"
         for p, why in (coverage.get("lost_whole") or {}).items()
     ]
-    if result.passed and unchanged and _all_behind_a_failure(coverage):
-        result.evidence += _behind(coverage, release)
-        return
     if result.passed and coverage.get("uncovered"):
         # As the round trips' own rule: a pass below every path is "not proven", also where
         # the failures that were seen are all the earlier release's (seen: 3 of 41 paths
-        # held, the other 38 wiped by the webhook, and the pair shown as a pass).
-        result.passed = None
+        # held, the other 38 wiped by the webhook, and the pair shown as a pass). Given back
+        # where those paths are only behind that debt (``_owe_paths_behind_debt``).
+        result.passed, result.unproven_pass = None, result.evidence
         result.evidence = (
             f"not proven: schema paths {coverage.get('exercised')}/{coverage.get('declared')} "
             f"held; not held: {', '.join(list(coverage['uncovered'])[:8])}; {note}"
@@ -208,10 +206,29 @@ def _behind(coverage: dict, release: int) -> str:
     )
 
 
-def _proven_but_behind_debt(result: CheckResult, release: int) -> None:
-    """An unchanged CRD's pair that passed, left "not proven" only by paths whose objects
-    met a failure first (another row's: a conversion that cannot be written back): the
-    pass it was, the paths said as behind the earlier release's debt."""
-    if _all_behind_a_failure(result.coverage):
+def _owe_paths_behind_debt(
+    results: list[CheckResult], listed: list[Debt], release: int, unchanged: Mapping[str, str]
+) -> None:
+    """An unchanged CRD's round trip that passed, left "not proven" only by paths whose
+    objects met a failure first (its own: a round trip stopped on another path, a field
+    above lost whole; or another row's: a conversion that cannot be written back): the pass
+    it was, the paths said as behind the earlier release's debt. Only where that failure is
+    debt: the pair owes release ``release`` something, and neither its round trips nor its
+    convertibility are left with a failure of their own (``debt: fail``, a failure no form
+    stands for: then what the paths are behind is not shown to be debt)."""
+    owing = {d.subject for d in listed}
+    for result in results:
+        if (
+            result.check != "round-trip"
+            or result.passed is not None
+            or not result.unproven_pass
+            or crd_of(result) not in unchanged
+            or result.subject not in owing
+            or not _all_behind_a_failure(result.coverage)
+        ):
+            continue
+        rows = [r for r in results if r.subject == result.subject and r.check in REACHED]
+        if any(r.passed is False for r in rows):
+            continue
         result.passed = True
         result.evidence = result.unproven_pass + _behind(result.coverage, release)

@@ -19,6 +19,7 @@ from crdharness.gate.checks.object_round_trip import PairRecord
 from crdharness.gate.evidence import (
     coverage,
     coverage_objects,
+    drawn_bodies,
     objects,
     refusal,
     rule_literals,
@@ -38,6 +39,11 @@ STOPPED = (
 
 LOST_PARENT = "its objects lost "  # how the reason below a field lost whole begins
 
+# What a path not held is behind (``Coverage.behind_a_failure``): the failure its objects met.
+BEHIND_STOPPED = "a round trip that failed on another path first"
+BEHIND_LOST_PARENT = "a round trip that lost a field above it whole"
+BEHIND_NOT_CONVERTIBLE = "valid at A, but not convertible"
+
 
 # (body, refusals to fill) -> a failure, with a record of its own
 Attempt = Callable[[dict, PairRecord, list[Answer]], RoundTripFailure | None]
@@ -54,8 +60,8 @@ class Coverage:
     # not held only because its objects met a failure first: a round trip stopped at another
     # path's, a field above it lost whole, or every object holding it was valid at A and
     # failed its conversion (a convertibility failure). Where those failures are all an
-    # earlier release's, so are these paths (``checks.debt``).
-    behind_a_failure: set[str] = field(default_factory=set)
+    # earlier release's, so are these paths (``checks.debt``). Path -> which (BEHIND_*).
+    behind_a_failure: dict[str, str] = field(default_factory=dict)
 
     @property
     def exercised(self) -> int:
@@ -87,7 +93,7 @@ class Coverage:
         if self.lost_whole:  # only where there are some: report.json as before otherwise
             found["lost_whole"] = self.lost_whole
         if self.behind_a_failure:
-            found["behind_a_failure"] = sorted(self.behind_a_failure)
+            found["behind_a_failure"] = dict(sorted(self.behind_a_failure.items()))
         return found
 
 
@@ -97,6 +103,7 @@ def exercise(
     samples: list[dict],
     attempt: Attempt,
     seen: PairRecord,
+    other: dict | None = None,
 ) -> tuple[list[RoundTripFailure], dict[str, str], set[str]]:
     """Round-trip the coverage objects of ``entry``'s version (``concurrency`` at once);
     pack again what a round trip that failed on another path stopped short of; then retry
@@ -137,8 +144,10 @@ def exercise(
     # fields, or labels and annotations, may be what the webhook loses), then on them.
     alone: list[dict | None] = [None, *samples[:2]]
     # Built here, on one thread (hypothesis draws the alternatives); written many at once.
+    # The rules of ``other`` (B's version) too: an object valid at A is written back at B.
+    also = objects.body_schema(other) if other is not None else None
     plans = {
-        path: _plan(schema, path, leaves[path], bases if path in refused_objects else alone)
+        path: _plan(schema, path, leaves[path], bases if path in refused_objects else alone, also)
         for path in retry
     }
     # First each path's first object (its own value, alone: most paths are refused only
@@ -210,17 +219,25 @@ def _round(
 
 
 def _plan(
-    schema: dict, path: str, leaf: coverage.Leaf, bases: list[dict | None]
+    schema: dict,
+    path: str,
+    leaf: coverage.Leaf,
+    bases: list[dict | None],
+    other: dict | None = None,
 ) -> tuple[list[dict], int]:
     """The objects tried for one path, in order: its first value, then that value with the
     fields the rules above it select set to what they ask (``rule_literals``, each
-    combination: tried until the server accepts one), then its other values; and how many
-    meet a rule (they are tried beside the budget)."""
+    combination: tried until the server accepts one), at A and then at ``other`` (B's
+    schema, where the object read is written back: a rule only B has), then its other
+    values; and how many meet a rule (they are tried beside the budget)."""
     values = _alternatives(leaf)
     plain = [coverage_objects.single(schema, path, v, base) for v in values for base in bases]
+    wanted = rule_literals.assignments(schema, path)
+    if other is not None:
+        wanted += [a for a in rule_literals.assignments(other, path) if a not in wanted]
     met = [
         rule_literals.applied(body, assignment)
-        for assignment in rule_literals.assignments(schema, path)
+        for assignment in wanted
         for body in plain[: len(bases)]
     ]
     return plain[: len(bases)] + met + plain[len(bases) :], len(met)
@@ -263,7 +280,7 @@ def _alternatives(leaf: coverage.Leaf) -> list:
     texts = coverage.go_texts(leaf.schema)
     drawn = [
         v
-        for v in objects.drawn_from(objects.strategy(leaf.schema), ALTERNATIVES * 3, 0)
+        for v in drawn_bodies.values(leaf.schema, ALTERNATIVES * 3, 0)  # drawn once per schema
         if coverage.holds_data(leaf.schema, v)
     ]
     values: list = []
@@ -297,7 +314,7 @@ def judge(
         if leaf.path in refused:
             why = refused[leaf.path]
             if leaf.path in unconverted:
-                found.behind_a_failure.add(leaf.path)
+                found.behind_a_failure[leaf.path] = BEHIND_NOT_CONVERTIBLE
         elif leaf.path in parents:
             # The "other path" is its own parent: say which, and what would show it.
             field = parents[leaf.path]
@@ -305,10 +322,10 @@ def judge(
                 f"{LOST_PARENT}{field} whole first (named above): it shows once the "
                 f"webhook keeps {field}, or with a sample it keeps {field} for"
             )
-            found.behind_a_failure.add(leaf.path)
+            found.behind_a_failure[leaf.path] = BEHIND_LOST_PARENT
         elif leaf.path in stopped:
             why = STOPPED
-            found.behind_a_failure.add(leaf.path)
+            found.behind_a_failure[leaf.path] = BEHIND_STOPPED
         elif leaf.reason:
             why = leaf.reason
         elif not any(coverage.holds_data(leaf.schema, v) for v in leaf.values):

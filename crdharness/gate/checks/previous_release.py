@@ -22,7 +22,7 @@ from crdharness.gate import concurrency, subjects
 from crdharness.gate.api import ensure_namespace
 from crdharness.gate.checks import debt, object_round_trip, round_trips, schemas_vs_strategy
 from crdharness.gate.checks.object_round_trip import PairRecord
-from crdharness.gate.evidence import changes, coverage_objects, objects, targeted
+from crdharness.gate.evidence import changes, coverage_objects, drawn_bodies, targeted
 from crdharness.gate.given.manifests import Release
 from crdharness.gate.results import Form, RoundTripFailure
 from crdharness.gate.run.context import ROUND_TRIP_NS, GateContext
@@ -125,11 +125,8 @@ def _bodies(
         except targeted.NoObject:
             continue  # the candidate's object for it is no debt then
     if ctx.config.generate:
-        drawn = round_trips.drawn(ctx, name, entry)
-        bodies += [
-            (body, False)
-            for body in objects.drawn_from(drawn, ctx.config.generate, ctx.config.seed)
-        ]
+        drawn = drawn_bodies.bodies(entry, samples, ctx.config.generate, ctx.config.seed)
+        bodies += [(body, False) for body in drawn]
     return bodies
 
 

@@ -13,7 +13,7 @@ from collections import Counter
 from crdharness.gate import concurrency, diff, subjects
 from crdharness.gate.checks import object_round_trip, path_coverage
 from crdharness.gate.checks.object_round_trip import PairRecord
-from crdharness.gate.evidence import changes, objects, refusal, targeted
+from crdharness.gate.evidence import changes, drawn_bodies, objects, refusal, targeted
 from crdharness.gate.evidence.changes import Change
 from crdharness.gate.results import Form, Found, RoundTripFailure
 from crdharness.gate.run.context import GateContext
@@ -86,7 +86,7 @@ def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
     # a field six levels down is as much the webhook's to carry as a top-level one.
     samples = ctx.sample_bodies(name, a)
     covered, refused_paths, unconverted = path_coverage.exercise(
-        ctx, entry, samples, attempt_into, seen
+        ctx, entry, samples, attempt_into, seen, ctx.candidate.entry(name, b)
     )
     for failure in covered:
         if new(failure):
@@ -367,7 +367,8 @@ def _drawn_fail(
     """``generate`` drawn objects round-tripped, ``concurrency`` at once (each with its own
     record, added to ``seen`` in order): whether one failed in a way ``new`` accepts."""
     manifest = ctx.candidate.crds[crd]
-    bodies = objects.drawn_from(drawn(ctx, crd, entry), ctx.config.generate, ctx.config.seed)
+    samples = ctx.sample_bodies(crd, entry["name"])
+    bodies = drawn_bodies.bodies(entry, samples, ctx.config.generate, ctx.config.seed)
 
     def round_trip(body: dict) -> tuple[RoundTripFailure | None, PairRecord]:
         record = PairRecord()

@@ -25,7 +25,14 @@ from __future__ import annotations
 import json
 import re
 
-from crdharness.gate.evidence import body_paths, combinators, coverage, coverage_objects, objects
+from crdharness.gate.evidence import (
+    body_paths,
+    combinators,
+    coverage,
+    coverage_objects,
+    drawn_bodies,
+    objects,
+)
 from crdharness.gate.evidence.local_validation import CEL, FieldError, LocalValidator
 from crdharness.gate.evidence.rule_literals import field_name, string_literals, string_value
 
@@ -221,9 +228,7 @@ def _string_fixes(value: str, rule: str) -> list[str]:
             core += argument
         elif name == "matches":
             try:
-                drawn = objects.drawn_from(
-                    objects.strategy({"type": "string", "pattern": argument}), 3, 0
-                )
+                drawn = drawn_bodies.values({"type": "string", "pattern": argument}, 3, 0)
             except Exception:  # a pattern Python cannot draw from: no fix
                 drawn = []
             return [str(d) for d in drawn if isinstance(d, str)]

@@ -24,6 +24,7 @@ from hypothesis.errors import NoSuchExample, Unsatisfiable
 from crdharness.gate import diff, go_regex
 from crdharness.gate.evidence import coverage, objects
 from crdharness.gate.evidence.changes import ONE_VERSION, Change
+from crdharness.gate.evidence.schema_memo import by_schema
 
 VARIANTS = 3  # drawn values per rule or combinator change, beside the fewest and most fields
 ENUM_VALUES = 5  # enumerated values tried per field below a rule's node
@@ -145,6 +146,9 @@ def _fail(why: str):
     raise NoObject(why)
 
 
+# Searched once per distinct schema (``schema_memo``): the search is repeatable (derandomized),
+# and reads no description.
+@by_schema(remembered=(NoObject,), descriptions_matter=False)
 def minimal(schema: dict):
     """The smallest value ``schema`` accepts, as hypothesis shrinks it: required fields only,
     empty strings, zeros, the first enum value."""
@@ -154,6 +158,7 @@ def minimal(schema: dict):
         raise NoObject(f"no value satisfies the old schema here ({exc})") from None
 
 
+@by_schema(remembered=(NoObject,), descriptions_matter=False)
 def present(schema: dict):
     """The smallest value ``schema`` accepts that holds data (not "", [] or {}, and no Go
     zero value ``false``, ``0`` anywhere in it): what is lost must be something, or losing

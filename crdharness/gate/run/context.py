@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import math
 import threading
 import time
 from collections import Counter, defaultdict
@@ -110,7 +111,8 @@ class GateContext:
 
     def __post_init__(self) -> None:
         if not self.deadline:
-            self.deadline = time.monotonic() + self.config.timeout
+            bound = self.config.timeout
+            self.deadline = time.monotonic() + bound if bound is not None else math.inf
 
     @property
     def candidate(self) -> Release:
@@ -140,7 +142,7 @@ class GateContext:
         """Raise if the run's ``timeout:`` has passed (checked between steps)."""
         if time.monotonic() >= self.deadline:
             raise GateTimeout(
-                f"the gate's time ran out ({self.config.timeout:g} s, `timeout:` in the gate "
+                f"the gate's time ran out ({self.config.timeout or 0:g} s, `timeout:` in the gate "
                 f"file) before {what}"
             )
 
