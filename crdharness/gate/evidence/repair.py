@@ -196,9 +196,8 @@ def _scalars(node: dict, rule: str) -> list:
     node = combinators.alternatives(node)[0]
     strings, numbers = _literals(rule)
     kind = node.get("type")
-    if "enum" in node:  # the rule's own first (``self.type in ['Random', 'RoundRobin']``)
-        enum = list(node["enum"])
-        return list(dict.fromkeys([*(s for s in strings if s in enum), *enum]))[:8]
+    if "enum" in node:
+        return list(node["enum"])[:8]
     if kind == "boolean":
         return [True, False]
     if kind == "string" or node.get("x-kubernetes-int-or-string"):
@@ -406,8 +405,11 @@ def _chained(props: dict, body: dict, value: dict, at: list[str], rule: str) -> 
             # ``has(self.forProvider.valueSecretRef)``: drawn where the object above it is
             found += [body_paths.set(body, [*at, *names], v) for v in filler(node)[:1]]
         elif node is not None and held is None and absent_from < len(names) - 1:
-            # ``self.loadBalancer.type in ['Random']`` without a loadBalancer: one made
-            for v in _scalars(node, rule)[:2]:
+            # ``self.loadBalancer.type in ['Random']`` without a loadBalancer: one made, with
+            # a value the rule names and one it does not (the rule may name what it refuses)
+            values = _scalars(node, rule)
+            named = [v for v in values if v in _literals(rule)[0]]
+            for v in [*named[:1], *[v for v in values if v not in named][:1]]:
                 for name in reversed(names[absent_from + 1 :]):
                     v = {name: v}
                 found.append(body_paths.set(body, [*at, *names[: absent_from + 1]], v))
