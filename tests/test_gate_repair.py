@@ -332,11 +332,26 @@ LOG_KINDS = ["Failure", "Fault", "Success", "Healthy"]
             {"spare": 5},
             lambda s: s.get("spare") == 5 and s["balancer"]["kind"] == "Random",
         ),
+        # two fields each asked one of the rule's values at once: one changed alone does not
+        # meet the rule
+        (
+            _rule(
+                "self.kind in ['ConfigMap', 'Secret'] && self.group in ['', 'v1']",
+                {
+                    "type": "object",
+                    "required": ["kind", "group"],
+                    "properties": {"kind": STRING, "group": STRING, "name": STRING},
+                },
+            ),
+            {"kind": "Dock", "group": "docks", "name": "east"},
+            lambda s: s == {"kind": "ConfigMap", "group": "v1", "name": "east"},
+        ),
     ],
     ids=[
         *("reserved-word", "dashed-name", "lower-case", "not-empty", "escaped-pattern"),
         *("one-of-three", "one-of-four", "nested-has", "compared", "compared-strictly"),
         *("duration-beyond", "each-literal-added", "absent-given-literal", "chained-absent"),
+        "compared-together",
     ],
 )
 def test_a_rule_shape_of_real_crds_is_met(validator, spec, broken, holds):

@@ -57,6 +57,10 @@ ITEM_FIELD = re.compile(r"\b[a-z]\w*\.([A-Za-z_][A-Za-z0-9_]*)")  # ``s.minutes`
 STRING_CALL = re.compile(
     r"\bself\.(startsWith|endsWith|contains|matches)\(\s*(?:'((?:[^'\\]|\\.)*)'|\"((?:[^\"\\]|\\.)*)\")\s*\)"
 )
+COMPARED = re.compile(
+    r"\bself\.([A-Za-z_][A-Za-z0-9_]*)\s*(?:==\s*('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")"
+    r"|in\s*\[([^\]]*)\])"
+)
 DIGITS = re.compile(r"\d+")
 CASE_CALL = re.compile(r"\.(lowerAscii|upperAscii|trim)\(\s*\)")
 COMBINATOR_PATH = re.compile(r'"([^"]+)" must validate')
@@ -189,6 +193,15 @@ def _literals(rule: str) -> tuple[list[str], list[int]]:
     strings = string_literals(rule)
     numbers = [int(n) for n in NUMBER.findall(LITERAL.sub("", rule))]
     return strings, list(dict.fromkeys(numbers))
+
+
+def _compared(rule: str) -> dict[str, list[str]]:
+    """The fields a rule compares with string literals (``self.kind in ['A', 'B']``,
+    ``self.type == 'A'``) and those literals."""
+    found: dict[str, list[str]] = {}
+    for name, equal, listed in COMPARED.findall(rule):
+        found.setdefault(field_name(name), []).extend(string_literals(equal or listed))
+    return found
 
 
 def _scalars(node: dict, rule: str) -> list:
@@ -327,6 +340,16 @@ def _rule_fixes(root: dict, body: dict, at: list[str], rule: str) -> list[dict |
             found.append(
                 body_paths.set(body, at, {**value, **{n: v[0] for n, v in absent.items()}})
             )
+        # ``self.kind in ['ConfigMap', 'Secret'] && self.group in ['', 'v1']``: each field
+        # the rule compares with its own literals set to its first, all at once
+        compared = {
+            n: v
+            for n, v in _compared(rule).items()
+            if n in props and (at or n not in objects.TOP_LEVEL)
+        }
+        if len(compared) > 1:  # a literal that holds data first ('v1' rather than '')
+            chosen = {n: next((x for x in v if x), v[0]) for n, v in compared.items()}
+            found.append(body_paths.set(body, at, {**value, **chosen}))
         # exactly one of three or more (``[has(self.a), has(self.b), ...].filter(x, x).size()
         # == 1``): dropping one at a time leaves the rule failing; each kept alone
         present = [n for n in selected if n in value and n in props and n not in required]
