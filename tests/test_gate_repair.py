@@ -116,6 +116,7 @@ def _rule(rule: str, node: dict) -> dict:
 
 STRING = {"type": "string"}
 INTEGER = {"type": "integer"}
+LOG_KINDS = ["Failure", "Fault", "Success", "Healthy"]
 
 
 @pytest.mark.parametrize(
@@ -258,10 +259,99 @@ INTEGER = {"type": "integer"}
             {"numerator": 9, "denominator": 2},
             lambda s: s["numerator"] <= s["denominator"],
         ),
+        # two numbers compared strictly: equal is not enough
+        (
+            _rule(
+                "self.end > self.start",
+                {
+                    "type": "object",
+                    "required": ["start", "end"],
+                    "properties": {"start": INTEGER, "end": INTEGER},
+                },
+            ),
+            {"start": 7, "end": 7},
+            lambda s: s["end"] > s["start"],
+        ),
+        # a duration beyond the rule's literal (the pattern's own draw was "0h")
+        (
+            {
+                "type": "object",
+                "properties": {
+                    "period": _rule(
+                        "duration(self) > duration('0s')",
+                        {"type": "string", "pattern": "^([0-9]{1,5}(h|m|s|ms)){1,4}$"},
+                    ),
+                },
+            },
+            {"period": "0h"},
+            lambda s: re.fullmatch(r"0*[1-9][0-9]*(h|m|s|ms)", s.get("period", "")),
+        ),
+        # a list holding one kind of value as soon as it holds the other
+        (
+            {
+                "type": "object",
+                "properties": {
+                    "log": _rule(
+                        "self.exists(e, e == 'Failure' || e == 'Fault')"
+                        " == self.exists(e, e == 'Success' || e == 'Healthy')",
+                        {"type": "array", "items": {"type": "string", "enum": LOG_KINDS}},
+                    )
+                },
+            },
+            {"log": ["Failure"]},
+            lambda s: "Failure" in s["log"] and {"Success", "Healthy"} & set(s["log"]),
+        ),
+        # a field the rule asks for, absent, given one of the rule's values
+        (
+            _rule(
+                "!has(self.body)"
+                " || (has(self.method) && self.method.upperAscii() in ['POST','PUT'])",
+                {"type": "object", "properties": {"body": STRING, "method": STRING}},
+            ),
+            {"body": "cargo"},
+            lambda s: s.get("body") == "cargo" and s["method"] in ("POST", "PUT"),
+        ),
+        # a scalar below an object the body does not have: the object made with it
+        (
+            _rule(
+                "!has(self.spare) || (has(self.balancer) && self.balancer.kind in ['Random'])",
+                {
+                    "type": "object",
+                    "properties": {
+                        "spare": INTEGER,
+                        "balancer": {
+                            "type": "object",
+                            "required": ["kind"],
+                            "properties": {
+                                "kind": {"type": "string", "enum": ["Hash", "Least", "Random"]}
+                            },
+                        },
+                    },
+                },
+            ),
+            {"spare": 5},
+            lambda s: s.get("spare") == 5 and s["balancer"]["kind"] == "Random",
+        ),
+        # two fields each asked one of the rule's values at once: one changed alone does not
+        # meet the rule
+        (
+            _rule(
+                "self.kind in ['ConfigMap', 'Secret'] && self.group in ['', 'v1']",
+                {
+                    "type": "object",
+                    "required": ["kind", "group"],
+                    "properties": {"kind": STRING, "group": STRING, "name": STRING},
+                },
+            ),
+            {"kind": "Dock", "group": "docks", "name": "east"},
+            lambda s: s == {"kind": "ConfigMap", "group": "v1", "name": "east"},
+        ),
     ],
     ids=[
         *("reserved-word", "dashed-name", "lower-case", "not-empty", "escaped-pattern"),
-        *("one-of-three", "one-of-four", "nested-has", "compared"),
+        *("one-of-three", "one-of-four", "nested-has", "compared", "compared-strictly"),
+        *("duration-beyond", "each-literal-added", "absent-given-literal", "chained-absent"),
+        "compared-together",
     ],
 )
 def test_a_rule_shape_of_real_crds_is_met(validator, spec, broken, holds):

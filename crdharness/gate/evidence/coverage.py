@@ -22,9 +22,8 @@ from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample, Unsatisfiable
 
 from crdharness.gate import diff, go_regex
-from crdharness.gate.evidence import combinators
+from crdharness.gate.evidence import combinators, forbidden
 from crdharness.gate.evidence.characters import CHARACTERS
-from crdharness.gate.evidence.rule_literals import field_name
 
 PATTERN_TRIES = 300  # strings drawn from a pattern in search of one the length bounds allow
 
@@ -96,35 +95,26 @@ def is_leaf(node: dict) -> bool:
     return not (node.get("type") == "array" and isinstance(node.get("items"), dict))
 
 
-FORBIDDEN = re.compile(r"\s*!\s*has\(\s*self\.([A-Za-z_][A-Za-z0-9_]*)\s*\)\s*")
-
-
-def forbidden(node: dict) -> set[str]:
-    """The properties a rule on ``node`` forbids outright (``!has(self.claimNames)``: a field
-    a version keeps declared but refuses): no valid object holds them, none is built."""
-    found = set()
-    for rule in node.get("x-kubernetes-validations") or []:
-        match = FORBIDDEN.fullmatch(str(rule.get("rule", "")))
-        if match:
-            found.add(field_name(match.group(1)))
-    return found
-
-
-def walk(schema: dict, path: str = ""):
+def walk(schema: dict, path: str = "", refused: frozenset[tuple[str, ...]] = frozenset()):
     """(path, node) of every leaf below ``schema`` (a body schema: ``objects.body_schema``),
-    but those below a property a rule forbids outright."""
+    but those a rule forbids outright (``forbidden``: ``!has(self.claimNames)``, a field a
+    version keeps declared but refuses): no valid object holds them, none is built."""
     if path and is_leaf(schema):
         yield path, schema
         return
-    refused = forbidden(schema)
+    refused = refused | forbidden.below(schema)
+
+    def under(step: str) -> frozenset[tuple[str, ...]]:
+        return frozenset(r[1:] for r in refused if r[0] == step and len(r) > 1)
+
     for key, child in (schema.get("properties") or {}).items():
-        if key in refused:
-            continue
-        yield from walk(child or {}, join(path, key))
-    if isinstance(schema.get("additionalProperties"), dict):
-        yield from walk(schema["additionalProperties"], f"{path}.*")
-    if schema.get("type") == "array" and isinstance(schema.get("items"), dict):
-        yield from walk(schema["items"], f"{path}[]")
+        if (key,) not in refused:
+            yield from walk(child or {}, join(path, key), under(key))
+    if isinstance(schema.get("additionalProperties"), dict) and ("*",) not in refused:
+        yield from walk(schema["additionalProperties"], f"{path}.*", under("*"))
+    items = schema.get("items")
+    if schema.get("type") == "array" and isinstance(items, dict) and ("[]",) not in refused:
+        yield from walk(items, f"{path}[]", under("[]"))
 
 
 _LEAVES: dict[str, list[Leaf]] = {}  # a schema's JSON -> its leaves (pattern searches cost)

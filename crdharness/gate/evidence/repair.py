@@ -57,6 +57,11 @@ ITEM_FIELD = re.compile(r"\b[a-z]\w*\.([A-Za-z_][A-Za-z0-9_]*)")  # ``s.minutes`
 STRING_CALL = re.compile(
     r"\bself\.(startsWith|endsWith|contains|matches)\(\s*(?:'((?:[^'\\]|\\.)*)'|\"((?:[^\"\\]|\\.)*)\")\s*\)"
 )
+COMPARED = re.compile(
+    r"\bself\.([A-Za-z_][A-Za-z0-9_]*)\s*(?:==\s*('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")"
+    r"|in\s*\[([^\]]*)\])"
+)
+DIGITS = re.compile(r"\d+")
 CASE_CALL = re.compile(r"\.(lowerAscii|upperAscii|trim)\(\s*\)")
 COMBINATOR_PATH = re.compile(r'"([^"]+)" must validate')
 
@@ -190,6 +195,15 @@ def _literals(rule: str) -> tuple[list[str], list[int]]:
     return strings, list(dict.fromkeys(numbers))
 
 
+def _compared(rule: str) -> dict[str, list[str]]:
+    """The fields a rule compares with string literals (``self.kind in ['A', 'B']``,
+    ``self.type == 'A'``) and those literals."""
+    found: dict[str, list[str]] = {}
+    for name, equal, listed in COMPARED.findall(rule):
+        found.setdefault(field_name(name), []).extend(string_literals(equal or listed))
+    return found
+
+
 def _scalars(node: dict, rule: str) -> list:
     """Values to try at a scalar a rule compares: its enum, the rule's literals of its type."""
     node = combinators.alternatives(node)[0]
@@ -200,7 +214,9 @@ def _scalars(node: dict, rule: str) -> list:
     if kind == "boolean":
         return [True, False]
     if kind == "string" or node.get("x-kubernetes-int-or-string"):
-        return strings[:6]
+        # ``duration(self) > duration('0s')``: a literal's first number one more, too
+        beyond = [DIGITS.sub(lambda m: str(int(m.group()) + 1), s, count=1) for s in strings[:3]]
+        return list(dict.fromkeys([*strings[:6], *(b for b in beyond if b not in strings)]))
     if kind in ("integer", "number"):
         return [*numbers[:6], *[n + 1 for n in numbers[:3]]]
     return []
@@ -299,13 +315,21 @@ def _rule_fixes(root: dict, body: dict, at: list[str], rule: str) -> list[dict |
                     found += [
                         body_paths.set(body, [*at, name], v) for v in _string_fixes(own, rule)
                     ]
-                elif own in numbers:  # ``self.a <= self.b``: each set to the other's value
-                    found += [body_paths.set(body, [*at, name], n) for n in numbers if n != own]
+                elif own in numbers:  # ``self.a <= self.b``, ``self.end > self.start``:
+                    # each set to the other's value, or one either side of it
+                    others = [n for n in numbers if n != own] or [own]
+                    found += [
+                        body_paths.set(body, [*at, name], n + step)
+                        for n in others
+                        for step in (0, 1, -1)
+                        if n + step != own
+                    ]
                 elif isinstance(own, list):  # ``self.refs.all(r, r.kind == 'Dock')``
                     item_node = combinators.alternatives(child)[0]
                     found += _item_fixes(body, [*at, name], item_node, own, rule)
-            else:
-                found += [body_paths.set(body, [*at, name], v) for v in filler(child)[:2]]
+            else:  # drawn, or the rule's literals (``self.method in ['POST', 'PUT']``)
+                drawn = [*filler(child)[:2], *_scalars(child, rule)[:2]]
+                found += [body_paths.set(body, [*at, name], v) for v in drawn]
         # ``has(self.name) && has(self.namespace)``: every one the rule names, together
         absent = {
             n: filler(props[n])
@@ -316,6 +340,16 @@ def _rule_fixes(root: dict, body: dict, at: list[str], rule: str) -> list[dict |
             found.append(
                 body_paths.set(body, at, {**value, **{n: v[0] for n, v in absent.items()}})
             )
+        # ``self.kind in ['ConfigMap', 'Secret'] && self.group in ['', 'v1']``: each field
+        # the rule compares with its own literals set to its first, all at once
+        compared = {
+            n: v
+            for n, v in _compared(rule).items()
+            if n in props and (at or n not in objects.TOP_LEVEL)
+        }
+        if len(compared) > 1:  # a literal that holds data first ('v1' rather than '')
+            chosen = {n: next((x for x in v if x), v[0]) for n, v in compared.items()}
+            found.append(body_paths.set(body, at, {**value, **chosen}))
         # exactly one of three or more (``[has(self.a), has(self.b), ...].filter(x, x).size()
         # == 1``): dropping one at a time leaves the rule failing; each kept alone
         present = [n for n in selected if n in value and n in props and n not in required]
@@ -337,7 +371,8 @@ def _rule_fixes(root: dict, body: dict, at: list[str], rule: str) -> list[dict |
         strings = _literals(rule)[0]
         if not isinstance(items.get("properties"), dict):  # a list of scalars: its literals
             found += [body_paths.set(body, at, [s]) for s in strings[:3]]
-            found += [body_paths.set(body, at, [*value, s]) for s in strings[:2] if s not in value]
+            # ``self.exists(e, e == 'Failure') == self.exists(e, e == 'Success')``: each added
+            found += [body_paths.set(body, at, [*value, s]) for s in strings[:4] if s not in value]
     elif isinstance(value, str):
         found += [body_paths.set(body, at, s) for s in _string_fixes(value, rule)]
         found += [body_paths.set(body, at, v) for v in _scalars(node, rule)]
@@ -382,13 +417,25 @@ def _chained(props: dict, body: dict, value: dict, at: list[str], rule: str) -> 
         node: dict | None = {"properties": props}
         held: object = value
         parent: object = None
-        for name in names:
+        absent_from = len(names)  # the first object on the way the body does not have
+        for i, name in enumerate(names):
             child = ((node or {}).get("properties") or {}).get(name)
             node = combinators.alternatives(child)[0] if isinstance(child, dict) else None
             parent, held = held, held.get(name) if isinstance(held, dict) else None
+            if held is None and isinstance(parent, dict):
+                absent_from = min(absent_from, i)
         if node is not None and held is None and isinstance(parent, dict):
             # ``has(self.forProvider.valueSecretRef)``: drawn where the object above it is
             found += [body_paths.set(body, [*at, *names], v) for v in filler(node)[:1]]
+        elif node is not None and held is None and absent_from < len(names) - 1:
+            # ``self.loadBalancer.type in ['Random']`` without a loadBalancer: one made, with
+            # a value the rule names and one it does not (the rule may name what it refuses)
+            values = _scalars(node, rule)
+            named = [v for v in values if v in _literals(rule)[0]]
+            for v in [*named[:1], *[v for v in values if v not in named][:1]]:
+                for name in reversed(names[absent_from + 1 :]):
+                    v = {name: v}
+                found.append(body_paths.set(body, [*at, *names[: absent_from + 1]], v))
         if node is None or held is None or node.get("type") in ("object", "array"):
             continue
         found += [body_paths.set(body, [*at, *names], v) for v in _scalars(node, rule) if v != held]
