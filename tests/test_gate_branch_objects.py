@@ -22,11 +22,10 @@ def validator():
         yield running
 
 
-def test_every_branch_of_a_choice_is_held_by_an_accepted_object(validator):
-    crd = yaml.safe_load((VOYAGE / "release-1.yaml").read_text())
-    entry = crd["spec"]["versions"][0]
-    schema = objects.body_schema(entry)
-    built = coverage_objects.bodies(entry)
+def accepted_writes(validator, crd: dict, entry: dict, kept):
+    """What ``fill`` is handed to write with: each write's bodies repaired as the history
+    does, ``kept(fixed)`` of each the local validator accepted gathered in ``sent``, and
+    each write's size in ``writes``."""
     sent: list[dict] = []
     writes: list[int] = []
 
@@ -35,8 +34,17 @@ def test_every_branch_of_a_choice_is_held_by_an_accepted_object(validator):
         for body in bodies:
             fixed, errors = repair.repaired(validator, crd, entry, body)
             if fixed is not None and not errors:
-                sent.append(objects.intent(fixed))
+                sent.append(kept(fixed))
 
+    return sent, writes, write
+
+
+def test_every_branch_of_a_choice_is_held_by_an_accepted_object(validator):
+    crd = yaml.safe_load((VOYAGE / "release-1.yaml").read_text())
+    entry = crd["spec"]["versions"][0]
+    schema = objects.body_schema(entry)
+    built = coverage_objects.bodies(entry)
+    sent, writes, write = accepted_writes(validator, crd, entry, objects.intent)
     write(built)
     wanted = set().union(*(coverage.held(schema, objects.intent(b)) for b in built))
     assert wanted >= EXCLUSIVE  # the coverage objects were built to hold every branch
@@ -110,16 +118,7 @@ def journeys_filled(validator) -> tuple[dict, dict, list[dict], list[int]]:
     crd = yaml.safe_load(JOURNEYS.read_text())
     entry = crd["spec"]["versions"][0]
     schema = objects.body_schema(entry)
-    sent: list[dict] = []
-    writes: list[int] = []
-
-    def write(bodies: list[dict]) -> None:
-        writes.append(len(bodies))
-        for body in bodies:
-            fixed, errors = repair.repaired(validator, crd, entry, body)
-            if fixed is not None and not errors:
-                sent.append(fixed)
-
+    sent, writes, write = accepted_writes(validator, crd, entry, lambda fixed: fixed)
     built = coverage_objects.bodies(entry)
     write(built)
     branch_objects.fill(schema, built, lambda: [objects.intent(b) for b in sent], write)

@@ -116,6 +116,16 @@ def _rule(rule: str, node: dict) -> dict:
 
 STRING = {"type": "string"}
 INTEGER = {"type": "integer"}
+
+
+def _numbers_rule(rule: str, *names: str) -> dict:
+    """A rule over an object of required integers ``names``."""
+    return _rule(
+        rule,
+        {"type": "object", "required": list(names), "properties": dict.fromkeys(names, INTEGER)},
+    )
+
+
 LOG_KINDS = ["Failure", "Fault", "Success", "Healthy"]
 
 
@@ -248,27 +258,13 @@ LOG_KINDS = ["Failure", "Fault", "Success", "Healthy"]
         ),
         # two numbers compared with each other
         (
-            _rule(
-                "self.numerator <= self.denominator",
-                {
-                    "type": "object",
-                    "required": ["numerator", "denominator"],
-                    "properties": {"numerator": INTEGER, "denominator": INTEGER},
-                },
-            ),
+            _numbers_rule("self.numerator <= self.denominator", "numerator", "denominator"),
             {"numerator": 9, "denominator": 2},
             lambda s: s["numerator"] <= s["denominator"],
         ),
         # two numbers compared strictly: equal is not enough
         (
-            _rule(
-                "self.end > self.start",
-                {
-                    "type": "object",
-                    "required": ["start", "end"],
-                    "properties": {"start": INTEGER, "end": INTEGER},
-                },
-            ),
+            _numbers_rule("self.end > self.start", "start", "end"),
             {"start": 7, "end": 7},
             lambda s: s["end"] > s["start"],
         ),

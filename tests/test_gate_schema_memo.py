@@ -121,24 +121,18 @@ def test_descriptions_aside_a_reworded_schema_is_the_same_but_a_field_named_desc
     assert schema_memo.without_descriptions(named) == named
 
 
+SPEC = {
+    "type": "object",
+    "description": "the spec",
+    "properties": {
+        "size": {"type": "integer", "minimum": 1},
+        "description": {"type": "string", "description": "a field's words"},
+        "tags": {"type": "array", "items": {"type": "string"}},
+    },
+}
 ENTRY = {
     "name": "v1",
-    "schema": {
-        "openAPIV3Schema": {
-            "type": "object",
-            "properties": {
-                "spec": {
-                    "type": "object",
-                    "description": "the spec",
-                    "properties": {
-                        "size": {"type": "integer", "minimum": 1},
-                        "description": {"type": "string", "description": "a field's words"},
-                        "tags": {"type": "array", "items": {"type": "string"}},
-                    },
-                }
-            },
-        }
-    },
+    "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": SPEC}}},
 }
 
 

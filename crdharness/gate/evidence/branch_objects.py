@@ -63,23 +63,6 @@ def budget(schema: dict) -> int:
     return max(SMALLEST_BUDGET, len(coverage.declared(schema)) // 2)
 
 
-def present(schema: dict, value, path: str = "") -> set[str]:
-    """Every node path (``spec.a``, ``spec.a[]``, ``spec.m.*``) ``value`` has, leaves too."""
-    found = {path} if path else set()
-    if isinstance(value, dict):
-        properties = schema.get("properties") or {}
-        extra = schema.get("additionalProperties")
-        for key, child in value.items():
-            if key in properties:
-                found |= present(properties[key] or {}, child, coverage.join(path, key))
-            elif isinstance(extra, dict):
-                found |= present(extra, child, f"{path}.*")
-    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
-        for item in value:
-            found |= present(schema["items"], item, f"{path}[]")
-    return found
-
-
 def steps(path: str) -> list[str]:
     return re.findall(r"[^.\[\]]+|\[\]", path)
 
@@ -161,7 +144,7 @@ def fill(
     for _ in range(ROUNDS):
         if not missing or left_to_write <= 0:
             return
-        have = set().union(set(), *(present(schema, body) for body in sent()))
+        have = set().union(set(), *(coverage.present(schema, body) for body in sent()))
         found = branches(missing, have, split)
         groups = slotted({b: p for b, p in found.items() if b not in alone}, apart)
         groups += [found[b] for b in sorted(found) if b in alone]

@@ -147,20 +147,30 @@ def holds_data(node: dict, value) -> bool:
 
 def held(schema: dict, value, path: str = "") -> set[str]:
     """The declared leaf paths ``value`` (a body, or the value at ``path``) holds data at."""
-    if path and is_leaf(schema):
+    return _paths(schema, value, path, leaves_only=True)
+
+
+def present(schema: dict, value, path: str = "") -> set[str]:
+    """Every declared node path (``spec.a``, ``spec.a[]``, ``spec.m.*``) ``value`` has,
+    leaves too, whatever they hold."""
+    return _paths(schema, value, path, leaves_only=False)
+
+
+def _paths(schema: dict, value, path: str, leaves_only: bool) -> set[str]:
+    if leaves_only and path and is_leaf(schema):
         return {path} if holds_data(schema, value) else set()
-    found: set[str] = set()
+    found = {path} if path and not leaves_only else set()
     if isinstance(value, dict):
         properties = schema.get("properties") or {}
         extra = schema.get("additionalProperties")
         for key, child in value.items():
             if key in properties:
-                found |= held(properties[key] or {}, child, join(path, key))
+                found |= _paths(properties[key] or {}, child, join(path, key), leaves_only)
             elif isinstance(extra, dict):
-                found |= held(extra, child, f"{path}.*")
+                found |= _paths(extra, child, f"{path}.*", leaves_only)
     elif isinstance(value, list) and isinstance(schema.get("items"), dict):
         for item in value:
-            found |= held(schema["items"], item, f"{path}[]")
+            found |= _paths(schema["items"], item, f"{path}[]", leaves_only)
     return found
 
 
