@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import socket
 import ssl
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 from crdharness import certs
 from crdharness.gate.webhook.proxy import RecordingProxy
@@ -35,3 +38,69 @@ def test_a_client_hanging_up_mid_request_is_logged_not_printed(tmp_path, capfd):
     assert "127.0.0.1" in logged
     printed = capfd.readouterr()
     assert "Traceback" not in printed.err + printed.out, printed.err
+
+
+class _Target(ThreadingHTTPServer):
+    """An HTTPS webhook stand-in that answers ``{}``, and drops a connection unanswered from
+    its ``drop_from``-th request on (1: every request)."""
+
+    daemon_threads = True
+
+    def __init__(self, ca: certs.CertificateAuthority, drop_from: int):
+        drop = drop_from
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            served = 0
+
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                self.served += 1
+                if self.served >= drop:
+                    self.close_connection = True  # gone without a word, as on a stale reuse
+                    return
+                self.send_response(200)
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"{}")
+
+            def log_message(self, format, *args):
+                pass
+
+        super().__init__(("127.0.0.1", 0), Handler)
+        serving = ca.issue_server("target", *certs.LOOPBACK_NAMES)
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(str(serving.cert), str(serving.key))
+        self.socket = context.wrap_socket(self.socket, server_side=True)
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+
+def _forwarded(tmp_path: Path, drop_from: int, reviews: int) -> tuple[list[int], str, list]:
+    ca = certs.CertificateAuthority(tmp_path)
+    target = _Target(ca, drop_from)
+    proxy = RecordingProxy(
+        ca, f"https://127.0.0.1:{target.server_address[1]}", ca.cert_path, tmp_path / "x.jsonl"
+    )
+    try:
+        statuses = [proxy._forward("/convert", b"{}", {}, False)[0] for _ in range(reviews)]
+    finally:
+        proxy.stop()
+        target.shutdown()
+        target.server_close()
+    errors = tmp_path / "proxy-errors.log"
+    return statuses, errors.read_text() if errors.exists() else "", proxy.exchanges
+
+
+def test_a_kept_alive_connection_the_webhook_closed_is_not_called_a_crash(tmp_path):
+    # The second review on a connection is dropped (an idle timeout racing its reuse): sent
+    # again on a fresh connection, it is answered; nothing is recorded as a crash.
+    statuses, logged, exchanges = _forwarded(tmp_path, drop_from=2, reviews=3)
+    assert statuses == [200, 200, 200], logged
+    assert "sent again on a fresh connection" in logged
+    assert not [e for e in exchanges if e.error]
+
+
+def test_a_webhook_dropping_every_review_is_still_a_crash(tmp_path):
+    statuses, _, exchanges = _forwarded(tmp_path, drop_from=1, reviews=2)
+    assert statuses == [502, 502]
+    assert all("crashed on this review" in e.error for e in exchanges), exchanges

@@ -129,17 +129,32 @@ class RecordingProxy:
             session.trust_env = False  # a machine-wide REQUESTS_CA_BUNDLE must not win
         return session
 
+    def _post(self, path: str, body: bytes, headers: dict[str, str]) -> requests.Response:
+        return self._http().post(
+            self.target + path,
+            data=body,
+            headers=headers,  # as the API server sent them (webhooks negotiate on Accept)
+            verify=str(self.target_ca) if self.target_ca else True,
+            timeout=FORWARD_TIMEOUT,
+        )
+
     def _forward(self, path: str, body: bytes, headers: dict[str, str], probe: bool):
         started = time.perf_counter()
         log_offset = self.webhook_log.offset() if self.webhook_log else 0
         try:
-            response = self._http().post(
-                self.target + path,
-                data=body,
-                headers=headers,  # as the API server sent them (webhooks negotiate on Accept)
-                verify=str(self.target_ca) if self.target_ca else True,
-                timeout=FORWARD_TIMEOUT,
-            )
+            try:
+                response = self._post(path, body, headers)
+            except requests.ConnectionError as dropped:
+                if not self._stale(dropped, log_offset):
+                    raise
+                # A kept-alive connection the webhook closed as it was reused (an idle
+                # timeout racing the next review): the review is sent once more on a fresh
+                # connection. A handler that panicked logs it and is not retried; one that
+                # drops every review drops this one too.
+                self._http().close()
+                self._session.http = None
+                self._note(f"{path}: {dropped!r}; sent again on a fresh connection")
+                response = self._post(path, body, headers)
         except requests.RequestException as exc:
             seconds = time.perf_counter() - started
             log = self.webhook_log
@@ -158,6 +173,19 @@ class RecordingProxy:
             )
         headers = {"Content-Type": response.headers.get("Content-Type", "application/json")}
         return response.status_code, headers, response.content
+
+    def _stale(self, exc: requests.ConnectionError, log_offset: int) -> bool:
+        """Whether ``exc`` is a connection dropped without an answer while the webhook's log
+        (when the gate holds it) printed no crash from that moment."""
+        if not crash.what_happened(exc, FORWARD_TIMEOUT).startswith("crashed"):
+            return False
+        return not (self.webhook_log and self.webhook_log.excerpt_since(log_offset))
+
+    def _note(self, line: str) -> None:
+        errors = self.server.error_log
+        if errors is not None:
+            with self._lock, errors.open("a") as out:
+                out.write(f"{time.strftime('%H:%M:%S')} {line}\n")
 
     def _record(self, exchange: Exchange) -> None:
         with self._lock:
