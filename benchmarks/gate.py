@@ -43,7 +43,6 @@ def one_run(generate: int, directory: Path) -> dict:
         [sys.executable, "-m", "crdharness", "gate", str(gate_file), "--artifacts", str(artifacts)],
         capture_output=True,
         text=True,
-        timeout=1800,
         check=False,
     )
     wall = time.perf_counter() - started
@@ -77,7 +76,6 @@ def timed(gate_file: Path, directory: Path) -> dict:
         [sys.executable, "-m", "crdharness", "gate", str(gate_file), "--artifacts", str(artifacts)],
         capture_output=True,
         text=True,
-        timeout=1800,
         check=False,
     )
     report = json.loads((artifacts / "report.json").read_text())

@@ -83,7 +83,6 @@ def main() -> None:
                         crd.group,
                         crd.plural,
                         target,
-                        timeout=1800,
                         nudge=lambda target=target: crd.touch(target, "default"),
                     )
                 seconds = time.perf_counter() - began
