@@ -195,7 +195,7 @@ def test_an_expectation_file_is_sent_without_what_its_version_prunes(tmp_path, m
 
 def test_the_history_writes_a_sample_without_what_an_older_release_prunes(monkeypatch):
     from crdharness.gate.api import Answer
-    from crdharness.gate.phases import history
+    from crdharness.gate.phases import history_writes
 
     crd = widget_crd()
     config = GateConfig(Path("gate.yaml"), crds=[], generate=0)
@@ -208,9 +208,9 @@ def test_the_history_writes_a_sample_without_what_an_older_release_prunes(monkey
         return {"metadata": {"name": name}, **objects.intent(body)}
 
     monkeypatch.setattr(ctx, "create", create)
-    monkeypatch.setattr(history, "call", lambda *args, **kwargs: Answer(404, {}, [], ""))
+    monkeypatch.setattr(history_writes, "call", lambda *args, **kwargs: Answer(404, {}, [], ""))
     sample = objects.sample_body({"kind": "Widget", "spec": {"size": 1, "legacy": "new-in-v1"}})
-    record = history._write_one(ctx, older, NAME, V2, sample, "w", None)
+    record = history_writes.write_one(ctx, older, NAME, V2, sample, "w", None)
     assert record is not None
     assert sent == [{"spec": {"size": 1}}]
     assert record.sent == {"spec": {"size": 1}}

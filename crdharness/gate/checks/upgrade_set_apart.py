@@ -9,7 +9,7 @@ annotation over 256 KiB). Kept, such an object would fail the next release's ins
 server's cache of the resource converts every stored object, and never builds while one cannot
 be converted), blamed on a release that did not make it so. It is the earlier release's hazard
 (reported apart), the same rule as for an object its release cannot read once created
-(``phases.history._write_one``). So is an object whose lists those writes grew, still
+(``phases.history_writes.write_one``). So is an object whose lists those writes grew, still
 readable or not: the next release's writes would grow it again (to megabytes: a list tripled
 per write), which is the webhook's doing, reported by round-trip, not the upgrade's.
 """

@@ -39,13 +39,10 @@ from crdharness.gate.evidence import (
     changes,
     coverage_objects,
     objects,
-    pruning,
-    targeted,
 )
-from crdharness.gate.evidence.changes import NOT_PROVEN, Change
 from crdharness.gate.given.manifests import Release
-from crdharness.gate.phases import install, replay, singletons
-from crdharness.gate.results import NotConvertible
+from crdharness.gate.phases import install, replay, singletons, targeted_writes
+from crdharness.gate.phases.history_writes import object_name, write_one
 from crdharness.gate.run.context import HISTORY_NS, GateContext
 
 
@@ -99,12 +96,12 @@ def run(ctx: GateContext) -> None:
         if i:
             with ctx.timed("history: upgrade reads and writes"):
                 crd_behaviour.after(ctx, release)  # on copies: before reads it must not touch
-                judged = singletons.judge(ctx, release, stored_before, _write_one)
+                judged = singletons.judge(ctx, release, stored_before, write_one)
                 upgrade.check(ctx, release, written, before, stored_before, judged)
         with ctx.timed("history: deprecation warnings"):
             deprecation.check_warnings(ctx, release, subjects.release(i))
         if from_source:  # the source cluster's objects, and its storedVersions
-            fresh = replay.write_captured(ctx, release, _write_one)
+            fresh = replay.write_captured(ctx, release, write_one)
             replay.replay_stored_versions(ctx, release)
         else:
             with ctx.timed("history: generate and write objects"):
@@ -112,7 +109,7 @@ def run(ctx: GateContext) -> None:
         if release is not ctx.candidate:
             if not from_source:
                 with ctx.timed("history: objects for the changes"):
-                    fresh += write_targeted(ctx, release, ctx.changes.get(i + 1, []))
+                    fresh += targeted_writes.write(ctx, release, ctx.changes.get(i + 1, []))
                     crd_behaviour.before(ctx, release, ctx.changes.get(i + 1, []), fresh)
             with ctx.timed("history: upgrade baseline writes"):
                 upgrade.write_baseline(ctx, release, fresh)
@@ -182,7 +179,7 @@ def _write_version(
     def write(item: tuple[dict, bool, str]) -> tuple[Written | None, list[Answer]]:
         body, sample, obj_name = item
         refusals: list[Answer] = []
-        record = _write_one(
+        record = write_one(
             ctx, release, name, entry, body, obj_name, refusals if sample and judged else None
         )
         return record, refusals
@@ -190,7 +187,7 @@ def _write_version(
     def write_all(batch: list[tuple[dict, bool]]) -> int:
         # Named here, in order: the same run names the same objects the same way.
         named = [
-            (body, sample, _name(ctx, release, prefix, version, entry, name))
+            (body, sample, object_name(ctx, release, prefix, version, entry, name))
             for body, sample in batch
         ]
         outcomes = concurrency.each(write, named, ctx.config.concurrency)
@@ -256,9 +253,9 @@ def _keep(
     resource = Resource.of(release.crds[name])
     for body in samples:
         refusals: list[Answer] = []
-        obj_name = _name(ctx, release, "r", version, entry, name)
+        obj_name = object_name(ctx, release, "r", version, entry, name)
         with ctx.held(name, HISTORY_NS if resource.namespaced else None, obj_name, entry):
-            record = _write_one(ctx, release, name, entry, body, obj_name, refusals)
+            record = write_one(ctx, release, name, entry, body, obj_name, refusals)
             if record is not None:
                 call(ctx.cluster, "DELETE", resource.path(version, record.namespace, obj_name))
         for answer in refusals:
@@ -279,144 +276,3 @@ def _sample_refused(
         f"the candidate refuses your sample {name} at {version}: {answer.status} {answer.message}",
         f"sample {body.get(objects.NAME, '?')} at {version}: {answer.message}",
     )
-
-
-def write_targeted(ctx: GateContext, release: Release, upcoming: list[Change]) -> list[Written]:
-    """Objects built to hold each change the next release makes (``targeted``), written
-    under ``release``; a change none of whose objects could be built or created is decided
-    "not proven" here, with the reason."""
-    built: list[tuple[Change, dict, list[dict]]] = []  # change, its version, its objects
-    for change in upcoming:
-        if changes.on_the_crd(change):
-            continue  # the CRD's old objects are the evidence (``crd_changes``)
-        if change.crd not in ctx.live(release):
-            change.decide(
-                NOT_PROVEN, f"{change.crd} was not installed under release {release.index + 1}"
-            )
-            continue
-        entry = release.entry(change.crd, change.version)
-        try:
-            bodies = targeted.bodies(change, entry, ctx.sample_bodies(change.crd, change.version))
-        except targeted.NoObject as exc:
-            change.decide(NOT_PROVEN, f"no object holding it could be built: {exc}")
-            continue
-        except Exception as exc:  # the gate's own failure for this change: undecided, said so
-            change.decide(
-                NOT_PROVEN,
-                f"the gate could not build an object holding it: {type(exc).__name__}: {exc}",
-            )
-            continue
-        built.append((change, entry, bodies))
-    # A singleton's are kept, to be written one at a time at the transition.
-    for change, entry, bodies in built:
-        if singletons.one_at_a_time(release, change.crd):
-            ctx.pending.setdefault(release.index, []).extend(
-                singletons.Pending(change.crd, entry, body, change=change) for body in bodies
-            )
-    built = [b for b in built if not singletons.one_at_a_time(release, b[0].crd)]
-    # Built one after another (hypothesis draws on one thread), written many at once.
-    items = [
-        (change, entry, body, _name(ctx, release, "t", change.version, entry, change.crd))
-        for change, entry, bodies in built
-        for body in bodies
-    ]
-
-    def write(item: tuple[Change, dict, dict, str]) -> tuple[Written | None, list[Answer]]:
-        change, entry, body, obj_name = item
-        refusals: list[Answer] = []
-        return _write_one(ctx, release, change.crd, entry, body, obj_name, refusals), refusals
-
-    outcomes = concurrency.each(write, items, ctx.config.concurrency)
-    written = []
-    for change, _, bodies in built:
-        mine = [outcome for item, outcome in zip(items, outcomes, strict=True) if item[0] is change]
-        for record, _ in mine:
-            if record is not None:
-                record.change = change
-                written.append(record)
-        if not any(record is not None for record, _ in mine):
-            refusals = [answer for _, answers in mine for answer in answers]
-            why = refusals[0].message[:300] if refusals else "its conversion for storage failed"
-            change.decide(
-                NOT_PROVEN,
-                f"none of the {len(bodies)} objects holding it could be created under release "
-                f"{release.index + 1}: {why}",
-            )
-    if written:
-        ctx.report(
-            f"gate: release {release.index + 1}: {len(written)} objects built for what "
-            f"release {release.index + 2} changes"
-        )
-    return written
-
-
-def _name(
-    ctx: GateContext, release: Release, prefix: str, version: str, entry: dict, crd: str
-) -> str:
-    """An object's name: what wrote it, under which release, at which version (as the
-    schema of ``entry``, that version, requires names to be)."""
-    return ctx.name(f"{prefix}{release.index + 1}-{version}", entry, crd)
-
-
-def _write_one(
-    ctx: GateContext,
-    release: Release,
-    name: str,
-    entry: dict,
-    body: dict,
-    obj_name: str,
-    refusals: list[Answer] | None,
-    namespace: str | None = HISTORY_NS,
-    read_back: bool = True,
-) -> Written | None:
-    """Create one object of ``name`` at ``entry``'s version, read it back at every served
-    version (unless not ``read_back``: its reads come from a LIST); None if refused
-    (counted, or added to ``refusals``)."""
-    manifest = release.crds[name]
-    resource = Resource.of(manifest)
-    version = entry["name"]
-    # A sample written for the candidate may hold fields this release's schema at
-    # ``version`` does not declare yet: the API server would prune them. Not sent, so
-    # ``sent`` is what the object really held (its reads are judged against it).
-    body, _ = pruning.sendable(entry, body)
-    # A generated object the API server's own rules refuse is repaired first, or not sent.
-    body, refused = ctx.screening.screen(manifest, entry, body, obj_name, namespace)
-    if refused is not None:
-        if refusals is not None:
-            refusals.append(refused)
-        else:
-            ctx.count_refusal(refused)
-        return None
-    try:
-        created = ctx.create(manifest, entry, version, obj_name, namespace, body, refusals=refusals)
-    except NotConvertible as failure:
-        # The candidate's convertibility check judges this on its own objects; here it
-        # only means one object fewer for the upgrade.
-        why = f"could not be created at {version} (its conversion for storage failed)"
-        ctx.count(why, failure.evidence)
-        return None
-    if created is None:
-        return None
-    record = Written(
-        name,
-        version,
-        obj_name,
-        namespace if resource.namespaced else None,
-        sent=objects.intent(body),
-    )
-    for other in release.served(name) if read_back else []:
-        got = call(ctx.cluster, "GET", resource.path(other, record.namespace, obj_name))
-        if got.ok:
-            record.seen[other] = got.body
-        elif got.status >= 500:
-            # Its own release cannot convert it (the webhook fails on a value the schema
-            # allows): that release's defect, which convertibility reports on the candidate's
-            # own objects. Kept, it would only fail the next release's install (its watch
-            # cache converts every stored object), blamed on the upgrade.
-            call(ctx.cluster, "DELETE", resource.path(version, record.namespace, obj_name))
-            ctx.count(
-                f"could not be read at {other} under its own release (its conversion failed)",
-                f"{got.status} {got.message}",
-            )
-            return None
-    return record

@@ -25,7 +25,7 @@ from crdharness.gate.run.context import GateContext
 from crdharness.progress import Tally
 from crdharness.scenarios import crds
 
-# history._write_one: create one object, read it back at every served version.
+# history_writes.write_one: create one object, read it back at every served version.
 Writer = Callable[..., "Written | None"]
 
 

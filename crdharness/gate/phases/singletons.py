@@ -54,7 +54,7 @@ class Judged:
     recreated: int = 0  # times the CRD was re-created to put the earlier release back
 
 
-# history._write_one: create one object, read it back at every served version.
+# history_writes.write_one: create one object, read it back at every served version.
 WriteOne = Callable[..., Written | None]
 
 
