@@ -166,3 +166,24 @@ def test_excessive_aliasing_is_refused_through_libyaml_too():
 def test_a_release_is_shown_without_its_manifests():
     release = manifests.Release(0, "release 1", {"a.example.com": {"spec": {"x": "y" * 10_000}}})
     assert len(repr(release)) < 200 and "release 1" in repr(release)
+
+
+def test_crds_read_share_their_keys_and_short_strings_and_keep_long_ones(tmp_path):
+    # A provider's thousands of CRDs repeat the same keys: each is kept once (interned).
+    long_text = "a description " * 10
+    for name in ("one", "two"):
+        crd = {
+            "apiVersion": manifests.CRD_API,
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": f"{name}s.share.example.com"},
+            "spec": {"versions": [{"name": "v1", "description": long_text, "type": "object"}]},
+        }
+        (tmp_path / f"{name}.json").write_text(json.dumps(crd))
+    (release,) = manifests.load_history([[tmp_path]], tmp_path)
+    one, two = (
+        release.crds[f"{n}s.share.example.com"]["spec"]["versions"][0] for n in ("one", "two")
+    )
+    assert one == two and one["description"] == long_text
+    assert [k for k in one] == ["name", "description", "type"]
+    key_one, key_two = next(iter(one)), next(iter(two))
+    assert key_one is key_two and one["type"] is two["type"]
