@@ -1,5 +1,6 @@
 """Every fault mode misbehaves exactly as named, and only when asked for."""
 
+import copy
 import io
 import json
 
@@ -292,6 +293,36 @@ def test_split_items_answers_an_item_holding_a_comma_as_two():
     split.apply({"response": {"convertedObjects": [obj]}}, {})
     assert obj == {"spec": {"tags": ["a", "b", "c"], "other": ["x,y"]}}
     assert split.describe() == ["split-items=spec.tags"]
+
+
+def stashed(spec: str, obj: dict, to: str) -> dict:
+    fault = faults.Faults.parse([spec])
+    fault.apply({"response": {"convertedObjects": [obj]}}, {"desiredAPIVersion": f"g/{to}"})
+    return obj
+
+
+def test_stash_field_keeps_a_field_in_an_annotation_down_and_reads_it_back_up():
+    spec = "stash-field=v1:spec.cordoned=example.com/cordoned"
+    down = stashed(spec, {"metadata": {}, "spec": {"cordoned": False, "x": 1}}, "v1")
+    assert down == {
+        "metadata": {"annotations": {"example.com/cordoned": "false"}},
+        "spec": {"x": 1},
+    }
+    assert stashed(spec, down, "v2") == {"metadata": {}, "spec": {"x": 1, "cordoned": False}}
+    # A user's own value that is no JSON is not the webhook's: kept both ways.
+    own = {"metadata": {"annotations": {"example.com/cordoned": "yes"}}}
+    assert stashed(spec, copy.deepcopy(own), "v2") == own
+    assert faults.Faults.parse([spec]).describe() == [spec]
+
+
+def test_stash_flag_writes_only_true_and_consumes_any_value_on_the_way_up():
+    spec = "stash-flag=v1:spec.cordoned=example.com/cordoned"
+    assert stashed(spec, {"metadata": {}, "spec": {"cordoned": False}}, "v1") == {
+        "metadata": {},
+        "spec": {},
+    }
+    user = {"metadata": {"annotations": {"example.com/cordoned": "false"}}}
+    assert stashed(spec, user, "v2") == {"metadata": {}, "spec": {"cordoned": False}}
 
 
 def test_grow_annotation_doubles_one_annotation_on_every_conversion():

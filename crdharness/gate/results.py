@@ -77,6 +77,9 @@ class CheckResult:
     # Differences at A the webhook made by re-spelling (the object reads the same at B before
     # and after the round trip): both spellings, not findings unless ``strict``.
     respelt: list[str] = field(default_factory=list)
+    # Annotations the webhook added (not on the object written) left at A after the round
+    # trip: its bookkeeping, not a user's data (``annotation_objects``); findings under strict.
+    own_annotations: list[str] = field(default_factory=list)
     # Fields the gate's own request lost (a version's schema prunes them), not the webhook.
     pruned: list[str] = field(default_factory=list)
     counts: dict[str, float] = field(default_factory=dict)  # objects, reviews, ms, s
@@ -133,6 +136,7 @@ class CheckResult:
         self.allowed += [note for note in other.allowed if note not in self.allowed]
         self.normalised += [note for note in other.normalised if note not in self.normalised]
         self.respelt += [note for note in other.respelt if note not in self.respelt]
+        self.own_annotations += [n for n in other.own_annotations if n not in self.own_annotations]
         self.pruned += [note for note in other.pruned if note not in self.pruned]
 
     def part(self) -> CheckResult:
@@ -153,6 +157,7 @@ class CheckResult:
             "allowed": self.allowed,
             "normalised": self.normalised,
             **({"respelt": self.respelt} if self.respelt else {}),
+            **({"own_annotations": self.own_annotations} if self.own_annotations else {}),
             **({"pruned": self.pruned} if self.pruned else {}),
             "counts": self.counts,
             **({"coverage": self.coverage} if self.coverage else {}),

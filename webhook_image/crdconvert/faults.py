@@ -210,6 +210,8 @@ NAMES = (
     "move-field=[<version>:]<from>+<to>",
     "drop-empty-key=<list>[].<key>",
     "split-items=<path>",
+    "stash-field=<version>:<path>=<annotation>",
+    "stash-flag=<version>:<path>=<annotation>",
 )
 
 
@@ -277,6 +279,47 @@ def _split_items(obj: dict, path: str) -> None:
         items = node[last]
         if all(isinstance(i, str) for i in items):
             node[last] = ",".join(items).split(",") if items else []
+
+
+def _stash(obj: dict, into_annotation: bool, path: str, key: str, flag: bool) -> None:
+    """A field the other version lacks kept in the annotation ``key`` on the way to the
+    version that lacks it (``into_annotation``), and read back from it on the way up.
+
+    Kept whole (``flag`` false), as a careful webhook does: the value's JSON, read back and
+    the annotation removed only where it parses, so a user's own value of that key survives
+    both ways. As a flag (``flag`` true), as a careless one does (capsule's ``cordon``): only
+    ``true`` is written, and on the way up the annotation is always consumed, read as
+    ``value == "true"``: a user's ``"false"`` (or any other value) is lost."""
+    *parents, last = path.split(".")
+    annotations = _metadata(obj).get("annotations") or {}
+    if into_annotation:
+        node: object = obj
+        for part in parents:
+            node = node.get(part) if isinstance(node, dict) else None
+        if not isinstance(node, dict) or last not in node:
+            return
+        value = node.pop(last)
+        if flag and value is not True:
+            return
+        annotations[key] = "true" if flag else json.dumps(value)
+        _metadata(obj)["annotations"] = annotations
+        return
+    if key not in annotations:
+        return
+    if flag:
+        value = annotations.pop(key) == "true"
+    else:
+        try:
+            value = json.loads(annotations[key])
+        except ValueError:
+            return  # not ours: the user's own value, kept as it is
+        del annotations[key]
+    if not annotations:
+        _metadata(obj).pop("annotations", None)
+    target = obj
+    for part in parents:
+        target = target.setdefault(part, {})
+    target[last] = value
 
 
 def _move(obj: dict, source: str, target: str) -> None:
@@ -358,6 +401,9 @@ class Faults:
     keyless: list[str] = field(default_factory=list)
     # split-items=<path>, repeatable: a list of strings kept joined with "," and split back.
     split: list[str] = field(default_factory=list)
+    # stash-field=<version>:<path>=<annotation> (kept whole) and stash-flag=... (as a flag,
+    # losing a user's other values), repeatable: (flag, version, path, annotation).
+    stashed: list[tuple[bool, str, str, str]] = field(default_factory=list)
 
     @classmethod
     def parse(cls, specs: list[str]) -> Faults:
@@ -378,6 +424,10 @@ class Faults:
                 faults.keyless.append(value)
             elif name == "split-items" and value:
                 faults.split.append(value)
+            elif name in ("stash-field", "stash-flag") and re.fullmatch(r"[^:=]+:[^=]+=.+", value):
+                version, _, rest = value.partition(":")
+                path, _, key = rest.partition("=")
+                faults.stashed.append((name == "stash-flag", version, path, key))
             elif name == "move-field" and value.count("+") == 1:
                 version, _, paths = value.rpartition(":")
                 source, target = paths.split("+")
@@ -422,6 +472,7 @@ class Faults:
             or self.moved
             or self.keyless
             or self.split
+            or self.stashed
         )
 
     def describe(self) -> list[str]:
@@ -438,6 +489,10 @@ class Faults:
         names += [f"move-field={v + ':' if v else ''}{a}+{b}" for v, a, b in self.moved]
         names += [f"drop-empty-key={spec}" for spec in self.keyless]
         names += [f"split-items={path}" for path in self.split]
+        names += [
+            f"stash-{'flag' if flag else 'field'}={version}:{path}={key}"
+            for flag, version, path, key in self.stashed
+        ]
         return names
 
     def panic_for(self, request: dict) -> str:
@@ -462,9 +517,17 @@ class Faults:
         for name in self.rewrites:
             REWRITES[name](answer, request)
         if (
-            self.dropped or self.swapped or self.filled or self.moved or self.keyless or self.split
+            self.dropped
+            or self.swapped
+            or self.filled
+            or self.moved
+            or self.keyless
+            or self.split
+            or self.stashed
         ):  # a rewrite may have removed it
             for obj in _objects(answer):
+                for flag, version, path, key in self.stashed:
+                    _stash(obj, _converts_to(request, version), path, key, flag)
                 for path in self.split:
                     _split_items(obj, path)
                 for spec in self.keyless:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from crdharness.gate import diff
 from crdharness.gate.api import Answer, Resource, call
-from crdharness.gate.checks import upgrade_writes
+from crdharness.gate.checks import annotation_objects, upgrade_writes
 from crdharness.gate.checks.respelling import TOUCH, respelt
 from crdharness.gate.checks.round_trip_steps import (
     Steps,
@@ -36,6 +36,7 @@ class PairRecord:
     allowed: list[str] = field(default_factory=list)  # excused by an `allow` entry
     normalised: list[str] = field(default_factory=list)  # {}, [] or false read back absent
     respelt: list[str] = field(default_factory=list)  # re-spelt at A, the same at B
+    own_annotations: list[str] = field(default_factory=list)  # the webhook's, left at A
     held: set[str] = field(default_factory=set)  # declared leaf paths objects held with data
     stopped: set[str] = field(default_factory=set)  # held only by objects stopped early
     # Of those, paths below a field B does not declare, lost whole: path -> why judged.
@@ -53,6 +54,7 @@ class PairRecord:
         self.allowed += [note for note in other.allowed if note not in self.allowed]
         self.normalised += [note for note in other.normalised if note not in self.normalised]
         self.respelt += [note for note in other.respelt if note not in self.respelt]
+        self.note_own(other.own_annotations)
         self.held |= other.held
         self.stopped |= other.stopped
         self.lost_whole.update(other.lost_whole)
@@ -62,6 +64,9 @@ class PairRecord:
 
     def note_pruned(self, notes: list[str]) -> None:
         self.pruned += [note for note in notes if note not in self.pruned]
+
+    def note_own(self, notes: list[str]) -> None:
+        self.own_annotations += [n for n in notes if n not in self.own_annotations]
 
 
 def run(
@@ -265,6 +270,13 @@ def _compare(
     found = diff.differences(
         diff.comparable(original), diff.comparable(back.body, ignore_annotations=(TOUCH,))
     )
+    # An annotation the webhook added (not on the object written) is its bookkeeping: listed
+    # apart, a finding only under strict; one the user wrote is judged as data.
+    found, own = annotation_objects.own_annotations(found, sent)
+    if ctx.config.strict:
+        found += own
+    else:
+        seen.note_own(annotation_objects.notes(own, a, b))
     # A field already lost or changed at B is lost on the way back too: one loss, named once.
     found = [d for d in _judged(ctx, release, seen, found, crd, a, b) if d.path not in steps.named]
     if found and not steps.found and not ctx.config.strict and respelt(found, at_b, updated):

@@ -11,7 +11,7 @@ import time
 from collections import Counter
 
 from crdharness.gate import concurrency, diff, subjects
-from crdharness.gate.checks import object_round_trip, path_coverage
+from crdharness.gate.checks import annotation_objects, object_round_trip, path_coverage
 from crdharness.gate.checks.object_round_trip import PairRecord
 from crdharness.gate.evidence import changes, drawn_bodies, objects, refusal, targeted
 from crdharness.gate.evidence.changes import Change
@@ -128,6 +128,11 @@ def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
             remember(failure, "minimal object (shrunk)")
             shrunk.update(_kinds(failure))
         ctx.found.setdefault((name, a), []).append(failure.body)
+    # Objects carrying the annotations the webhook wrote into objects at A so far (its
+    # bookkeeping keys, learned from its answers): a value of one lost or changed is data lost.
+    for label, failure in _carrying_annotations(ctx, name, a, attempt):
+        if new(failure):
+            remember(failure, label)
     for failure in seen.also:  # refused at B, on objects round-trip reports for data lost
         if new(failure):
             remember(failure, "object (its data lost too: see round-trip)")
@@ -135,6 +140,7 @@ def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
         result.counts = dict(seen.counts)
     round_trip.allowed, round_trip.normalised = seen.allowed, seen.normalised
     round_trip.respelt = seen.respelt
+    round_trip.own_annotations = seen.own_annotations
     round_trip.pruned = seen.pruned
     ctx.timings[f"round trips {subject}"] = round(time.perf_counter() - started, 2)
     alone = (
@@ -217,6 +223,18 @@ def _parent_lost(failure: RoundTripFailure, path: str) -> bool:
     """Whether a round trip lost a parent of ``path`` whole (and not the path itself)."""
     return failure.check == "round-trip" and any(
         diff.at_or_under(path, q) and path != q for q in map(diff.schema_path, failure.paths)
+    )
+
+
+def _carrying_annotations(ctx: GateContext, name: str, a: str, attempt) -> list:
+    """``annotation_objects.round_trip`` on the candidate's webhook's reviews so far."""
+    proxy = getattr(ctx.webhook, "proxy", None)
+    if proxy is None:
+        return []
+    spec = ctx.candidate.crds[name]["spec"]
+    exchanges = [e for e in list(proxy.exchanges) if e.kind == "ConversionReview"]
+    return annotation_objects.round_trip(
+        exchanges, spec["group"], spec["names"]["kind"], a, attempt
     )
 
 

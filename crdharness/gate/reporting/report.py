@@ -183,6 +183,7 @@ def write(directory: Path, run: Report) -> Path:
             or r.allowed
             or r.normalised
             or r.respelt
+            or r.own_annotations
             or r.pruned
             or (r.details and r.passed is None)
         ):
@@ -205,6 +206,14 @@ def write(directory: Path, run: Report) -> Path:
                     "Re-spelt by the webhook (the object reads the same at the other version "
                     "before and after; `strict: true` makes these findings):",
                     *[f"- {n}" for n in r.respelt[:20]],
+                ]
+            if r.own_annotations:
+                md += [
+                    "",
+                    "The webhook's own annotations (added to objects written without them and "
+                    "left there after the round trip: its bookkeeping, not a user's data; "
+                    "`strict: true` makes these findings):",
+                    *[f"- {n}" for n in r.own_annotations[:20]],
                 ]
             if r.pruned:
                 md += [

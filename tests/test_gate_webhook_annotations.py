@@ -1,0 +1,148 @@
+"""The webhook's own annotations (issue 43): keys it writes into objects it converts are
+learned from the reviews the gate recorded, objects at the old version carrying them are
+round-tripped, and a user's annotation of such a key lost or changed is named; an annotation
+the webhook adds and leaves is listed apart, never a finding."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from crdharness.gate import diff
+from crdharness.gate.checks import annotation_objects as ao
+from crdharness.gate.evidence import objects
+from crdharness.scenarios import crds
+from tests.gate_cli import gate_crdconvert, two_version_crd
+
+KEY = "example.com/cordoned"
+
+
+def review(to: str, sent: dict, converted: dict) -> SimpleNamespace:
+    """One recorded exchange, as the proxy keeps it."""
+    return SimpleNamespace(
+        request={"request": {"desiredAPIVersion": f"g.example.com/{to}", "objects": [sent]}},
+        answer={"response": {"convertedObjects": [converted]}},
+    )
+
+
+def obj(annotations: dict | None = None, **spec) -> dict:
+    metadata = {"name": "x", **({"annotations": annotations} if annotations else {})}
+    return {"apiVersion": "g.example.com/v1", "kind": "Box", "metadata": metadata, "spec": spec}
+
+
+def test_the_keys_the_webhook_adds_are_learned_with_the_objects_it_answered():
+    exchanges = [
+        review(
+            "v1", obj({"gate.example.com/a": "1"}), obj({"gate.example.com/a": "1", KEY: "true"})
+        ),
+        review("v1", obj(), obj({KEY: "true"})),  # the same value again: not kept twice
+        review("v1", obj({KEY: "false"}), obj({KEY: "true"})),  # the user's key: not added
+        review("v2", obj(), obj({"other.example.com/up": "x"})),  # to another version
+        review("v1", obj(), obj({ao.IGNORED[0]: "v2"})),  # the gate's own write
+    ]
+    found = ao.written(exchanges, "g.example.com", "Box", "v1")
+    assert list(found) == [KEY]
+    assert len(found[KEY]) == 1
+
+
+def test_a_flag_like_value_is_also_tried_flipped_on_the_same_object():
+    found = {KEY: [obj({KEY: "true", "gate.example.com/a": "1"}, size=3)]}
+    made = ao.bodies(found)
+    assert [body[objects.METADATA]["annotations"][KEY] for _, body in made] == ["true", "false"]
+    assert all(body["spec"] == {"size": 3} for _, body in made)
+    assert "(as a user sets it)" in made[1][0]
+    blob = {KEY: [obj({KEY: '{"spec": {"x": 1}}'})]}
+    assert len(ao.bodies(blob)) == 1  # no other value of a value that is no flag
+
+
+def test_an_annotation_the_user_wrote_is_data_and_one_the_webhook_added_is_its_own():
+    sent = obj({"gate.example.com/a": "1", KEY: "false"})
+    found = diff.differences(
+        diff.comparable(obj({"gate.example.com/a": "1", KEY: "false"})),
+        diff.comparable(obj({"gate.example.com/a": "1", "webhook.example.com/seen": "v2"})),
+    )
+    rest, own = ao.own_annotations(found, sent)
+    assert [(d.path, d.change) for d in rest] == [(f"metadata.annotations.{KEY}", "lost")]
+    assert [(d.path, d.change) for d in own] == [
+        ("metadata.annotations.webhook.example.com/seen", "added")
+    ]
+    # Written without any: the whole map that appears is the webhook's, key by key.
+    whole = diff.differences(diff.comparable(obj()), diff.comparable(obj({"w.example.com/k": "1"})))
+    rest, own = ao.own_annotations(whole, obj())
+    assert not rest and [d.path for d in own] == ["metadata.annotations.w.example.com/k"]
+    assert "removed by the webhook" in ao.notes([diff.Difference("p", "lost", "1")], "v1", "v2")[0]
+
+
+SIZE = {"size": {"type": "integer"}}
+V2_SPEC = {**SIZE, "cordoned": {"type": "boolean"}}
+
+
+def crd(group: str) -> dict:
+    """``v1`` (stored) without ``spec.cordoned``, ``v2`` with it: the webhook keeps it in an
+    annotation at v1."""
+
+    def schema(properties: dict) -> dict:
+        spec = {"type": "object", "properties": properties}
+        return {"type": "object", "properties": {"spec": spec}}
+
+    versions = [crds.version("v1", schema(SIZE)), crds.version("v2", schema(V2_SPEC), False)]
+    manifest = crds.manifest(group, "Gadget", versions)
+    service = {"namespace": "default", "name": "gadget-conversion", "path": "/convert"}
+    manifest["spec"]["conversion"] = {
+        "strategy": "Webhook",
+        "webhook": {"conversionReviewVersions": ["v1"], "clientConfig": {"service": service}},
+    }
+    return manifest
+
+
+def round_trips(report: dict) -> list[dict]:
+    return [c for c in report["checks"] if c["check"] == "round-trip"]
+
+
+@pytest.mark.e2e
+@pytest.mark.slow
+def test_a_webhook_keeping_a_field_in_its_annotation_whole_passes(tmp_path):
+    stash = f"--fault stash-field=v1:spec.cordoned={KEY}"
+    done, report = gate_crdconvert(tmp_path, crd("stashwhole.example.com"), stash, generate=10)
+    assert done.returncode == 0, done.stdout[-3000:]
+    said = json.dumps(round_trips(report))
+    assert "webhook's annotation" not in said  # no finding on the objects carrying it
+
+
+@pytest.mark.e2e
+@pytest.mark.slow
+def test_a_webhook_losing_a_users_value_of_its_annotation_is_named(tmp_path):
+    stash = f"--fault stash-flag=v1:spec.cordoned={KEY}"
+    done, report = gate_crdconvert(tmp_path, crd("stashflag.example.com"), stash, generate=10)
+    assert done.returncode == 1, done.stdout[-3000:]
+    failing = [p for p in round_trips(report) if p["status"] == "FAIL"]
+    assert failing, round_trips(report)
+    said = json.dumps(failing)
+    assert f"metadata.annotations.{KEY}" in said, said
+    assert "(as a user sets it)" in said, said
+
+
+@pytest.mark.e2e
+@pytest.mark.slow
+def test_an_annotation_the_webhook_adds_is_listed_apart_and_a_users_value_it_overwrites_named(
+    tmp_path,
+):
+    """crdconvert's ``mutate-annotations`` sets ``crdconvert/converted: "true"`` on every
+    object it converts: on objects written without it, its own bookkeeping (listed apart); on
+    an object whose user set it to ``"false"``, a user's annotation changed (the only finding)."""
+    schema = {"type": "object", "properties": {"spec": {"type": "object", "properties": SIZE}}}
+    manifest = two_version_crd("ownannotation.example.com", "Widget", schema)
+    done, report = gate_crdconvert(tmp_path, manifest, "--fault mutate-annotations", generate=5)
+    assert done.returncode == 1, done.stdout[-3000:]
+    pairs = round_trips(report)
+    own = [n for p in pairs for n in p.get("own_annotations", [])]
+    assert any("crdconvert/converted: added by the webhook" in n for n in own), pairs
+    failed = [line for p in pairs for line in p.get("failed", []) or [p["evidence"]]]
+    failing = [p for p in pairs if p["status"] == "FAIL"]
+    assert failing, pairs
+    for p in failing:
+        assert "metadata.annotations.crdconvert/converted" in p["evidence"], p
+        assert '"false" -> "true"' in json.dumps(p["details"]), p
+    assert failed
