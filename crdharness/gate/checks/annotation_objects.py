@@ -95,15 +95,16 @@ def round_trip(
     kind: str,
     a: str,
     attempt: Callable[[dict], RoundTripFailure | None],
-) -> list[tuple[str, RoundTripFailure]]:
+) -> tuple[int, list[tuple[str, RoundTripFailure]]]:
     """Each body of ``bodies`` for the webhook's keys at ``a`` round-tripped by ``attempt``;
-    the failures, each with its object's label."""
+    how many went, and the failures, each with its object's label."""
     failures = []
-    for label, body in bodies(written(exchanges, group, kind, a)):
+    made = bodies(written(exchanges, group, kind, a))
+    for label, body in made:
         failure = attempt(body)
         if failure is not None:
             failures.append((label, failure))
-    return failures
+    return len(made), failures
 
 
 def own_annotations(

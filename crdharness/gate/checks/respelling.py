@@ -19,7 +19,10 @@ def respelt(found: list[diff.Difference], at_b: Answer, after_b: Answer) -> bool
     back from B: a deprecated ``regex: true`` answered as its successor's ``matchType: "=~"``,
     which B reads); and each old spelling lost at A is one B does not hold. A value B never
     showed (a status B does not declare, changed on the way back) or a field B holds and A
-    lost stays a loss, as does a field only lost."""
+    lost stays a loss, as does a field only lost, and a label or annotation the user wrote
+    changed (the webhook's own are set apart before: ``annotation_objects``)."""
+    if any(d.path.startswith("metadata.") for d in found):
+        return False  # a user's label or annotation is data of its own, never a spelling
     # (The write at B sent the object read there with the gate's annotation added.)
     if diff.differences(
         diff.comparable(at_b.body, ignore_annotations=(TOUCH,)),

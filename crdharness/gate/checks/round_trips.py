@@ -25,6 +25,7 @@ MAX_FINDINGS = 3  # distinct failures searched for per version pair
 # object came 5.8 s after the first failure and the remaining 14 s of the budget found none
 # smaller; with this stop the same object is reported and the failing run takes 32 s, not 45.
 SHRINK_STALL_SECONDS = 3.0
+CARRYING = "carrying the webhook's own annotations"  # counted objects (annotation_objects)
 
 
 class ShrinkBudgetSpent(BaseException):
@@ -130,7 +131,10 @@ def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
         ctx.found.setdefault((name, a), []).append(failure.body)
     # Objects carrying the annotations the webhook wrote into objects at A so far (its
     # bookkeeping keys, learned from its answers): a value of one lost or changed is data lost.
-    for label, failure in _carrying_annotations(ctx, name, a, attempt):
+    tried, carrying = _carrying_annotations(ctx, name, a, attempt)
+    if tried:
+        seen.counts[CARRYING] += tried
+    for label, failure in carrying:
         if new(failure):
             remember(failure, label)
     for failure in seen.also:  # refused at B, on objects round-trip reports for data lost
@@ -157,6 +161,7 @@ def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
                 if seen.counts["written meanwhile"]
                 else ""
             )
+            + (f" ({seen.counts[CARRYING]} {CARRYING})" if seen.counts[CARRYING] else "")
             + (f" ({len(round_trip.allowed)} allowed differences)" if round_trip.allowed else "")
             + (
                 f" ({len(round_trip.respelt)} re-spelt by the webhook, reading the same at {b}: "
@@ -226,11 +231,11 @@ def _parent_lost(failure: RoundTripFailure, path: str) -> bool:
     )
 
 
-def _carrying_annotations(ctx: GateContext, name: str, a: str, attempt) -> list:
+def _carrying_annotations(ctx: GateContext, name: str, a: str, attempt) -> tuple[int, list]:
     """``annotation_objects.round_trip`` on the candidate's webhook's reviews so far."""
     proxy = getattr(ctx.webhook, "proxy", None)
     if proxy is None:
-        return []
+        return 0, []
     spec = ctx.candidate.crds[name]["spec"]
     exchanges = [e for e in list(proxy.exchanges) if e.kind == "ConversionReview"]
     return annotation_objects.round_trip(
