@@ -8,7 +8,8 @@ For each CRD the candidate also has and each ordered pair of the versions it ser
 *convertibility* failures of one round trip (``object_round_trip``, as the candidate's) of
 each of the user's samples, of an object holding each path the two versions differ in, and of
 the ``generate`` objects the candidate's pair draws first (the same seed: the same objects
-where the schemas agree). No search and no shrinking: only the forms of the failures are
+where the schemas agree). and objects carrying the annotations its own webhook writes
+(``annotation_objects``). No search and no shrinking: only the forms of the failures are
 kept. What it writes it deletes; what the server refuses is not counted in the run's refusals.
 """
 
@@ -20,7 +21,13 @@ from collections import Counter
 
 from crdharness.gate import concurrency, subjects
 from crdharness.gate.api import ensure_namespace
-from crdharness.gate.checks import debt, object_round_trip, round_trips, schemas_vs_strategy
+from crdharness.gate.checks import (
+    annotation_objects,
+    debt,
+    object_round_trip,
+    round_trips,
+    schemas_vs_strategy,
+)
 from crdharness.gate.checks.object_round_trip import PairRecord
 from crdharness.gate.evidence import changes, coverage_objects, drawn_bodies, targeted
 from crdharness.gate.given.manifests import Release
@@ -127,6 +134,14 @@ def _bodies(
     if ctx.config.generate:
         drawn = drawn_bodies.bodies(entry, samples, ctx.config.generate, ctx.config.seed)
         bodies += [(body, False) for body in drawn]
+    # Objects carrying the annotations its own webhook wrote at ``a`` (as the candidate's
+    # pair tries its webhook's): a user's value both webhooks lose is that release's debt.
+    proxy = getattr(ctx.release_webhooks.get(release.index), "proxy", None)
+    if proxy is not None:
+        spec = release.crds[name]["spec"]
+        exchanges = [e for e in list(proxy.exchanges) if e.kind == "ConversionReview"]
+        written = annotation_objects.written(exchanges, spec["group"], spec["names"]["kind"], a)
+        bodies += [(body, False) for _, body in annotation_objects.bodies(written)]
     return bodies
 
 
