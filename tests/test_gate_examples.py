@@ -373,10 +373,13 @@ def test_an_object_grown_by_the_gates_own_writes_is_release_1s_hazard_not_releas
     assert upgrade["status"] != "FAIL", upgrade
     set_apart = [h for h in report["hazards"] if "set apart (deleted)" in h]
     assert set_apart and all(h.startswith("release 1: crontabs.") for h in set_apart)
-    # The webhook's own doing is said where it belongs: its answers, and the annotation.
+    # The webhook's own doing is said where it belongs: its answers, and the annotation it
+    # changes on the objects carrying it (in both directions: the webhook's own annotation, as
+    # a user applies again what they read, comes back changed).
     assert failed(report) == {
         "webhook-conduct[webhook]",
         "round-trip[crontabs.gate.example.com v1beta1->v1]",
+        "round-trip[crontabs.gate.example.com v1->v1beta1]",
     }, failed(report)
     assert (tmp_path / "gate" / "report.md").stat().st_size < 200_000
 

@@ -77,15 +77,12 @@ def bodies(found: dict[str, list[dict]]) -> list[tuple[str, dict]]:
         for obj in converted:
             body = _body(obj)
             value = _annotations(obj)[key]
-            made.append((f"object carrying the webhook's annotation {key}={value!r}", body))
+            made.append((_label(key, value), body))
             if value.lower() in FLAGS:
                 other = FLAGS[1 - FLAGS.index(value.lower())]
                 flipped = copy.deepcopy(body)
                 flipped[objects.METADATA]["annotations"][key] = other
-                label = (
-                    f"object carrying the webhook's annotation {key}={other!r} (as a user sets it)"
-                )
-                made.append((label, flipped))
+                made.append((_label(key, other) + " (as a user sets it)", flipped))
     return made
 
 
@@ -127,6 +124,10 @@ def own_annotations(
         key = d.path[len(ANNOTATIONS) + 1 :] if d.path.startswith(ANNOTATIONS + ".") else None
         (own if key is not None and key not in mine else rest).append(d)
     return rest, own
+
+
+def _label(key: str, value: str) -> str:
+    return f"object carrying the webhook's annotation {key}: {diff.short(value)}"
 
 
 def _annotations(obj: object) -> dict[str, str]:
