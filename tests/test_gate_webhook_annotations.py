@@ -56,6 +56,11 @@ def test_a_flag_like_value_is_also_tried_flipped_on_the_same_object():
     assert "(as a user sets it)" in made[1][0]
     blob = {KEY: [obj({KEY: '{"spec": {"x": 1}}'})]}
     assert len(ao.bodies(blob)) == 1  # no other value of a value that is no flag
+    # One object carrying two keys goes once; keys holding users' names are capped.
+    both = obj({KEY: "{}", "example.com/data": "{}"})
+    assert len(ao.bodies({KEY: [both], "example.com/data": [both]})) == 1
+    many = {f"example.com/owner-{i}": [obj({f"example.com/owner-{i}": "x"})] for i in range(40)}
+    assert len(ao.bodies(many)) == ao.MAX_BODIES
 
 
 def test_an_annotation_the_user_wrote_is_data_and_one_the_webhook_added_is_its_own():

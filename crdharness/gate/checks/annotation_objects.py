@@ -36,6 +36,7 @@ from crdharness.gate.results import RoundTripFailure
 ANNOTATIONS = "metadata.annotations"
 PER_KEY = 2  # converted objects taken per key (each with its flag flipped where flag-like)
 FLAGS = ("true", "false")
+MAX_BODIES = 24  # per version pair
 
 
 def written(exchanges: list, group: str, kind: str, version: str) -> dict[str, list[dict]]:
@@ -71,19 +72,24 @@ IGNORED = ("gate.crdharness.io/round-trip", "kubectl.kubernetes.io/last-applied-
 
 def bodies(found: dict[str, list[dict]]) -> list[tuple[str, dict]]:
     """Bodies to create at the old version, each with what it is for a report: each object
-    the webhook answered as it answered it, and with a flag-like key's other value."""
+    the webhook answered as it answered it (once, whatever keys it carries), and with a
+    flag-like key's other value; at most ``MAX_BODIES`` (a webhook whose keys hold a user's
+    names, one per owner, writes new keys for every object)."""
     made: list[tuple[str, dict]] = []
+    taken: set[int] = set()
     for key, converted in found.items():
         for obj in converted:
             body = _body(obj)
             value = _annotations(obj)[key]
-            made.append((_label(key, value), body))
+            if id(obj) not in taken:
+                taken.add(id(obj))
+                made.append((_label(key, value), body))
             if value.lower() in FLAGS:
                 other = FLAGS[1 - FLAGS.index(value.lower())]
                 flipped = copy.deepcopy(body)
                 flipped[objects.METADATA]["annotations"][key] = other
                 made.append((_label(key, other) + " (as a user sets it)", flipped))
-    return made
+    return made[:MAX_BODIES]
 
 
 def round_trip(
