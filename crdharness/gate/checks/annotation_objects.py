@@ -42,7 +42,7 @@ MAX_BODIES = 24  # per version pair
 def written(exchanges: list, group: str, kind: str, version: str) -> dict[str, list[dict]]:
     """The annotation keys the webhook added to objects of ``kind`` it converted to
     ``version`` (``exchanges``: the proxy's records), each with up to ``PER_KEY`` of those
-    converted objects (distinct values first), in the order answered."""
+    converted objects (each with a value of that key not taken yet), in the order answered."""
     found: dict[str, list[dict]] = {}
     wanted = f"{group}/{version}"
     for e in exchanges:
