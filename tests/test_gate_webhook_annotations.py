@@ -152,3 +152,37 @@ def test_an_annotation_the_webhook_adds_is_listed_apart_and_a_users_value_it_ove
     for p in pairs:
         assert "metadata.annotations.crdconvert/converted" in p["evidence"], p
         assert '"false" -> "true"' in " ".join(p["details"]), p
+
+
+@pytest.mark.e2e
+@pytest.mark.slow
+def test_a_loss_the_release_befores_own_webhook_makes_too_is_its_debt(tmp_path):
+    """Release 1 runs its own webhook with the same careless flag: the candidate's loss of a
+    user's ``"false"`` is release 1's debt (its round trips carry the keys its own webhook
+    wrote), so the candidate passes."""
+    import yaml
+
+    from tests.gate_cli import report_of, run_gate
+
+    (tmp_path / "crd.yaml").write_text(yaml.safe_dump(crd("stashdebt.example.com")))
+    candidate = crd("stashdebt.example.com")  # a field more at both: judged, not "unchanged"
+    for entry in candidate["spec"]["versions"]:
+        spec = entry["schema"]["openAPIV3Schema"]["properties"]["spec"]
+        spec["properties"]["note"] = {"type": "string"}
+    (tmp_path / "candidate.yaml").write_text(yaml.safe_dump(candidate))
+    command = (
+        "{python} -m crdconvert --host 127.0.0.1 --port {port} --tls-cert {tls_cert} "
+        "--tls-key {tls_key} --path /convert --identity Gadget "
+        f"--fault stash-flag=v1:spec.cordoned={KEY}"
+    )
+    webhook = {"command": command, "path": "/convert"}
+    gate = {
+        "crds": [{"path": "crd.yaml", "webhook": webhook}, "candidate.yaml"],
+        "webhook": webhook,
+    }
+    (tmp_path / "gate.yaml").write_text(yaml.safe_dump({**gate, "generate": 10}))
+    done = run_gate(tmp_path / "gate.yaml", tmp_path / "gate", cwd=tmp_path)
+    report = report_of(done, tmp_path / "gate" / "report.json")
+    assert done.returncode == 0, done.stdout[-3000:]
+    owed = [d for d in report["debt"] if d["check"] == "round-trip"]
+    assert any(f"metadata.annotations.{KEY}" in d["paths"] for d in owed), report["debt"]
