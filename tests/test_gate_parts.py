@@ -684,19 +684,19 @@ def test_generated_objects_do_not_depend_on_which_local_modules_are_loaded(tmp_p
 
 
 def _search_with(attempt, monkeypatch, stall: float | None = None, shrink_seconds=20.0):
-    """``round_trips._search`` over a one-field schema, with ``attempt`` standing for a
+    """``drawn_search.search`` over a one-field schema, with ``attempt`` standing for a
     round trip (no API server: what is tested is when the search stops)."""
     from types import SimpleNamespace
 
-    from crdharness.gate.checks import round_trips
+    from crdharness.gate.checks import drawn_search
 
     if stall is not None:
-        monkeypatch.setattr(round_trips, "SHRINK_STALL_SECONDS", stall)
+        monkeypatch.setattr(drawn_search, "SHRINK_STALL_SECONDS", stall)
     schema = {"type": "object", "properties": {"size": {"type": "integer", "minimum": 0}}}
     entry = {"name": "v1", "schema": {"openAPIV3Schema": {"properties": {"spec": schema}}}}
     config = GateConfig(Path("gate.yaml"), crds=[], generate=200, shrink_seconds=shrink_seconds)
     ctx = SimpleNamespace(config=config, sample_bodies=lambda crd, version: [])
-    return round_trips._search(
+    return drawn_search.search(
         ctx, "things.example.com", entry, attempt, lambda f: True, [], lambda f: False
     )
 

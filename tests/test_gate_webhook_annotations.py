@@ -103,6 +103,13 @@ def crd(group: str) -> dict:
     return manifest
 
 
+def gated_with_stash(tmp_path, fault: str, group: str):
+    """The gate on a CRD of ``group`` behind crdconvert keeping v2's ``spec.cordoned`` in
+    the annotation KEY at v1, by ``fault`` (stash-field, stash-flag)."""
+    stash = f"--fault {fault}=v1:spec.cordoned={KEY}"
+    return gate_crdconvert(tmp_path, crd(group), stash, generate=10)
+
+
 def round_trips(report: dict) -> list[dict]:
     return [c for c in report["checks"] if c["check"] == "round-trip"]
 
@@ -110,8 +117,7 @@ def round_trips(report: dict) -> list[dict]:
 @pytest.mark.e2e
 @pytest.mark.slow
 def test_a_webhook_keeping_a_field_in_its_annotation_whole_passes(tmp_path):
-    stash = f"--fault stash-field=v1:spec.cordoned={KEY}"
-    done, report = gate_crdconvert(tmp_path, crd("stashwhole.example.com"), stash, generate=10)
+    done, report = gated_with_stash(tmp_path, "stash-field", "stashwhole.example.com")
     assert done.returncode == 0, done.stdout[-3000:]
     said = json.dumps(round_trips(report))
     assert "webhook's annotation" not in said  # no finding on the objects carrying it
@@ -122,8 +128,7 @@ def test_a_webhook_keeping_a_field_in_its_annotation_whole_passes(tmp_path):
 @pytest.mark.e2e
 @pytest.mark.slow
 def test_a_webhook_losing_a_users_value_of_its_annotation_is_named(tmp_path):
-    stash = f"--fault stash-flag=v1:spec.cordoned={KEY}"
-    done, report = gate_crdconvert(tmp_path, crd("stashflag.example.com"), stash, generate=10)
+    done, report = gated_with_stash(tmp_path, "stash-flag", "stashflag.example.com")
     assert done.returncode == 1, done.stdout[-3000:]
     failing = [p for p in round_trips(report) if p["status"] == "FAIL"]
     assert failing, round_trips(report)

@@ -9,13 +9,13 @@ the webhook to check that the suite notices) or, when the server runs with
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from crdconvert import field_edits
 from crdconvert.review import GROUP
 
 FAILURE_MESSAGE = "conversion refused on purpose (fault mode fail-with-message)"
@@ -40,8 +40,7 @@ def _objects(answer: dict) -> list:
     return answer["response"].get("convertedObjects") or []
 
 
-def _metadata(obj: dict) -> dict:
-    return obj.setdefault("metadata", {})
+_metadata = field_edits.metadata
 
 
 def _fail(message: str | None) -> Callable[[dict, dict], None]:
@@ -220,20 +219,6 @@ def _pop_all(obj: dict, keys: tuple[str, ...]) -> None:
         obj.pop(key, None)
 
 
-def _drop(obj: dict, path: str) -> None:
-    """Remove ``a.b.c`` from a converted object: the lossy converter of the gate's example.
-    ``a.b[].c`` removes ``c`` from every item of the list ``a.b``."""
-    part, _, rest = path.partition(".")
-    nodes = obj.get(part[:-2]) if part.endswith("[]") else [obj.get(part)]
-    if not rest:
-        if not part.endswith("[]"):
-            obj.pop(part, None)
-        return
-    for node in nodes if isinstance(nodes, list) else []:
-        if isinstance(node, dict):
-            _drop(node, rest)
-
-
 GO_DURATION = re.compile(r"[-+]?(?:(?:\d+(?:\.\d*)?|\.\d+)(?:ns|us|µs|ms|s|m|h))+|[-+]?0")
 
 
@@ -247,121 +232,6 @@ def _fail_on_durations(answer: dict, request: dict, path: str) -> None:
         if isinstance(node, str) and not GO_DURATION.fullmatch(node):
             _fail(f"time: invalid duration {json.dumps(node)}")(answer, request)
             return
-
-
-def _holds(obj: object, path: str) -> bool:
-    node = obj
-    for part in path.split("."):
-        node = node.get(part) if isinstance(node, dict) else None
-    return node is not None
-
-
-def _drop_empty_keys(obj: dict, spec: str) -> None:
-    """Items of the list ``a.b`` whose ``key`` is empty dropped whole (``a.b[].key``): a
-    converter that skips an entry it cannot name."""
-    listed, _, key = spec.partition("[].")
-    *parents, last = listed.split(".")
-    node: object = obj
-    for part in parents:
-        node = node.get(part) if isinstance(node, dict) else None
-    if isinstance(node, dict) and isinstance(node.get(last), list):
-        node[last] = [i for i in node[last] if not (isinstance(i, dict) and i.get(key) == "")]
-
-
-def _split_items(obj: dict, path: str) -> None:
-    """The list of strings at ``a.b`` answered as a converter that keeps it joined with ","
-    in one annotation answers it: an item holding a comma comes back as two."""
-    *parents, last = path.split(".")
-    node: object = obj
-    for part in parents:
-        node = node.get(part) if isinstance(node, dict) else None
-    if isinstance(node, dict) and isinstance(node.get(last), list):
-        items = node[last]
-        if all(isinstance(i, str) for i in items):
-            node[last] = ",".join(items).split(",") if items else []
-
-
-def _stash(obj: dict, into_annotation: bool, path: str, key: str, flag: bool) -> None:
-    """A field the other version lacks kept in the annotation ``key`` on the way to the
-    version that lacks it (``into_annotation``), and read back from it on the way up.
-
-    Kept whole (``flag`` false), as a careful webhook does: the value's JSON, read back and
-    the annotation removed only where it parses, so a user's own value of that key survives
-    both ways. As a flag (``flag`` true), as a careless one does (capsule's ``cordon``): only
-    ``true`` is written, and on the way up the annotation is always consumed, read as
-    ``value == "true"``: a user's ``"false"`` (or any other value) is lost."""
-    *parents, last = path.split(".")
-    annotations = _metadata(obj).get("annotations") or {}
-    if into_annotation:
-        node: object = obj
-        for part in parents:
-            node = node.get(part) if isinstance(node, dict) else None
-        if not isinstance(node, dict) or last not in node:
-            return
-        value = node.pop(last)
-        if flag and value is not True:
-            return
-        annotations[key] = "true" if flag else json.dumps(value)
-        _metadata(obj)["annotations"] = annotations
-        return
-    if key not in annotations:
-        return
-    if flag:
-        value = annotations.pop(key) == "true"
-    else:
-        try:
-            value = json.loads(annotations[key])
-        except ValueError:
-            return  # not ours: the user's own value, kept as it is
-        del annotations[key]
-    if not annotations:
-        _metadata(obj).pop("annotations", None)
-    target = obj
-    for part in parents:
-        target = target.setdefault(part, {})
-    target[last] = value
-
-
-def _move(obj: dict, source: str, target: str) -> None:
-    """The value at ``source`` answered at ``target`` instead, where the object holds none
-    there: a deprecated field converted into its successor (both one level deep or more)."""
-
-    def parent(path: str) -> tuple[dict | None, str]:
-        *parents, last = path.split(".")
-        node: object = obj
-        for part in parents:
-            node = node.get(part) if isinstance(node, dict) else None
-        return (node if isinstance(node, dict) else None), last
-
-    (a, a_key), (b, b_key) = parent(source), parent(target)
-    if a is not None and b is not None and a_key in a and b_key not in b:
-        b[b_key] = a.pop(a_key)
-
-
-def _fill(obj: dict, path: str, value: object) -> None:
-    """``a.b.c`` answered as ``value`` where ``a.b`` exists without ``c``."""
-    *parents, last = path.split(".")
-    node: object = obj
-    for part in parents:
-        node = node.get(part) if isinstance(node, dict) else None
-    if isinstance(node, dict) and last not in node:
-        node[last] = copy.deepcopy(value)
-
-
-def _swap(obj: dict, first: str, second: str) -> None:
-    """Exchange the values at two paths (both present): a converter that maps each field to
-    the other one, in both directions, so a round trip A->B->A looks exact."""
-
-    def parent(path: str) -> tuple[dict | None, str]:
-        *parents, last = path.split(".")
-        node: object = obj
-        for part in parents:
-            node = node.get(part) if isinstance(node, dict) else None
-        return (node if isinstance(node, dict) else None), last
-
-    (a, a_key), (b, b_key) = parent(first), parent(second)
-    if a is not None and b is not None and a_key in a and b_key in b:
-        a[a_key], b[b_key] = b[b_key], a[a_key]
 
 
 def _converts_to(request: dict, version: str) -> bool:
@@ -500,7 +370,7 @@ class Faults:
         nothing): the server then drops the connection without an answer."""
         for path in self.panics:
             for obj in request.get("objects") or []:
-                if _holds(obj, path):
+                if field_edits.holds(obj, path):
                     name = (obj.get("metadata") or {}).get("name")
                     return (
                         "http: panic serving: runtime error: invalid memory address or nil "
@@ -527,20 +397,20 @@ class Faults:
         ):  # a rewrite may have removed it
             for obj in _objects(answer):
                 for flag, version, path, key in self.stashed:
-                    _stash(obj, _converts_to(request, version), path, key, flag)
+                    field_edits.stash(obj, _converts_to(request, version), path, key, flag)
                 for path in self.split:
-                    _split_items(obj, path)
+                    field_edits.split_items(obj, path)
                 for spec in self.keyless:
-                    _drop_empty_keys(obj, spec)
+                    field_edits.drop_empty_keys(obj, spec)
                 for version, source, target in self.moved:
                     if not version or _converts_to(request, version):
-                        _move(obj, source, target)
+                        field_edits.move(obj, source, target)
                 for spec in self.dropped:
                     version, _, path = spec.rpartition(":")
                     if not version or _converts_to(request, version):
-                        _drop(obj, path)
+                        field_edits.drop(obj, path)
                 for first, second in self.swapped:
-                    _swap(obj, first, second)
+                    field_edits.swap(obj, first, second)
                 for path, value in self.filled:
-                    _fill(obj, path, value)
+                    field_edits.fill(obj, path, value)
         return answer
