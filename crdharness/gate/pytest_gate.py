@@ -24,7 +24,7 @@ from crdharness.gate.given import cluster_source, gate_file, manifests
 from crdharness.gate.given.config import GateConfig
 from crdharness.gate.given.manifests import Release
 from crdharness.gate.redaction import Redaction
-from crdharness.gate.reporting import operator, report, stored, terminal
+from crdharness.gate.reporting import operator, report, stored, summary
 from crdharness.gate.run import plan, preflight, shards
 from crdharness.gate.webhook import launch
 from crdharness.gate.webhook.user_webhook import UserWebhook
@@ -338,52 +338,14 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
         gate_report.shard = {**setup.shard, "data": stored.as_data(gate_report)}
     directory = report.write(Path(config.getoption("--gate-artifacts")), gate_report)
     terminalreporter.section("crdharness upgrade gate")
-    for line in answer:  # the operator's answer first
-        terminalreporter.write_line(line)
-    if answer:
-        terminalreporter.write_line("")
-    verbose = config.getoption("verbose") > 0
-    width = None if verbose else report.TERMINAL_EVIDENCE
-    for line in report.table(results, kubernetes, width):
-        terminalreporter.write_line(line)
-    if not verbose:  # with -v, pytest's own failure sections show everything
-        shown: dict[terminal.Shape, str] = {}
-        for result in (r for r in report.ordered(results) if r.passed is False):
-            block = terminal.failure_block(result, shown)
-            if len(block) > 1:  # a whole block stands apart; a repeat is one line
-                terminalreporter.write_line("")
-            for line in block:
-                terminalreporter.write_line(line)
-        terminalreporter.write_line("")
-    if ctx.refused:
-        refused = ", ".join(f"{why}: {n}" for why, n in sorted(ctx.refused.items()))
-        terminalreporter.write_line(f"objects refused before any check (not findings): {refused}")
-    for line in ctx.screening.few_accepted():  # fewer than half: the evidence is thin there
-        terminalreporter.write_line(f"few generated objects accepted: {line}")
-    if found:
-        terminalreporter.write_line(
-            f"what changed between releases: {len(found)} changes, "
-            f"{report.changes_summary(found)} (the table is in report.md)"
-        )
-    if ctx.pair_changes:
-        terminalreporter.write_line(
-            f"paths that differ between served versions: {len(ctx.pair_changes)}, "
-            f"{report.changes_summary(ctx.pair_changes)} (the table is in report.md)"
-        )
-    if ctx.hazards:
-        terminalreporter.write_line(
-            f"hazards of earlier releases (not findings): {len(ctx.hazards)}, see report.md"
-        )
-    if ctx.debt:
-        owed = "failing, `debt: fail`" if any(d.fails for d in ctx.debt) else "not findings"
-        terminalreporter.write_line(
-            f"debt of release {ctx.debt[0].release} ({owed}): {len(ctx.debt)}, see report.md"
-        )
-    for note in notes:
-        terminalreporter.write_line(f"note: {note}")
-    terminalreporter.write_line(f"verdict: {gate_report.verdict}")
-    written = "report.json, objects/" if (directory / "objects").is_dir() else "report.json"
-    terminalreporter.write_line(f"report: {directory}/report.md (and {written})")
+    summary.write(
+        terminalreporter.write_line,
+        ctx,
+        results,
+        gate_report,
+        summary.Shown(kubernetes, answer, notes, found, directory),
+        verbose=config.getoption("verbose") > 0,
+    )
 
 
 def _report_not_started(terminalreporter, config: pytest.Config) -> None:
