@@ -9,7 +9,7 @@ from crdharness.gate import diff
 from crdharness.gate.checks import migration
 from crdharness.gate.checks.conduct import conduct_problems
 from crdharness.gate.checks.deprecation import default_warning, priority
-from crdharness.gate.evidence import objects, schemas
+from crdharness.gate.evidence import objects, sample_mutations, schemas
 from crdharness.gate.given import manifests
 from crdharness.gate.given.config import GateConfig, Migration, WebhookSpec
 from crdharness.gate.given.manifests import Release
@@ -295,7 +295,7 @@ def test_mutated_samples_replace_one_subtree_and_keep_the_rest():
     seen = []
 
     @settings(max_examples=80, database=None)
-    @given(objects.mutations(version, [sample]))
+    @given(sample_mutations.mutations(version, [sample]))
     def check(body):
         assert body[objects.METADATA] == {"labels": {"a": "b"}}  # metadata kept
         # One subtree replaced: the other top-level field is the sample's own.
@@ -322,7 +322,7 @@ def test_a_top_level_field_a_sample_leaves_out_is_drawn_and_added():
     with_status = []
 
     @settings(max_examples=60, database=None)
-    @given(objects.mutations(version, [sample]))
+    @given(sample_mutations.mutations(version, [sample]))
     def check(body):
         if "status" in body:
             assert body["spec"] == sample["spec"]  # added beside the sample's own spec

@@ -10,7 +10,13 @@ import re
 from hypothesis import given, settings
 
 from crdharness.gate.checks import path_coverage
-from crdharness.gate.evidence import coverage, coverage_objects, objects, written_back
+from crdharness.gate.evidence import (
+    coverage,
+    coverage_objects,
+    objects,
+    sample_mutations,
+    written_back,
+)
 from crdharness.gate.results import CheckResult
 
 
@@ -289,7 +295,7 @@ def test_a_mutated_sample_subtree_gets_optional_fields_at_any_depth():
     reached = []
 
     @settings(max_examples=100, database=None)
-    @given(objects.mutations(version, [sample]))
+    @given(sample_mutations.mutations(version, [sample]))
     def check(body):
         reached.append(bool(values_at(body, "spec.l1.l2.l3.l4.l5.l6.l7.l8")))
 
@@ -298,12 +304,12 @@ def test_a_mutated_sample_subtree_gets_optional_fields_at_any_depth():
 
 
 def test_the_lossy_webhook_drops_a_field_inside_every_list_item():
-    from crdconvert.faults import _drop
+    from crdconvert.field_edits import drop
 
     converted = {"spec": {"a": [{"b": [{"c": {"d": 1, "e": 2}}]}, {"b": []}], "x": 1}}
-    _drop(converted, "spec.a[].b[].c.d")
+    drop(converted, "spec.a[].b[].c.d")
     assert converted == {"spec": {"a": [{"b": [{"c": {"e": 2}}]}, {"b": []}], "x": 1}}
-    _drop(converted, "spec.x")
+    drop(converted, "spec.x")
     assert "x" not in converted["spec"]
 
 

@@ -139,13 +139,13 @@ ENTRY = {
 def test_drawn_bodies_are_the_objects_drawn_anew_and_each_caller_gets_a_copy():
     from hypothesis import strategies as st
 
-    from crdharness.gate.evidence import drawn_bodies, objects
+    from crdharness.gate.evidence import drawn_bodies, objects, sample_mutations
 
     samples = [objects.sample_body({"metadata": {"name": "s"}, "spec": {"size": 3}})]
     for given in ([], samples):
         strategy = objects.bodies(ENTRY)
         if given:
-            strategy = st.one_of(objects.mutations(ENTRY, given), strategy)
+            strategy = st.one_of(sample_mutations.mutations(ENTRY, given), strategy)
         anew = objects.drawn_from(strategy, 6, 0)
         first = drawn_bodies.bodies(ENTRY, given, 6, 0)
         assert first == anew and len(first) == 6

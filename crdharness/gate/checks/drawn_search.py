@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 
-from crdharness.gate.evidence import objects
+from crdharness.gate.evidence import objects, sample_mutations
 from crdharness.gate.results import RoundTripFailure
 from crdharness.gate.run.context import GateContext
 
@@ -92,5 +92,5 @@ def drawn(ctx: GateContext, crd: str, entry: dict):
     if samples:
         from hypothesis import strategies as st
 
-        drawn = st.one_of(objects.mutations(entry, samples), drawn)
+        drawn = st.one_of(sample_mutations.mutations(entry, samples), drawn)
     return drawn

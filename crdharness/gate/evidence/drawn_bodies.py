@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from crdharness.gate.evidence import objects
+from crdharness.gate.evidence import objects, sample_mutations
 from crdharness.gate.evidence.schema_memo import by_schema
 
 
@@ -32,7 +32,7 @@ def _drawn(root: dict, samples: list[dict], count: int, seed: int) -> list[dict]
     version = {"schema": {"openAPIV3Schema": root}}
     strategy = objects.bodies(version)
     if samples:
-        strategy = st.one_of(objects.mutations(version, samples), strategy)
+        strategy = st.one_of(sample_mutations.mutations(version, samples), strategy)
     return objects.drawn_from(strategy, count, seed)
 
 
