@@ -149,6 +149,23 @@ def test_each_enum_value_both_booleans_zero_and_valid_strings_are_held():
     assert all(t["apiVersion"] and t["kind"] for t in everywhere("spec.template"))
 
 
+def test_a_field_taking_any_json_holds_a_scalar_first_and_an_object_too():
+    # No type: any JSON. The API server's ratcheting cannot follow an object's unknown keys
+    # there, so an object written back as read is judged changed (and refused where an error
+    # above it is kept only by ratcheting): the scalar comes first, for every path's retries.
+    anything = {"x-kubernetes-preserve-unknown-fields": True}
+    typed = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    knob = obj({"name": {"type": "string"}, "value": anything}, required=["name", "value"])
+    schema = obj({"spec": obj({"knobs": {"type": "array", "items": knob}, "typed": typed})})
+    assert coverage.values_of(anything)[0] == [coverage.TEXT, coverage.UNKNOWN]
+    assert coverage.values_of(typed)[0] == [coverage.UNKNOWN]
+    built = coverage_objects.packed(schema)
+    values = [v for b in built for v in values_at(b, "spec.knobs[].value")]
+    assert coverage.TEXT in values and coverage.UNKNOWN in values
+    alone = coverage_objects.single(schema, "spec.knobs[].name", "n")
+    assert values_at(alone, "spec.knobs[].value") == [coverage.TEXT]
+
+
 def test_required_fields_bounds_and_list_keys_are_respected():
     for body in coverage_objects.packed(SCHEMA):
         assert "count" in body.get("spec", {"count": 0})  # required wherever spec is built

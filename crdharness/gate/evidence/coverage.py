@@ -246,6 +246,13 @@ def values_of(node: dict) -> tuple[list, str]:
     if node.get("x-kubernetes-embedded-resource"):
         return [{**EMBEDDED, "data": dict(UNKNOWN)}], ""
     if node.get("x-kubernetes-preserve-unknown-fields"):
+        if "type" not in node:
+            # Any JSON (a Go ``apiextensionsv1.JSON``): a scalar first, then an object. The
+            # API server's ratcheting cannot follow the unknown keys of an object there, so
+            # an object holding one is judged changed on a write-back of what was read: an
+            # error above it an old object keeps (a field the other version requires)
+            # refuses it, and every path beside it goes unheld.
+            return [TEXT, dict(UNKNOWN)], ""
         return [dict(UNKNOWN)], ""
     return [{}], ""  # an object declaring no fields: the API server prunes any others
 

@@ -25,6 +25,7 @@ from crdharness.gate.evidence import (
     coverage,
     coverage_objects,
     drawn_bodies,
+    item_chains,
     objects,
 )
 from crdharness.gate.evidence.rule_literals import field_name, string_literals, string_value
@@ -248,7 +249,7 @@ def _item_fixes(body: dict, at: list[str], node: dict, value: list, rule: str) -
             found.append(
                 body_paths.set(body, at, [{k: x for k, x in i.items() if k != name} for i in value])
             )
-    return found
+    return found + item_chains.dropped_in_every_item(body, at, node, value, rule)
 
 
 def _chained(props: dict, body: dict, value: dict, at: list[str], rule: str) -> list[dict | None]:
