@@ -411,3 +411,25 @@ def test_a_coverage_string_meets_every_pattern_an_allof_gives():
     values, _ = coverage.values_of(node)
     texts = [v for v in values if isinstance(v, str)]
     assert texts and all(re.fullmatch("[1-9]+[0-9]*[KMG]?", t) for t in texts)
+
+
+def test_pruning_never_leaves_a_map_below_its_min_properties(validator):
+    # An entry no proposal fixes (a rule the search cannot meet) takes its map with it when
+    # dropping it alone would leave the map below ``minProperties`` (capsule's limits).
+    unmeetable = _rule(
+        "size(self.kind) == 37",
+        {"type": "object", "required": ["kind"], "properties": {"kind": STRING}},
+    )
+    spec = {
+        "type": "object",
+        "properties": {
+            "name": STRING,
+            "limits": {"type": "object", "minProperties": 1, "additionalProperties": unmeetable},
+        },
+    }
+    crd, entry = _one_rule_crd("pantries", spec)
+    broken = {"spec": {"name": "east", "limits": {"jam": {"kind": "Odd"}}}}
+    fixed, errors = repair.repaired(validator, crd, entry, broken)
+    assert errors == [] and fixed is not None
+    assert fixed["spec"].get("name") == "east"
+    assert fixed["spec"].get("limits", {"absent": True})  # absent, never an empty map

@@ -172,6 +172,8 @@ def _optional_dropped(root: dict, body: dict, segments: list[str]) -> dict | Non
         return None
     if isinstance(container, list) and len(container) <= parent_node.get("minItems", 0):
         return None
+    if isinstance(container, dict) and len(container) <= parent_node.get("minProperties", 0):
+        return None
     return body_paths.drop(body, segments)
 
 
