@@ -105,14 +105,16 @@ def changed_groups(left_out: dict[str, str], crds_changed: Collection[str]) -> d
 
 
 def clause(left_out: dict[str, str]) -> str:
-    """What an install row says of the CRDs left out ("" when none)."""
+    """What an install row says of the CRDs left out ("" when none): one clause, with no
+    "; " in it and each count before its noun, so the merge of shards' rows adds them up."""
     if not left_out:
         return ""
-    groups = len(set(left_out.values()))
+    crds = len(left_out)
     return (
-        f"{len(left_out)} CRDs of {groups} API groups not installed: nothing of them is judged "
-        "(every CRD of those groups unchanged: documentation only, strategy None; `--full` "
-        "installs them), so neither their install nor their storedVersions is checked"
+        f"{crds} CRD{'s' if crds != 1 else ''} not installed, as nothing of them is judged "
+        "(every CRD of their API groups unchanged: documentation only, strategy None, none "
+        "deprecated, `--full` installs them): neither their install nor their storedVersions "
+        "is checked (their groups in the details)"
     )
 
 
@@ -121,4 +123,6 @@ def by_group(left_out: dict[str, str]) -> list[str]:
     counts: dict[str, int] = {}
     for group in left_out.values():
         counts[group] = counts.get(group, 0) + 1
-    return [f"not installed: group {g} ({n} CRDs, nothing judged)" for g, n in counts.items()]
+    return [
+        f"not installed: group {g}, {n} CRDs, nothing of them judged" for g, n in counts.items()
+    ]
