@@ -124,5 +124,6 @@ def by_group(left_out: dict[str, str]) -> list[str]:
     for group in left_out.values():
         counts[group] = counts.get(group, 0) + 1
     return [
-        f"not installed: group {g}, {n} CRDs, nothing of them judged" for g, n in counts.items()
+        f"not installed: group {g}, {n} CRD{'s' if n != 1 else ''}, nothing of them judged"
+        for g, n in counts.items()
     ]
