@@ -114,7 +114,7 @@ def clause(left_out: dict[str, str]) -> str:
         f"{crds} CRD{'s' if crds != 1 else ''} not installed, as nothing of them is judged "
         "(every CRD of their API groups unchanged: documentation only, strategy None, none "
         "deprecated, `--full` installs them): neither their install nor their storedVersions "
-        "is checked (their groups in the details)"
+        "is checked (report.json's install details name their groups)"
     )
 
 
