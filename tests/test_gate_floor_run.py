@@ -3,6 +3,9 @@ user runs it, on the repo's own ``examples/gate/unchanged`` CRDs."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -56,3 +59,47 @@ def test_a_group_with_nothing_judged_is_not_installed_and_the_install_rows_say_s
     stored = report["stored_versions_after_release"]
     for release in stored.values():
         assert release[CHECKUP] == ["v1"] and release[ROTA] == ["v1"], stored
+
+
+def test_shards_merged_say_what_one_machine_says_of_the_crds_not_installed(tmp_path):
+    # The checkup's group (documentation only) is left out; narrowed breaks, in a group of its
+    # own: each shard leaves out what one machine leaves out of its share, and the merge
+    # gives one machine's install rows.
+    narrowed = EXAMPLE.parent / "narrowed"
+    gate_file = tmp_path / "gate.yaml"
+    gate_file.write_text(
+        yaml.safe_dump(
+            {
+                "crds": [
+                    [str(EXAMPLE / "release-1.yaml"), str(narrowed / "release-1.yaml")],
+                    [
+                        str(EXAMPLE / "release-2-descriptions.yaml"),
+                        str(narrowed / "release-2-required.yaml"),
+                    ],
+                ]
+            }
+        )
+    )
+    whole = run_gate(gate_file, tmp_path / "one", cwd=tmp_path)
+    one = report_of(whole, tmp_path / "one" / "report.json")
+    assert whole.returncode == 1, whole.stdout[-3000:]
+    installs = [c for c in one["checks"] if c["check"] == "install"]
+    assert all("1 CRD not installed" in c["evidence"] for c in installs), installs
+    for k in (1, 2):
+        shard = run_gate(gate_file, tmp_path / f"shard-{k}", "--shard", f"{k}/2", cwd=tmp_path)
+        report_of(shard, tmp_path / f"shard-{k}" / "report.json")
+    merged = subprocess.run(
+        [sys.executable, "-m", "crdharness", "gate-merge"]
+        + [str(tmp_path / f"shard-{k}") for k in (1, 2)]
+        + ["--artifacts", str(tmp_path / "merged")],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path,
+    )
+    assert merged.returncode == 1, merged.stdout + merged.stderr
+    both = json.loads((tmp_path / "merged" / "report.json").read_text())
+    assert {(c["check"], c["subject"]): (c["status"], c["evidence"]) for c in both["checks"]} == {
+        (c["check"], c["subject"]): (c["status"], c["evidence"]) for c in one["checks"]
+    }
+    assert both["stored_versions_after_release"] == one["stored_versions_after_release"]
