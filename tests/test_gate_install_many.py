@@ -10,7 +10,8 @@ from tests.gate_cli import report_of, run_gate
 def test_a_release_of_many_crds_is_installed_and_every_one_served(tmp_path):
     history = many_crds.generate(24, tmp_path / "history")
     artifacts = tmp_path / "out"
-    done = run_gate(history.gate_file, artifacts, "--", "-k", "install", cwd=tmp_path)
+    # `--full`: every CRD installed, also the groups nothing would be judged of (``run.floor``)
+    done = run_gate(history.gate_file, artifacts, "--full", "--", "-k", "install", cwd=tmp_path)
     report = report_of(done, artifacts / "report.json")
     rows = {(c["check"], c["subject"]): c for c in report["checks"]}
     first, second = rows[("install", "release 1")], rows[("install", "release 2")]
@@ -20,3 +21,25 @@ def test_a_release_of_many_crds_is_installed_and_every_one_served(tmp_path):
     assert second["evidence"].startswith("24 CRDs applied on top of the previous release"), second
     # The break many_crds plants is the upgrade's finding, no install's.
     assert not [c for c in report["checks"] if c["check"] == "install" and c["status"] != "pass"]
+
+
+def test_without_full_the_groups_nothing_is_judged_of_are_not_installed(tmp_path):
+    history = many_crds.generate(24, tmp_path / "history")
+    artifacts = tmp_path / "out"
+    done = run_gate(history.gate_file, artifacts, "--", "-k", "install", cwd=tmp_path)
+    report = report_of(done, artifacts / "report.json")
+    rows = {(c["check"], c["subject"]): c for c in report["checks"]}
+    docs_only = set(history.docs_only)
+    groups: dict[str, list[str]] = {}
+    for name in [*history.docs_only, *history.compatible, *history.broken]:
+        groups.setdefault(name.split(".", 1)[1], []).append(name)
+    quiet = [n for names in groups.values() if set(names) <= docs_only for n in names]
+    assert quiet, "the history has no group of documentation-only CRDs to leave out"
+    for subject in ("release 1", "release 2"):
+        install = rows[("install", subject)]
+        assert install["status"] == "pass", install
+        assert install["evidence"].startswith(f"{24 - len(quiet)} CRDs "), install
+        assert (
+            f"; {len(quiet)} CRDs not installed, as nothing of them is judged"
+            in (install["evidence"])
+        ), install

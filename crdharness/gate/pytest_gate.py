@@ -25,7 +25,7 @@ from crdharness.gate.given.config import GateConfig
 from crdharness.gate.given.manifests import Release
 from crdharness.gate.redaction import Redaction
 from crdharness.gate.reporting import operator, report, stored, summary
-from crdharness.gate.run import plan, preflight, shards
+from crdharness.gate.run import floor, plan, preflight, shards
 from crdharness.gate.webhook import launch
 from crdharness.gate.webhook.user_webhook import UserWebhook
 from crdharness.progress import to_stderr
@@ -46,6 +46,7 @@ class GateSetup:
     source: cluster_source.Source | None = None  # --from-cluster
     unchanged: dict[str, str] = field(default_factory=dict)  # CRD -> why (evidence.unchanged)
     shard: dict | None = None  # --shard: which share of the CRDs (``shards.meta``)
+    not_installed: dict[str, str] = field(default_factory=dict)  # CRD -> group (run.floor)
 
 
 SETUP = pytest.StashKey[GateSetup]()
@@ -116,6 +117,13 @@ def pytest_configure(config: pytest.Config) -> None:
             same,
             shard,
         )
+        setup.not_installed = floor.not_installed(
+            parsed,
+            releases,
+            same,
+            from_cluster=source is not None,
+            kubernetes_upgrade=bool(upgrade),
+        )
         for expectation in parsed.expect:  # a bad expect file fails here, in one line
             expectations.load(expectation)
         preflight.check(parsed, releases, setup.admission)
@@ -167,6 +175,7 @@ def gate_run(cluster, request: pytest.FixtureRequest, tmp_path_factory):
             own,
         )
         ctx.unchanged = setup.unchanged
+        ctx.not_installed = dict(setup.not_installed)
         if setup.source is not None:
             ctx.source = setup.source.capture
             ctx.redaction = Redaction(setup.source.show_values, setup.source.secrets())

@@ -23,6 +23,7 @@ from crdharness.gate.api import Answer, Resource, call, read_crd
 from crdharness.gate.evidence.schemas import schema_differences
 from crdharness.gate.given.config import GateConfig, Migration, fill_placeholders
 from crdharness.gate.given.manifests import Release, uses_webhook
+from crdharness.gate.run import floor
 from crdharness.gate.run.context import GateContext
 from crdharness.kubeconfig import environment_for
 from crdharness.scenarios import migrate, storage_migration
@@ -33,6 +34,15 @@ COMMAND_TIMEOUT = 600.0  # seconds the project's own migration command may take
 def stored_versions(cluster: Cluster, name: str) -> list[str]:
     crd = read_crd(cluster, name)
     return list(((crd or {}).get("status") or {}).get("storedVersions") or [])
+
+
+def stored_on(ctx: GateContext, name: str, applied: Release | None) -> list[str]:
+    """``name``'s ``status.storedVersions`` once ``applied`` is (None: before any release):
+    read from the cluster, or, for a CRD the history does not install (``run.floor``), what
+    the API server keeps for it."""
+    if name in ctx.not_installed:
+        return floor.stored_versions(name, applied)
+    return stored_versions(ctx.cluster, name)
 
 
 @dataclass
@@ -215,7 +225,7 @@ def check(ctx: GateContext, release: Release, live: list[str], stored_before) ->
     if shipped is None:
         notes = []
         for name in live:
-            stored = stored_versions(ctx.cluster, name)
+            stored = stored_on(ctx, name, release)
             if set(stored) != {release.storage(name)}:
                 notes.append(f"{name}: storedVersions {stored}")
         result.evidence = (

@@ -67,7 +67,7 @@ def check(ctx: GateContext, release: Release, written, before, stored_before, ju
         expected = set(stored_before.get(name) or []) | {release.storage(name)}
         if not stored_before.get(name):
             expected = {release.storage(name)}
-        actual = set(migration.stored_versions(ctx.cluster, name))
+        actual = set(migration.stored_on(ctx, name, release))
         if actual != expected:
             result.fail(
                 f"{name}: status.storedVersions is {sorted(actual)}, the documentation says "

@@ -110,7 +110,7 @@ def _same(a, b) -> bool:
     return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
 
 
-def _webhook_converts(release: Release, name: str, spec: WebhookSpec | None) -> bool:
+def webhook_converts(release: Release, name: str, spec: WebhookSpec | None) -> bool:
     """Whether ``name`` converts through a webhook under ``release`` (its manifest says so,
     or the webhook it runs under adds the stanza: ``convert``)."""
     conversion = release.crds[name]["spec"].get("conversion")
@@ -132,7 +132,7 @@ def judge(
         return Judgement(False, f"changed since release {number}")
     text = "identical" if _same(old, new) else "documentation only"
     old_spec = previous.webhook or webhook  # the webhook each release runs under
-    if _webhook_converts(previous, name, old_spec) or _webhook_converts(candidate, name, webhook):
+    if webhook_converts(previous, name, old_spec) or webhook_converts(candidate, name, webhook):
         if previous.webhook is None:
             return Judgement(
                 False,
@@ -170,8 +170,8 @@ def group_changed(
     and writes the same whatever its neighbours do."""
     previous, candidate = releases[-2], releases[-1]
     if not (
-        _webhook_converts(previous, name, previous.webhook or webhook)
-        or _webhook_converts(candidate, name, webhook)
+        webhook_converts(previous, name, previous.webhook or webhook)
+        or webhook_converts(candidate, name, webhook)
     ):
         return False
     group = candidate.crds[name]["spec"].get("group")

@@ -43,6 +43,7 @@ from crdharness.gate.evidence import (
 from crdharness.gate.given.manifests import Release
 from crdharness.gate.phases import install, replay, singletons, targeted_writes
 from crdharness.gate.phases.history_writes import object_name, write_one
+from crdharness.gate.run import floor
 from crdharness.gate.run.context import HISTORY_NS, GateContext
 
 
@@ -55,6 +56,8 @@ def run(ctx: GateContext) -> None:
             for name in release.crds
             for change in changes.between(ctx.releases[release.index - 1], release, name, ignored)
         ]
+    changed = {change.crd for found in ctx.changes.values() for change in found}
+    ctx.not_installed = floor.changed_groups(ctx.not_installed, changed)
     written: list[Written] = []
     for release in ctx.releases:
         i = release.index
@@ -73,7 +76,8 @@ def run(ctx: GateContext) -> None:
         )
         written = [w for w in written if w.crd not in ctx.refused_crds]
         before = upgrade.etcd_snapshot(ctx, written) if i else {}
-        stored_before = {name: migration.stored_versions(ctx.cluster, name) for name in live}
+        applied = ctx.releases[i - 1] if i else None  # what the cluster has before this one
+        stored_before = {name: migration.stored_on(ctx, name, applied) for name in live}
         if i:  # decided from the manifests alone: also for a release the server refuses
             deprecation.check_removal_policy(ctx, release)
         from_source = ctx.source is not None and i == 0
@@ -120,7 +124,7 @@ def run(ctx: GateContext) -> None:
         previous_release.run(ctx, release)  # the candidate's predecessor, while installed
         with ctx.timed("history: migration and storedVersions"):
             migration.check(ctx, release, live, stored_before)
-        ctx.stored_after[i] = {name: migration.stored_versions(ctx.cluster, name) for name in live}
+        ctx.stored_after[i] = {name: migration.stored_on(ctx, name, release) for name in live}
     ctx.history_completed = True  # to its end: refused CRDs are in refused_crds
     ctx.working_on()
 

@@ -9,6 +9,7 @@ from crdharness.gate.api import Answer, apply_crd, condition, read_crd
 from crdharness.gate.checks import migration
 from crdharness.gate.given.manifests import Release
 from crdharness.gate.phases import serving
+from crdharness.gate.run import floor
 from crdharness.gate.run.context import GateContext
 from crdharness.polling import WaitTimeout
 
@@ -34,6 +35,8 @@ def apply_release(
     # All applied first, then waited for: the API server establishes them side by side, so
     # a release of many CRDs waits about as long as for one (issue 42).
     for name in live:
+        if name in ctx.not_installed:
+            continue  # nothing of it is judged (``run.floor``): said in the row
         manifest = (first or release.crds)[name]
         answer = apply_crd(ctx.cluster, ctx.pointed(manifest, release))
         if not answer.ok:
@@ -89,11 +92,19 @@ def apply_release(
                 f"{name}: removed {', '.join(dropped)}, no longer in status.storedVersions "
                 f"{stored_before.get(name)}: accepted"
             )
+    floored = {n: g for n, g in ctx.not_installed.items() if n in live}
+    result.details += floor.by_group(floored)
     if result.passed:
         verb = "created" if release.index == 0 else "applied on top of the previous release"
         left_out = [n for n in release.crds if n not in live]
-        result.evidence = f"{len(live)} CRDs {verb}; Established, names accepted" + (
-            f" ({', '.join(left_out)} left out: refused by an earlier release)" if left_out else ""
+        result.evidence = (
+            f"{len(live) - len(floored)} CRDs {verb}; Established, names accepted"
+            + (
+                f" ({', '.join(left_out)} left out: refused by an earlier release)"
+                if left_out
+                else ""
+            )
+            + (f"; {floor.clause(floored)}" if floored else "")
         )
     return refused
 

@@ -93,6 +93,8 @@ class GateContext:
     debt: list[Debt] = field(default_factory=list)
     # The candidate's CRDs the release did not change -> why (``evidence.unchanged``)
     unchanged: dict[str, str] = field(default_factory=dict)
+    # The CRDs the history does not install -> their API group (``run.floor``)
+    not_installed: dict[str, str] = field(default_factory=dict)
     deadline: float = 0.0  # time.monotonic() when the run's `timeout:` passes
     # ``--from-cluster``: what the source cluster holds (release 1 is its CRDs), and what
     # the run may show of it.
