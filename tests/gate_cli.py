@@ -33,6 +33,19 @@ def run_gate(
     )
 
 
+def gate_merge(tmp_path: Path, shards: int) -> subprocess.CompletedProcess:
+    """``gate-merge`` of ``tmp_path/shard-1 .. shard-N`` into ``tmp_path/merged``."""
+    return subprocess.run(
+        [sys.executable, "-m", "crdharness", "gate-merge"]
+        + [str(tmp_path / f"shard-{k}") for k in range(1, shards + 1)]
+        + ["--artifacts", str(tmp_path / "merged")],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path,
+    )
+
+
 def report_of(done: subprocess.CompletedProcess, report_file: Path) -> dict:
     """The run's report.json; a failure quoting what the gate said when it wrote none."""
     assert report_file.exists(), (

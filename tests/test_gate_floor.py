@@ -11,6 +11,7 @@ from crdharness.gate.given.config import GateConfig, Migration, WebhookSpec
 from crdharness.gate.given.manifests import Release
 from crdharness.gate.reporting import merge
 from crdharness.gate.run import floor, shards
+from crdharness.scenarios import crds
 
 
 def crd(plural: str, group: str, *, deprecated: bool = False, max_length: int = 8) -> dict:
@@ -24,26 +25,17 @@ def crd(plural: str, group: str, *, deprecated: bool = False, max_length: int = 
             }
         },
     }
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.{group}"},
-        "spec": {
-            "group": group,
-            "scope": "Namespaced",
-            "names": {"plural": plural, "kind": plural.title()},
-            "versions": [
-                {
-                    "name": v,
-                    "served": True,
-                    "storage": v == "v1",
-                    "deprecated": deprecated and v == "v1beta1",
-                    "schema": {"openAPIV3Schema": copy.deepcopy(schema)},
-                }
-                for v in ("v1", "v1beta1")
-            ],
-        },
-    }
+    versions = [
+        {
+            "name": v,
+            "served": True,
+            "storage": v == "v1",
+            "deprecated": deprecated and v == "v1beta1",
+            "schema": {"openAPIV3Schema": copy.deepcopy(schema)},
+        }
+        for v in ("v1", "v1beta1")
+    ]
+    return crds.manifest(group, plural.title(), versions, plural=plural)
 
 
 def reworded(manifest: dict) -> dict:

@@ -4,14 +4,12 @@ user runs it, on the repo's own ``examples/gate/unchanged`` CRDs."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.gate_cli import report_of, run_gate
+from tests.gate_cli import gate_merge, report_of, run_gate
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "gate" / "unchanged"
 QUIET = "unchanged.gate.example.com"  # the checkup's group: documentation only
@@ -88,15 +86,7 @@ def test_shards_merged_say_what_one_machine_says_of_the_crds_not_installed(tmp_p
     for k in (1, 2):
         shard = run_gate(gate_file, tmp_path / f"shard-{k}", "--shard", f"{k}/2", cwd=tmp_path)
         report_of(shard, tmp_path / f"shard-{k}" / "report.json")
-    merged = subprocess.run(
-        [sys.executable, "-m", "crdharness", "gate-merge"]
-        + [str(tmp_path / f"shard-{k}") for k in (1, 2)]
-        + ["--artifacts", str(tmp_path / "merged")],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=tmp_path,
-    )
+    merged = gate_merge(tmp_path, 2)
     assert merged.returncode == 1, merged.stdout + merged.stderr
     both = json.loads((tmp_path / "merged" / "report.json").read_text())
     assert {(c["check"], c["subject"]): (c["status"], c["evidence"]) for c in both["checks"]} == {

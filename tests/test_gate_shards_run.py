@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.gate_cli import report_of, run_gate
+from tests.gate_cli import gate_merge, report_of, run_gate
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "gate"
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -61,15 +59,7 @@ def test_two_shards_merged_give_what_one_machine_gives(tmp_path):
         report_of(shard, tmp_path / f"shard-{k}" / "report.json")
         codes.append(shard.returncode)
     assert sorted(codes) == [0, 1]  # the break is in one share: groups stay whole
-    merged = subprocess.run(
-        [sys.executable, "-m", "crdharness", "gate-merge"]
-        + [str(tmp_path / f"shard-{k}") for k in (1, 2)]
-        + ["--artifacts", str(tmp_path / "merged")],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=tmp_path,
-    )
+    merged = gate_merge(tmp_path, 2)
     assert merged.returncode == 1, merged.stdout + merged.stderr
     assert "2 shards, verdict: FAIL" in merged.stdout
     both = json.loads((tmp_path / "merged" / "report.json").read_text())
