@@ -30,6 +30,7 @@ import copy
 from collections.abc import Callable
 
 from crdharness.gate import diff
+from crdharness.gate.checks import respelling
 from crdharness.gate.evidence import objects
 from crdharness.gate.results import RoundTripFailure
 
@@ -66,8 +67,8 @@ def written(exchanges: list, group: str, kind: str, version: str) -> dict[str, l
     return found
 
 
-# The gate's own write at B (``respelling.TOUCH``), and kubectl's copy of the object.
-IGNORED = ("gate.crdharness.io/round-trip", "kubectl.kubernetes.io/last-applied-configuration")
+# The gate's own write at B, and kubectl's copy of the object.
+IGNORED = (respelling.TOUCH, "kubectl.kubernetes.io/last-applied-configuration")
 
 
 def bodies(found: dict[str, list[dict]]) -> list[tuple[str, dict]]:
