@@ -723,6 +723,15 @@ def test_the_search_shrinks_a_failure_to_its_smallest_object(monkeypatch):
     assert "metadata" not in found.body  # shrunk away: it played no part in the failure
 
 
+def test_once_shrunk_the_search_makes_no_more_round_trips_to_explain_it(monkeypatch):
+    calls: list = []
+    found = _search_with(_fails_from(7, calls), monkeypatch, stall=3600.0, shrink_seconds=3600)
+    assert found is not None and found.body["spec"]["size"] == 7
+    smallest = next(i for i, body in enumerate(calls) if body.get("spec", {}).get("size") == 7)
+    # hypothesis's explain phase would try ~60 variations of the minimal object here
+    assert len(calls) - smallest - 1 <= 10, f"{len(calls) - smallest - 1} round trips after"
+
+
 def test_the_search_stops_shrinking_once_nothing_smaller_is_found(monkeypatch):
     calls: list = []
     found = _search_with(_fails_from(7, calls), monkeypatch, stall=0.0)
