@@ -34,14 +34,16 @@ def identity(pid: int) -> tuple[int, float] | None:
         return None
 
 
-def kill_if_same(pid: int, created: float, grace: float = 5.0) -> None:
-    """SIGTERM, then SIGKILL, process ``pid`` if it is still the one that started at ``created``."""
+def kill_if_same(pid: int, created: float, grace: float = 5.0, polite: bool = True) -> None:
+    """SIGTERM, then SIGKILL (``polite=False``: SIGKILL at once), process ``pid`` if it is
+    still the one that started at ``created``."""
     try:
         process = psutil.Process(pid)
         if abs(process.create_time() - created) > 0.01:
             return
-        process.terminate()
-        if not _ended(process, grace):
+        if polite:
+            process.terminate()
+        if not polite or not _ended(process, grace):
             process.kill()
             _ended(process, grace)
         if process.ppid() == os.getpid():
@@ -133,6 +135,16 @@ class ManagedProcess:
             self.popen.kill()
             self.popen.wait(grace)
 
+    def discard(self, reap: float = 10.0) -> None:
+        """Kill at once (SIGKILL) and reap: for a server whose state is thrown away with it,
+        where a polite stop only waits (kube-apiserver's graceful shutdown takes 1-3 s)."""
+        if self.popen is None or self.whole_group:
+            self.stop()
+            return
+        if self.popen.poll() is None:
+            self.popen.kill()
+            self.popen.wait(reap)
+
 
 class AttachedProcess(ManagedProcess):
     """A process another run (or another xdist worker) started, known by its identity: it can
@@ -151,6 +163,9 @@ class AttachedProcess(ManagedProcess):
 
     def stop(self, grace: float = 10.0) -> None:
         kill_if_same(*self._identity, grace=grace)
+
+    def discard(self, reap: float = 10.0) -> None:
+        kill_if_same(*self._identity, grace=reap, polite=False)
 
 
 def command_line(pid: int) -> list[str] | None:

@@ -15,7 +15,7 @@ class Part:
         if self.fails:
             raise OSError(f"{self.name} would not stop")
 
-    remove = release = stop
+    remove = release = discard = stop
 
 
 def test_a_failing_step_does_not_keep_the_others_from_running():
@@ -36,3 +36,24 @@ def test_a_failing_step_does_not_keep_the_others_from_running():
         "stop; the workspace: OSError: workspace would not stop"
     )
     assert plane.guardian is None
+
+
+@pytest.mark.e2e
+def test_a_stopped_control_plane_is_killed_not_shut_down_and_leaves_nothing():
+    # Its servers' state goes with the workspace, so they are killed (SIGKILL), not asked to
+    # shut down: kube-apiserver's graceful shutdown alone took 1-3 s at the end of every run.
+    import signal
+
+    import psutil
+
+    from crdharness.binaries import assets, versions
+
+    release = versions.resolve(None)
+    plane = ControlPlane(assets.resolve(release, report=lambda line: None), release).start()
+    servers = [plane.apiserver.process, plane.etcd.process]
+    workspace = plane.workspace.path
+    plane.stop()
+    for server in servers:
+        assert server.popen.returncode == -signal.SIGKILL, server.name
+        assert not psutil.pid_exists(server.popen.pid)
+    assert not workspace.exists()

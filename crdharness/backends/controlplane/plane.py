@@ -127,8 +127,10 @@ class ControlPlane:
         """Stop the controller manager, kube-apiserver, then etcd, then remove the workspace
         and release the guardian. Idempotent. Each step runs whatever an earlier one raised;
         every failure is reported, in one HarnessError."""
+        # Killed at once: everything they hold goes with the workspace, and a polite stop
+        # only waits (kube-apiserver's graceful shutdown, 1-3 s, at the end of every run).
         steps = [
-            (p.name, p.stop)
+            (p.name, p.discard)
             for p in (self.controller_manager, self.apiserver, self.etcd)
             if p is not None
         ]

@@ -57,6 +57,11 @@ class ServerProcess:
         if self.process is not None:
             self.process.stop()
 
+    def discard(self) -> None:
+        """Kill at once: the server's state goes with the workspace."""
+        if self.process is not None:
+            self.process.discard()
+
     def log_tail(self, lines: int = 20) -> str:
         return self.process.log_tail(lines) if self.process else "(never started)"
 
