@@ -316,3 +316,19 @@ def test_other_backends_deselect_local_only_tests_and_say_so():
     assert "tests deselected: they need --cluster=local" in result.stdout
     assert "test_webhook_failures.py" not in result.stdout
     assert "test_hs_series.py" in result.stdout
+
+
+def test_webhook_tests_only_keeps_the_tests_that_start_the_webhook_and_says_so():
+    root = Path(__file__).resolve().parent.parent
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "e2e", "--collect-only", "-q", "--webhook-tests-only"]
+        + ["-p", "no:cacheprovider"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "deselected by --webhook-tests-only" in result.stdout
+    assert "test_webhook_failures.py" in result.stdout  # the webhook's own tests stay
+    assert "test_version_priority.py" not in result.stdout  # no webhook in these

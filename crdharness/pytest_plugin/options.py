@@ -74,6 +74,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "from the built image (`nox -s image`)",
     )
     group.addoption(
+        "--webhook-tests-only",
+        action="store_true",
+        help="run only the tests that use the reference webhook (the others are deselected, "
+        "and said so): with --webhook=container, what a run with the webhook as a process "
+        "does not already show",
+    )
+    group.addoption(
         "--behaviour",
         default=None,
         metavar="IDS",

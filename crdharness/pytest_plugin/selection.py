@@ -8,6 +8,8 @@ import pytest
 from crdharness.pytest_plugin.reporting import behaviour_ids
 
 LOCAL_ONLY = pytest.StashKey[int]()  # tests deselected: they need the local backend
+NO_WEBHOOK = pytest.StashKey[int]()  # tests deselected by --webhook-tests-only
+WEBHOOK_FIXTURES = ("conversion_webhook", "isolated_webhook")
 
 LOCAL_ONLY_FIXTURES = (
     "exact_cluster",
@@ -19,6 +21,7 @@ LOCAL_ONLY_FIXTURES = (
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     _deselect_local_only(config, items)
+    _select_webhook_tests(config, items)
     _select_behaviours(config, items)
 
 
@@ -36,14 +39,32 @@ def _deselect_local_only(config: pytest.Config, items: list[pytest.Item]) -> Non
         config.stash[LOCAL_ONLY] = len(local_only)
 
 
+def _select_webhook_tests(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``--webhook-tests-only``: keep the tests that start the reference webhook."""
+    if not config.getoption("--webhook-tests-only"):
+        return
+    without = [i for i in items if not set(WEBHOOK_FIXTURES) & set(getattr(i, "fixturenames", ()))]
+    if without:
+        config.hook.pytest_deselected(items=without)
+        items[:] = [i for i in items if i not in without]
+        config.stash[NO_WEBHOOK] = len(without)
+
+
 def pytest_report_collectionfinish(config: pytest.Config):
+    lines = []
     count = config.stash.get(LOCAL_ONLY, 0)
     if count:
-        return (
+        lines.append(
             f"crdharness: {count} tests deselected: they need --cluster=local "
             "(webhook fault modes, an API server without watch cache)"
         )
-    return None
+    count = config.stash.get(NO_WEBHOOK, 0)
+    if count:
+        lines.append(
+            f"crdharness: {count} tests deselected by --webhook-tests-only: they do not use "
+            "the reference webhook"
+        )
+    return lines or None
 
 
 def _select_behaviours(config: pytest.Config, items: list[pytest.Item]) -> None:
