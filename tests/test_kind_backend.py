@@ -293,7 +293,8 @@ def test_kind_without_its_extra_names_the_install_command(monkeypatch):
         backends.start(backends.Settings(backend="kind", k8s_version="1.37"), print)
 
 
-def test_other_backends_deselect_local_only_tests_and_say_so():
+def _collect_e2e(*options: str) -> subprocess.CompletedProcess:
+    """``pytest e2e --collect-only`` with ``options``, as a user runs it."""
     root = Path(__file__).resolve().parent.parent
     result = subprocess.run(
         [
@@ -303,7 +304,7 @@ def test_other_backends_deselect_local_only_tests_and_say_so():
             "e2e",
             "--collect-only",
             "-q",
-            "--cluster=kind",
+            *options,
             "-p",
             "no:cacheprovider",
         ],
@@ -313,22 +314,18 @@ def test_other_backends_deselect_local_only_tests_and_say_so():
         check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+    return result
+
+
+def test_other_backends_deselect_local_only_tests_and_say_so():
+    result = _collect_e2e("--cluster=kind")
     assert "tests deselected: they need --cluster=local" in result.stdout
     assert "test_webhook_failures.py" not in result.stdout
     assert "test_hs_series.py" in result.stdout
 
 
 def test_webhook_tests_only_keeps_the_tests_that_start_the_webhook_and_says_so():
-    root = Path(__file__).resolve().parent.parent
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "e2e", "--collect-only", "-q", "--webhook-tests-only"]
-        + ["-p", "no:cacheprovider"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
+    result = _collect_e2e("--webhook-tests-only")
     assert "deselected by --webhook-tests-only" in result.stdout
     assert "test_webhook_failures.py" in result.stdout  # the webhook's own tests stay
     assert "test_version_priority.py" not in result.stdout  # no webhook in these
