@@ -43,9 +43,10 @@ def search_settings(tries: int) -> settings:
 
 _FIND = search_settings(PATTERN_TRIES)
 TEXT = "gate-value"  # a plain string: readable in a report, non-empty, no pattern to meet
-# A list item's or map value's second string: the characters a webhook may join items into
+# The second string of a leaf in a list or map: the characters a webhook may join items into
 # one text with and split them back on (",", ";", "=", a space). An item holding one must
-# come back whole: split in two it is a loss (never a re-spelling).
+# come back whole: split in two it is a loss (never a re-spelling). A list takes its values
+# as items, so the first coverage object holds it beside the plain one.
 SEPARATED = "gate-value,b;c=d e"
 # A duration's second value: a fraction of a second beside the whole ones (``FORMATS``), which
 # a webhook converting to whole seconds (an integer field) loses. Go's own spelling, so a
@@ -143,8 +144,10 @@ def leaves(schema: dict) -> list[Leaf]:
 def _second_texts(path: str, node: dict, values: list) -> list[str]:
     """A string leaf's values beyond its first, each where the schema allows it (length,
     pattern): ``SUB_SECOND`` for a duration (``format: duration``, or a pattern it meets),
-    ``SEPARATED`` for a list item or map value (``[]``, ``.*``) of a plain string or a pattern
-    it meets. No enum: its own values are all there is."""
+    ``SEPARATED`` for a plain string (or one whose pattern it meets) in a list or map (a list
+    item, a map value, an item's field: ``a[]``, ``a.*``, ``a[].name``), where a webhook may
+    keep several joined in one text (capsule keeps the names of owners beyond the first in
+    one annotation). No enum: its own values are all there is."""
     if node.get("type") != "string" or "enum" in node or node.get("x-kubernetes-int-or-string"):
         return []
     if any(k in node for k in ("allOf", "oneOf", "anyOf", "not")):
@@ -165,7 +168,7 @@ def _second_texts(path: str, node: dict, values: list) -> list[str]:
     fmt = node.get("format")
     durations = fmt == "duration" or (fmt is None and "pattern" in node)
     texts = [SUB_SECOND] if durations else []
-    if fmt is None and path.endswith(("[]", ".*")):
+    if fmt is None and ("[]" in path or ".*" in path):  # in a list or map: items joinable
         texts.append(SEPARATED)
     return [t for t in texts if allowed(t)]
 
