@@ -148,14 +148,16 @@ def whole_seconds(obj: dict, to_seconds: bool, path: str) -> None:
     ``a.b.c`` becomes its seconds, a fraction of a second dropped; on the way back, seconds
     become Go's spelling of them (``5400`` -> ``"1h30m0s"``)."""
     node, last = parent(obj, path)
-    value = node.get(last) if node is not None else None
+    if node is None:
+        return
+    value = node.get(last)
     if to_seconds and isinstance(value, str):
         parts = list(DURATION_PART.finditer(value))
         if parts and "".join(p.group(0) for p in parts) == value:
             total = sum(float(p.group(1)) * NANOSECONDS[p.group(2)] for p in parts)
-            node[last] = int(total // 10**9)  # type: ignore[index]
+            node[last] = int(total // 10**9)
     elif not to_seconds and isinstance(value, int) and not isinstance(value, bool):
         hours, rest = divmod(value, 3600)
         minutes, seconds = divmod(rest, 60)
         spelt = f"{hours}h{minutes}m{seconds}s" if hours else f"{minutes}m{seconds}s"
-        node[last] = spelt if hours or minutes else f"{seconds}s"  # type: ignore[index]
+        node[last] = spelt if hours or minutes else f"{seconds}s"
