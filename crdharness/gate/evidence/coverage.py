@@ -146,8 +146,8 @@ def _second_texts(path: str, node: dict, values: list) -> list[str]:
     pattern): ``SUB_SECOND`` for a duration (``format: duration``, or a pattern it meets),
     ``SEPARATED`` for a plain string (or one whose pattern it meets) in a list or map (a list
     item, a map value, an item's field: ``a[]``, ``a.*``, ``a[].name``), where a webhook may
-    keep several joined in one text (capsule keeps the names of owners beyond the first in
-    one annotation). No enum: its own values are all there is."""
+    keep several joined in one text (the names of several owners kept in one
+    annotation). No enum: its own values are all there is."""
     if node.get("type") != "string" or "enum" in node or node.get("x-kubernetes-int-or-string"):
         return []
     if any(k in node for k in ("allOf", "oneOf", "anyOf", "not")):
