@@ -43,3 +43,18 @@ def test_without_full_the_groups_nothing_is_judged_of_are_not_installed(tmp_path
             f"; {len(quiet)} CRDs not installed, as nothing of them is judged"
             in (install["evidence"])
         ), install
+
+
+def test_the_benchmarks_history_without_its_documentation_only_crds_keeps_the_rest(tmp_path):
+    # bench_gate_many --docs-cost: the same history less its documentation-only CRDs, so the
+    # difference is what they cost; the changed CRDs are the same files, byte for byte.
+    history = many_crds.generate(10, tmp_path / "history")
+    rest = many_crds.without_docs_only(history, tmp_path / "rest")
+    kept = {*history.compatible, *history.broken}
+    assert rest.as_json() == {**history.as_json(), "crds": len(kept), "docs_only": 0}
+    for release in ("release-1", "release-2"):
+        files = sorted((tmp_path / "rest" / release).glob("*.yaml"))
+        assert len(files) == len(kept)
+        for file in files:
+            assert file.read_text() == (history.directory / release / file.name).read_text()
+    assert rest.gate_file.read_text().endswith("crds:\n  - release-1\n  - release-2\n")
