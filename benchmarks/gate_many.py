@@ -67,13 +67,19 @@ def gate(gate_file: Path, artifacts: Path, *args: str) -> dict:
     }
 
 
+# The upgrade row's note on a CRD it judged nothing of (unchanged): no accusation.
+NOT_JUDGED = ": no objects written for it ("
+
+
 def blamed(report: dict, names: list[str]) -> set[str]:
-    """The CRDs the report's failing checks name (subject, evidence or details)."""
+    """The CRDs the report's failing checks name (subject, evidence or details, but for the
+    notes on CRDs they did not judge)."""
     found = set()
     for check in report.get("checks", []):
         if check["status"] != "FAIL":
             continue
-        text = " ".join([check["subject"], check["evidence"], *check["details"]])
+        details = [d for d in check["details"] if NOT_JUDGED not in d]
+        text = " ".join([check["subject"], check["evidence"], *details])
         found |= {name for name in names if name in text}
     return found
 
