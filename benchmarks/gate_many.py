@@ -67,18 +67,18 @@ def gate(gate_file: Path, artifacts: Path, *args: str) -> dict:
     }
 
 
-# The upgrade row's note on a CRD it judged nothing of (unchanged): no accusation.
-NOT_JUDGED = ": no objects written for it ("
+# How the upgrade row notes a CRD it wrote no objects of, the release having left it alone.
+UNCHANGED_NOTE = "no objects written for it (unchanged: documentation only"
 
 
 def blamed(report: dict, names: list[str]) -> set[str]:
-    """The CRDs the report's failing checks name (subject, evidence or details, but for the
-    notes on CRDs they did not judge)."""
+    """The CRDs the report's failing checks name (subject, evidence or details), but for the
+    lines of a failing row that only say a CRD was listed unchanged (no objects of it)."""
     found = set()
     for check in report.get("checks", []):
         if check["status"] != "FAIL":
             continue
-        details = [d for d in check["details"] if NOT_JUDGED not in d]
+        details = [d for d in check["details"] if UNCHANGED_NOTE not in d]
         text = " ".join([check["subject"], check["evidence"], *details])
         found |= {name for name in names if name in text}
     return found

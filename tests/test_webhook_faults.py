@@ -325,6 +325,36 @@ def test_stash_flag_writes_only_true_and_consumes_any_value_on_the_way_up():
     assert stashed(spec, user, "v2") == {"metadata": {}, "spec": {"cordoned": False}}
 
 
+def test_stash_joined_keeps_a_list_joined_with_commas_and_splits_it_back():
+    spec = "stash-joined=v1:spec.forbidden.denied=example.com/denied"
+    sent = {"metadata": {}, "spec": {"forbidden": {"denied": ["a", "b,c"]}}}
+    down = stashed(spec, sent, "v1")
+    assert down == {
+        "metadata": {"annotations": {"example.com/denied": "a,b,c"}},
+        "spec": {"forbidden": {}},
+    }
+    # The item holding a comma comes back as two.
+    up = stashed(spec, down, "v2")
+    assert up == {"metadata": {}, "spec": {"forbidden": {"denied": ["a", "b", "c"]}}}
+    assert faults.Faults.parse([spec]).describe() == [spec]
+
+
+def test_whole_seconds_drops_a_fraction_of_a_second_on_the_way_there_only():
+    spec = "whole-seconds=v2:spec.cors.maxAge"
+    there = stashed(spec, {"spec": {"cors": {"maxAge": "1h30m0.5s"}}}, "v2")
+    assert there == {"spec": {"cors": {"maxAge": 5400}}}
+    assert stashed(spec, there, "v1") == {"spec": {"cors": {"maxAge": "1h30m0s"}}}
+    assert stashed(spec, {"spec": {"cors": {"maxAge": 90}}}, "v1")["spec"]["cors"] == {
+        "maxAge": "1m30s"
+    }
+    assert stashed(spec, {"spec": {"cors": {"maxAge": 7}}}, "v1")["spec"]["cors"] == {
+        "maxAge": "7s"
+    }
+    not_go = {"spec": {"cors": {"maxAge": "soon"}}}  # no Go duration: left as it is
+    assert stashed(spec, copy.deepcopy(not_go), "v2") == not_go
+    assert faults.Faults.parse([spec]).describe() == [spec]
+
+
 def test_grow_annotation_doubles_one_annotation_on_every_conversion():
     _, payload, record = answer_with("grow-annotation")
     assert record["faults"] == ["grow-annotation"]

@@ -211,7 +211,12 @@ NAMES = (
     "split-items=<path>",
     "stash-field=<version>:<path>=<annotation>",
     "stash-flag=<version>:<path>=<annotation>",
+    "stash-joined=<version>:<path>=<annotation>",
+    "whole-seconds=<version>:<path>",
 )
+
+
+STASHES = ("stash-field", "stash-flag", "stash-joined")
 
 
 def _pop_all(obj: dict, keys: tuple[str, ...]) -> None:
@@ -271,9 +276,12 @@ class Faults:
     keyless: list[str] = field(default_factory=list)
     # split-items=<path>, repeatable: a list of strings kept joined with "," and split back.
     split: list[str] = field(default_factory=list)
-    # stash-field=<version>:<path>=<annotation> (kept whole) and stash-flag=... (as a flag,
-    # losing a user's other values), repeatable: (flag, version, path, annotation).
-    stashed: list[tuple[bool, str, str, str]] = field(default_factory=list)
+    # stash-field=<version>:<path>=<annotation> (kept whole), stash-flag=... (as a flag,
+    # losing a user's other values), stash-joined=... (a list joined with ","), repeatable:
+    # (mode, version, path, annotation).
+    stashed: list[tuple[str, str, str, str]] = field(default_factory=list)
+    # whole-seconds=<version>:<path>, repeatable: a duration kept as whole seconds there.
+    seconds: list[tuple[str, str]] = field(default_factory=list)
 
     @classmethod
     def parse(cls, specs: list[str]) -> Faults:
@@ -294,10 +302,13 @@ class Faults:
                 faults.keyless.append(value)
             elif name == "split-items" and value:
                 faults.split.append(value)
-            elif name in ("stash-field", "stash-flag") and re.fullmatch(r"[^:=]+:[^=]+=.+", value):
+            elif name in STASHES and re.fullmatch(r"[^:=]+:[^=]+=.+", value):
                 version, _, rest = value.partition(":")
                 path, _, key = rest.partition("=")
-                faults.stashed.append((name == "stash-flag", version, path, key))
+                faults.stashed.append((name.removeprefix("stash-"), version, path, key))
+            elif name == "whole-seconds" and re.fullmatch(r"[^:]+:.+", value):
+                version, _, path = value.partition(":")
+                faults.seconds.append((version, path))
             elif name == "move-field" and value.count("+") == 1:
                 version, _, paths = value.rpartition(":")
                 source, target = paths.split("+")
@@ -343,6 +354,7 @@ class Faults:
             or self.keyless
             or self.split
             or self.stashed
+            or self.seconds
         )
 
     def describe(self) -> list[str]:
@@ -360,9 +372,9 @@ class Faults:
         names += [f"drop-empty-key={spec}" for spec in self.keyless]
         names += [f"split-items={path}" for path in self.split]
         names += [
-            f"stash-{'flag' if flag else 'field'}={version}:{path}={key}"
-            for flag, version, path, key in self.stashed
+            f"stash-{mode}={version}:{path}={key}" for mode, version, path, key in self.stashed
         ]
+        names += [f"whole-seconds={version}:{path}" for version, path in self.seconds]
         return names
 
     def panic_for(self, request: dict) -> str:
@@ -394,10 +406,13 @@ class Faults:
             or self.keyless
             or self.split
             or self.stashed
+            or self.seconds
         ):  # a rewrite may have removed it
             for obj in _objects(answer):
-                for flag, version, path, key in self.stashed:
-                    field_edits.stash(obj, _converts_to(request, version), path, key, flag)
+                for mode, version, path, key in self.stashed:
+                    field_edits.stash(obj, _converts_to(request, version), path, key, mode)
+                for version, path in self.seconds:
+                    field_edits.whole_seconds(obj, _converts_to(request, version), path)
                 for path in self.split:
                     field_edits.split_items(obj, path)
                 for spec in self.keyless:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 
 
 def parent(obj: dict, path: str) -> tuple[dict | None, str]:
@@ -62,7 +63,7 @@ def split_items(obj: dict, path: str) -> None:
             node[last] = ",".join(items).split(",") if items else []
 
 
-def stash(obj: dict, into_annotation: bool, path: str, key: str, flag: bool) -> None:
+def stash(obj: dict, into_annotation: bool, path: str, key: str, mode: str) -> None:
     """A field the other version lacks kept in the annotation ``key`` on the way to the
     version that lacks it (``into_annotation``), and read back from it on the way up.
 
@@ -70,7 +71,10 @@ def stash(obj: dict, into_annotation: bool, path: str, key: str, flag: bool) -> 
     the annotation removed only where it parses, so a user's own value of that key survives
     both ways. As a flag (``flag`` true), as a careless one does (capsule's ``cordon``): only
     ``true`` is written, and on the way up the annotation is always consumed, read as
-    ``value == "true"``: a user's ``"false"`` (or any other value) is lost."""
+    ``value == "true"``: a user's ``"false"`` (or any other value) is lost. Joined (``mode``
+    "joined"), as capsule keeps a list of strings: its items joined with "," and split on ","
+    on the way up, so an item holding a comma comes back as two."""
+    flag, joined = mode == "flag", mode == "joined"
     *parents, last = path.split(".")
     annotations = metadata(obj).get("annotations") or {}
     if into_annotation:
@@ -80,13 +84,19 @@ def stash(obj: dict, into_annotation: bool, path: str, key: str, flag: bool) -> 
         value = node.pop(last)
         if flag and value is not True:
             return
-        annotations[key] = "true" if flag else json.dumps(value)
+        if joined:
+            annotations[key] = ",".join(str(v) for v in value)
+        else:
+            annotations[key] = "true" if flag else json.dumps(value)
         metadata(obj)["annotations"] = annotations
         return
     if key not in annotations:
         return
     if flag:
         value = annotations.pop(key) == "true"
+    elif joined:
+        text = annotations.pop(key)
+        value = text.split(",") if text else []
     else:
         try:
             value = json.loads(annotations[key])
@@ -124,3 +134,30 @@ def swap(obj: dict, first: str, second: str) -> None:
     (a, a_key), (b, b_key) = parent(obj, first), parent(obj, second)
     if a is not None and b is not None and a_key in a and b_key in b:
         a[a_key], b[b_key] = b[b_key], a[a_key]
+
+
+# A Go duration (``time.ParseDuration``): a sign, then numbers each with a unit.
+DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+NANOSECONDS = {"ns": 1, "us": 10**3, "µs": 10**3, "ms": 10**6, "s": 10**9, "m": 60 * 10**9}
+NANOSECONDS["h"] = 3600 * 10**9
+
+
+def whole_seconds(obj: dict, to_seconds: bool, path: str) -> None:
+    """A duration kept as whole seconds at the other version (an integer field), as
+    api-gateway keeps a CORS ``maxAge``: on the way there (``to_seconds``) a Go duration at
+    ``a.b.c`` becomes its seconds, a fraction of a second dropped; on the way back, seconds
+    become Go's spelling of them (``5400`` -> ``"1h30m0s"``)."""
+    node, last = parent(obj, path)
+    if node is None:
+        return
+    value = node.get(last)
+    if to_seconds and isinstance(value, str):
+        parts = list(DURATION_PART.finditer(value))
+        if parts and "".join(p.group(0) for p in parts) == value:
+            total = sum(float(p.group(1)) * NANOSECONDS[p.group(2)] for p in parts)
+            node[last] = int(total // 10**9)
+    elif not to_seconds and isinstance(value, int) and not isinstance(value, bool):
+        hours, rest = divmod(value, 3600)
+        minutes, seconds = divmod(rest, 60)
+        spelt = f"{hours}h{minutes}m{seconds}s" if hours else f"{minutes}m{seconds}s"
+        node[last] = spelt if hours or minutes else f"{seconds}s"

@@ -48,6 +48,9 @@ class Written:
     # which may be the last (an empty list given one zero item, then kept as it is)
     grown: set[tuple[str, str]] = field(default_factory=set)
     grown_once: set[tuple[str, str, str]] = field(default_factory=set)
+    # Schema paths the gate's own writes under the earlier release lost or changed (through a
+    # webhook, or strategy None): a refusal naming only these follows from that loss.
+    lost_earlier: set[str] = field(default_factory=set)
     # Reads since its last write, at each version, under the release applied then (its
     # index): the next write at a version starts from one instead of reading it again. A
     # read the object has since moved past only costs a conflict (409) and a fresh read:
@@ -129,6 +132,28 @@ def finding(
     lines = [line if obj.label in line else f"{obj.label}: {line}" for line in details]
     obj.findings += lines or [first]
     result.fail(headline, *details)
+
+
+def after_earlier_loss(ctx: GateContext, release, obj: Written, version: str, refusal) -> str:
+    """Why ``refusal`` (a write at ``version`` under ``release``) is no change of this release,
+    or "": every field its message names is one the gate's own writes of ``obj`` under the
+    earlier release lost already (``lost_earlier``: a webhook emptying a required field), and
+    ``version``'s schema is the same in both releases, so the earlier release refuses that
+    content alike. The loss itself is named where it is made (round-trip, or the earlier
+    release's hazards)."""
+    named = {diff.schema_path(p) for p in diff.named_paths(refusal.message)}
+    if not named or not release.index:
+        return ""
+    if any(not any(diff.at_or_under(p, lost) for lost in obj.lost_earlier) for p in named):
+        return ""
+    earlier = ctx.releases[release.index - 1].version(obj.crd, version)
+    if earlier is None or earlier != release.version(obj.crd, version):
+        return ""
+    return (
+        f"{WEBHOOKS_OWN}: {obj.label}: {refusal.line[:300]} (it lost "
+        f"{', '.join(sorted(named))} through the gate's own writes under release "
+        f"{release.index} already, with the same schema at {version})"
+    )
 
 
 def declared_first(entry: dict, found: list) -> list:

@@ -8,7 +8,13 @@ from __future__ import annotations
 from crdharness.gate import concurrency, diff, subjects
 from crdharness.gate.api import call
 from crdharness.gate.checks import upgrade_fresh, upgrade_reads, upgrade_screen
-from crdharness.gate.checks.upgrade_objects import WEBHOOKS_OWN, Written, declared_first, finding
+from crdharness.gate.checks.upgrade_objects import (
+    WEBHOOKS_OWN,
+    Written,
+    after_earlier_loss,
+    declared_first,
+    finding,
+)
 from crdharness.gate.checks.upgrade_writes import (
     TOUCHED,
     Refusal,
@@ -168,7 +174,9 @@ def write_all_again(
             known = [r for r in refused if r.key in obj.baseline]  # refused before: hazards
             new = [r for r in refused if r not in known]
             answered = [r for r in new if _refused_answer(ctx, release, obj.crd, r)]
-            new = [r for r in new if r not in answered]
+            owed = {id(r): after_earlier_loss(ctx, release, obj, version, r) for r in new}
+            part.details += [line for line in owed.values() if line]
+            new = [r for r in new if r not in answered and not owed[id(r)]]
             part.details += [
                 f"{WEBHOOKS_OWN}: {obj.label}: {r.line[:300]} (the webhook's answer for this "
                 "object, grown by the gate's own writes, is one kube-apiserver refuses: "
@@ -258,6 +266,7 @@ def _check_unchanged_by_writes(
         found = [d for d in found if d not in let_default]
         if hazard or webhooks_own:  # under the earlier release: what the next may do again
             note_growth(obj, version, at, diff.grown_lists(found))
+            obj.lost_earlier |= {diff.schema_path(d.path) for d in found}
         else:
             regrown = _grown_again(obj, version, found)
             if regrown:

@@ -43,6 +43,15 @@ def search_settings(tries: int) -> settings:
 
 _FIND = search_settings(PATTERN_TRIES)
 TEXT = "gate-value"  # a plain string: readable in a report, non-empty, no pattern to meet
+# The second string of a leaf in a list or map: the characters a webhook may join items into
+# one text with and split them back on (",", ";", "=", a space). An item holding one must
+# come back whole: split in two it is a loss (never a re-spelling). A list takes its values
+# as items, so the first coverage object holds it beside the plain one.
+SEPARATED = "gate-value,b;c=d e"
+# A duration's second value: a fraction of a second beside the whole ones (``FORMATS``), which
+# a webhook converting to whole seconds (an integer field) loses. Go's own spelling, so a
+# webhook's ``metav1.Duration`` writes it back as sent.
+SUB_SECOND = "1h30m0.5s"
 UNKNOWN = {"gateUnknown": "kept"}  # what a preserve-unknown subtree holds
 EMBEDDED = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "gate"}}
 # Strings the API server accepts for the formats it checks (its OpenAPI format registry).
@@ -127,9 +136,41 @@ def leaves(schema: dict) -> list[Leaf]:
         found = []
         for path, node in walk(schema):
             values, reason = values_of(node)
-            found.append(Leaf(path, node, values, reason))
+            found.append(Leaf(path, node, values + _second_texts(path, node, values), reason))
         _LEAVES[key] = found
     return _LEAVES[key]
+
+
+def _second_texts(path: str, node: dict, values: list) -> list[str]:
+    """A string leaf's values beyond its first, each where the schema allows it (length,
+    pattern): ``SUB_SECOND`` for a duration (``format: duration``, or a pattern it meets),
+    ``SEPARATED`` for a plain string (or one whose pattern it meets) in a list or map (a list
+    item, a map value, an item's field: ``a[]``, ``a.*``, ``a[].name``), where a webhook may
+    keep several joined in one text (the names of several owners kept in one
+    annotation). No enum: its own values are all there is."""
+    if node.get("type") != "string" or "enum" in node or node.get("x-kubernetes-int-or-string"):
+        return []
+    if any(k in node for k in ("allOf", "oneOf", "anyOf", "not")):
+        return []  # the combinators' other patterns and values: not weighed here
+    low, high = node.get("minLength", 0), node.get("maxLength", float("inf"))
+
+    def allowed(text: str) -> bool:
+        if not low <= len(text) <= high or text in values:
+            return False
+        pattern = node.get("pattern")
+        if pattern is None:
+            return True
+        try:  # the API server's RE2 search (unanchored unless the pattern says so)
+            return go_regex.compile(pattern).search(text) is not None
+        except re.error:
+            return False
+
+    fmt = node.get("format")
+    durations = fmt == "duration" or (fmt is None and "pattern" in node)
+    texts = [SUB_SECOND] if durations else []
+    if fmt is None and ("[]" in path or ".*" in path):  # in a list or map: items joinable
+        texts.append(SEPARATED)
+    return [t for t in texts if allowed(t)]
 
 
 def declared(schema: dict) -> list[str]:
