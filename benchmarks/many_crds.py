@@ -131,6 +131,22 @@ def generate(count: int, directory: Path, docs_share: float = 0.6) -> History:
     return history
 
 
+def without_docs_only(history: History, directory: Path) -> History:
+    """A copy of ``history`` without its documentation-only CRDs (both releases)."""
+    rest = History(directory, directory / "gate.yaml", [], history.compatible, history.broken)
+    keep = set(history.compatible) | set(history.broken)
+    for release in ("release-1", "release-2"):
+        (directory / release).mkdir(parents=True, exist_ok=True)
+        for file in (history.directory / release).glob("*.yaml"):
+            if yaml.safe_load(file.read_text())["metadata"]["name"] in keep:
+                (directory / release / file.name).write_text(file.read_text())
+    rest.gate_file.write_text(
+        f"# {len(keep)} generated CRDs (benchmarks/many_crds.py), no documentation-only one."
+        "\ncrds:\n  - release-1\n  - release-2\n"
+    )
+    return rest
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("count", type=int)

@@ -43,3 +43,37 @@ def test_without_full_the_groups_nothing_is_judged_of_are_not_installed(tmp_path
             f"; {len(quiet)} CRDs not installed, as nothing of them is judged"
             in (install["evidence"])
         ), install
+
+
+def test_the_benchmarks_history_without_its_documentation_only_crds_keeps_the_rest(tmp_path):
+    # bench_gate_many --docs-cost: the same history less its documentation-only CRDs, so the
+    # difference is what they cost; the changed CRDs are the same files, byte for byte.
+    history = many_crds.generate(10, tmp_path / "history")
+    rest = many_crds.without_docs_only(history, tmp_path / "rest")
+    kept = {*history.compatible, *history.broken}
+    assert rest.as_json() == {**history.as_json(), "crds": len(kept), "docs_only": 0}
+    for release in ("release-1", "release-2"):
+        files = sorted((tmp_path / "rest" / release).glob("*.yaml"))
+        assert len(files) == len(kept)
+        for file in files:
+            assert file.read_text() == (history.directory / release / file.name).read_text()
+    assert rest.gate_file.read_text().endswith("crds:\n  - release-1\n  - release-2\n")
+
+
+def test_the_benchmark_blames_the_crds_a_failing_row_accuses_not_those_it_notes_unjudged():
+    from benchmarks.gate_many import blamed
+
+    broken, quiet = "gadget0009s.g0004.example.com", "gadget0001s.g0000.example.com"
+    row = {
+        "status": "FAIL",
+        "subject": "release 1->2",
+        "evidence": f"{broken} r1-v1-0 cannot be written under release 2: 422 ...",
+        "details": [
+            f"r1-v1-0: 422 {broken} ...",
+            f"{quiet}: no objects written for it (unchanged: documentation only (since release "
+            "1; strategy None))",
+        ],
+    }
+    assert blamed({"checks": [row]}, [broken, quiet]) == {broken}
+    row["details"].append(f"{quiet} r1-v1-0 lost spec.title")  # a finding about it: blamed
+    assert blamed({"checks": [row]}, [broken, quiet]) == {broken, quiet}

@@ -51,6 +51,27 @@ class Written:
     # Schema paths the gate's own writes under the earlier release lost or changed (through a
     # webhook, or strategy None): a refusal naming only these follows from that loss.
     lost_earlier: set[str] = field(default_factory=set)
+    # Reads since its last write, at each version, under the release applied then (its
+    # index): the next write at a version starts from one instead of reading it again. A
+    # read the object has since moved past only costs a conflict (409) and a fresh read:
+    # every update names the resourceVersion it read.
+    fresh: dict[str, dict] = field(default_factory=dict)
+    fresh_under: int = -1
+
+    def read_now(self, release: int, version: str, body: dict) -> None:
+        """``body`` read at ``version`` just now, under release ``release``."""
+        if self.fresh_under != release:
+            self.fresh, self.fresh_under = {}, release
+        self.fresh[version] = body
+
+    def read_at(self, release: int, version: str) -> dict | None:
+        """The object as last read at ``version`` under release ``release``, if nothing
+        wrote it since (as far as the gate knows; the server judges the rest)."""
+        return self.fresh.get(version) if self.fresh_under == release else None
+
+    def written_now(self) -> None:
+        """Written just now: no read before this is current."""
+        self.fresh = {}
 
     @property
     def label(self) -> str:

@@ -38,6 +38,7 @@ def read_again(
         if version in obj.seen:
             _judge_read(ctx, result, release, obj, version, got.body)
         obj.seen[version] = got.body
+        obj.read_now(release.index, version, got.body)
     return result, reads
 
 

@@ -115,7 +115,9 @@ def _written_again(ctx: GateContext, release: Release, obj: Written, only: list[
         entry = release.entry(obj.crd, version)
         has_status, rule = objects.has_status(entry), names.rule(entry)
         path = resource.path(version, obj.namespace, obj.name)
-        refused = write_again(ctx.cluster, path, version, has_status, rule)
+        read = obj.read_at(release.index, version)
+        refused = write_again(ctx.cluster, path, version, has_status, rule, read)
+        obj.written_now()
         if refused:
             repeated = {r.key for r in write_again(ctx.cluster, path, version, has_status, rule)}
             refused = [r for r in refused if r.key in repeated]
@@ -245,6 +247,7 @@ def _check_unchanged_by_writes(
             continue  # unreadable: the next release's reads report it
         before = obj.seen.get(at)
         obj.seen[at] = got.body  # the next writes, and the next release, are judged from here
+        obj.read_now(release.index, at, got.body)
         if before is None:
             continue
         found = [

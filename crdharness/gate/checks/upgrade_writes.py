@@ -84,10 +84,18 @@ RECREATE_STATUS = (
 
 
 def write_again(
-    cluster: Cluster, path: str, version: str, has_status: bool, names: NameRule | None = None
+    cluster: Cluster,
+    path: str,
+    version: str,
+    has_status: bool,
+    names: NameRule | None = None,
+    read: dict | None = None,
 ) -> list[Refusal]:
     """Write the object at ``path`` (at ``version``) again; each write refused. ``names``:
-    what the schema at ``version`` requires of names (the re-create's must meet it)."""
+    what the schema at ``version`` requires of names (the re-create's must meet it).
+    ``read``: the object as the caller read it there since its last write, under the CRDs
+    installed now (the first update starts from it: one read fewer; if the object moved on
+    since, the server answers 409 and it is read again)."""
     refused: list[Refusal] = []
 
     # Each write's answer is the object as it now is: the next write starts from it.
@@ -99,7 +107,7 @@ def write_again(
         if not answer.ok:
             refused.append(Refusal(what, version, answer.status, answer.message))
 
-    judge(UPDATE, write_with_retry(cluster, path, lambda current: current))
+    judge(UPDATE, write_with_retry(cluster, path, lambda current: current, current=read))
 
     def annotate(current: dict) -> dict:
         current.setdefault("metadata", {}).setdefault("annotations", {})[TOUCHED] = version

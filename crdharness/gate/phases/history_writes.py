@@ -70,6 +70,7 @@ def write_one(
         got = call(ctx.cluster, "GET", resource.path(other, record.namespace, obj_name))
         if got.ok:
             record.seen[other] = got.body
+            record.read_now(release.index, other, got.body)
         elif got.status >= 500:
             # Its own release cannot convert it (the webhook fails on a value the schema
             # allows): that release's defect, which convertibility reports on the candidate's
