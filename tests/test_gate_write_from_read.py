@@ -6,6 +6,7 @@ the gate reads it again."""
 import pytest
 
 from crdharness.gate.checks.upgrade_objects import Written
+from crdharness.scenarios import crds
 
 
 def test_a_read_is_current_only_under_its_release_and_until_the_next_write():
@@ -28,25 +29,9 @@ def _widgets(group: str) -> dict:
             "status": {"type": "object", "properties": {"phase": {"type": "string"}}},
         },
     }
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"widgets.{group}"},
-        "spec": {
-            "group": group,
-            "scope": "Namespaced",
-            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "schema": {"openAPIV3Schema": schema},
-                    "subresources": {"status": {}},
-                }
-            ],
-        },
-    }
+    entry = crds.version("v1", schema)
+    entry["subresources"] = {"status": {}}
+    return crds.manifest(group, "Widget", [entry])
 
 
 @pytest.fixture
