@@ -22,7 +22,7 @@ import threading
 import time
 from pathlib import Path
 
-from crdharness.processes import identity, is_alive, kill_group_if_same, kill_if_same
+from crdharness.processes import is_alive, is_same, kill_group_if_same, kill_if_same
 
 
 class Guardian:
@@ -74,7 +74,7 @@ class Guardian:
 
 
 def _gone(process: tuple[int, float]) -> bool:
-    return identity(process[0]) != process or not is_alive(process[0])
+    return not is_same(*process) or not is_alive(process[0])
 
 
 def _workspace_record(path: Path) -> dict:

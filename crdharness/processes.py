@@ -29,9 +29,33 @@ import psutil
 def identity(pid: int) -> tuple[int, float] | None:
     """(pid, start time): a pid alone may be reused by an unrelated process."""
     try:
-        return pid, psutil.Process(pid).create_time()
+        return pid, started_at(pid)
     except psutil.Error:
         return None
+
+
+def started_at(pid: int) -> float:
+    """When ``pid`` started, in seconds since boot on Linux. Not psutil's ``create_time()``:
+    that adds the boot time, which the kernel derives from the wall clock, so a clock step
+    (NTP after a VM resumes) moves every process's start by whole seconds, and another
+    process's sweep then took live runs for dead ones and deleted their workspaces."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError as gone:
+        raise psutil.NoSuchProcess(pid) from gone
+    except OSError:
+        return psutil.Process(pid).create_time()  # no procfs (macOS): the wall-clock time
+    # Field 22 counts clock ticks since boot; the command name before it may hold spaces.
+    ticks = int(stat.rpartition(")")[2].split()[19])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def is_same(pid: int, created: float) -> bool:
+    """True if ``pid`` is still the process that started at ``created``."""
+    try:
+        return abs(started_at(pid) - created) <= 0.01
+    except psutil.Error:
+        return False
 
 
 def kill_if_same(pid: int, created: float, grace: float = 5.0, polite: bool = True) -> None:
@@ -39,7 +63,7 @@ def kill_if_same(pid: int, created: float, grace: float = 5.0, polite: bool = Tr
     still the one that started at ``created``."""
     try:
         process = psutil.Process(pid)
-        if abs(process.create_time() - created) > 0.01:
+        if not is_same(pid, created):
             return
         if polite:
             process.terminate()
@@ -198,11 +222,8 @@ def kill_group_if_same(pid: int, created: float, grace: float = 5.0) -> None:
     import os
     import signal
 
-    try:
-        if abs(psutil.Process(pid).create_time() - created) > 0.01:
-            return
-    except psutil.Error:
-        pass  # the leader is gone; its group may not be
+    if psutil.pid_exists(pid) and not is_same(pid, created):
+        return  # the pid is another process now; a gone leader's group may still run
     for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, grace)):
         try:
             os.killpg(pid, sig)

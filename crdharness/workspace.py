@@ -15,7 +15,7 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from crdharness.processes import identity, is_alive, kill_if_same
+from crdharness.processes import identity, is_alive, is_same, kill_if_same
 
 PREFIX = "crdharness-"
 OWNER_FILE = "owner.json"
@@ -83,7 +83,7 @@ def sweep_stale(base: Path | None = None) -> list[Path]:
         owner = record.get("owner")
         if record.get("kept"):
             continue
-        if owner and is_alive(owner[0]) and identity(owner[0]) == tuple(owner):
+        if owner and is_alive(owner[0]) and is_same(*owner):
             continue
         for pid, created in reversed(record.get("children", [])):
             kill_if_same(pid, created)

@@ -31,7 +31,7 @@ import pytest
 from crdharness.binaries import assets, cache, versions
 from crdharness.errors import HarnessError
 from crdharness.guardian import Guardian
-from crdharness.processes import identity, is_alive, kill_group_if_same
+from crdharness.processes import identity, is_alive, is_same, kill_group_if_same
 from crdharness.untimed import untimed
 
 # The fixtures whose tests need what is built in the background.
@@ -61,7 +61,7 @@ class BuildHandle:
     log: Path
 
     def running(self) -> bool:
-        return identity(self.pid) == (self.pid, self.created) and is_alive(self.pid)
+        return is_same(self.pid, self.created) and is_alive(self.pid)
 
 
 MARKER = "built_in_background"
