@@ -12,9 +12,9 @@ these leaves (``coverage_objects``) reach every one, at any depth.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from hypothesis import HealthCheck, Phase, find, settings
@@ -350,8 +350,8 @@ def _string(node: dict) -> tuple[str | None, str]:
             pattern,
             low,
             high,
-            node.get(combinators.PATTERNS, []),
-            node.get(combinators.EXCLUDED_PATTERNS, []),
+            tuple(node.get(combinators.PATTERNS, ())),
+            tuple(node.get(combinators.EXCLUDED_PATTERNS, ())),
         )
     text = FORMATS.get(node.get("format", ""), TEXT)
     if not low <= len(text) <= high:
@@ -359,8 +359,9 @@ def _string(node: dict) -> tuple[str | None, str]:
     return text, ""
 
 
+@functools.lru_cache(maxsize=4096)  # a derandomized search: the same answer every time
 def _from_pattern(
-    pattern: str, low: int, high: int, more: Sequence[str] = (), never: Sequence[str] = ()
+    pattern: str, low: int, high: int, more: tuple[str, ...] = (), never: tuple[str, ...] = ()
 ) -> tuple[str | None, str]:
     try:  # the API server's RE2 syntax, as Python spells it
         python = go_regex.compile(pattern).pattern
