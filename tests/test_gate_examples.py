@@ -345,6 +345,33 @@ def test_a_webhook_fixed_in_the_candidate_passes_the_upgrade_with_old_losses_as_
     assert failed(report) == set(), failed(report)
 
 
+def test_objects_a_fix_does_not_reach_are_said_apart_and_a_write_storing_what_they_read_is_none(
+    tmp_path,
+):
+    # Release 1's webhook kept `image` in an annotation at v1beta1 (storage); the candidate's
+    # keeps the field and still reads that annotation back at v1 (where it now shows).
+    code, report, output = gate(tmp_path, "release-webhook/gate-stored.yaml")
+    assert code == 0, output[-3000:]
+    upgrade = checks(report)["upgrade[release 1->2]"]
+    assert upgrade["status"] == "pass", upgrade
+    # Old objects read no worse, but not as new ones do: release 1's hazard, with the field.
+    stored = [
+        h
+        for h in report["hazards"]
+        if "without what the same object(s) written under release 2 hold" in h
+    ]
+    assert len(stored) == 1 and "read at v1beta1" in stored[0], report["hazards"]
+    assert ": image (e.g. " in stored[0], stored
+    # A write at v1 stores the image the object read there: no loss (it reads the same at v1).
+    assert any(
+        d.startswith("stored as it reads:") and "image now stored as it reads at v1" in d
+        for d in upgrade["details"]
+    ), upgrade["details"]
+    # The webhook's annotation now shows at v1: its own, listed apart.
+    assert any("crontab.example.com/image" in n for n in upgrade["own_annotations"]), upgrade
+    assert failed(report) == set(), failed(report)
+
+
 def test_a_loss_a_releases_own_webhook_already_made_is_its_debt(tmp_path):
     # Both webhooks drop `image`: release 1 ran its own, so its round trips' losses are known
     # (not "the candidate's webhook under both releases"): the candidate's same losses are

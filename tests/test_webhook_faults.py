@@ -339,6 +339,19 @@ def test_stash_joined_keeps_a_list_joined_with_commas_and_splits_it_back():
     assert faults.Faults.parse([spec]).describe() == [spec]
 
 
+def test_restore_field_keeps_the_field_there_and_still_reads_back_what_stash_field_kept():
+    spec = "restore-field=v1:spec.cordoned=example.com/cordoned"
+    sent = {"metadata": {}, "spec": {"cordoned": True, "x": 1}}
+    assert stashed(spec, copy.deepcopy(sent), "v1") == sent  # no longer stashed
+    # An object the stash-field release stored: the value read back, the annotation left.
+    old = {"metadata": {"annotations": {"example.com/cordoned": "true"}}, "spec": {"x": 1}}
+    assert stashed(spec, old, "v2") == {
+        "metadata": {"annotations": {"example.com/cordoned": "true"}},
+        "spec": {"x": 1, "cordoned": True},
+    }
+    assert faults.Faults.parse([spec]).describe() == [spec]
+
+
 def test_whole_seconds_drops_a_fraction_of_a_second_on_the_way_there_only():
     spec = "whole-seconds=v2:spec.cors.maxAge"
     there = stashed(spec, {"spec": {"cors": {"maxAge": "1h30m0.5s"}}}, "v2")

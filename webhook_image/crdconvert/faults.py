@@ -39,11 +39,12 @@ NAMES = (
     "stash-field=<version>:<path>=<annotation>",
     "stash-flag=<version>:<path>=<annotation>",
     "stash-joined=<version>:<path>=<annotation>",
+    "restore-field=<version>:<path>=<annotation>",
     "whole-seconds=<version>:<path>",
 )
 
 
-STASHES = ("stash-field", "stash-flag", "stash-joined")
+STASHES = ("stash-field", "stash-flag", "stash-joined", "restore-field")
 
 
 GO_DURATION = re.compile(r"[-+]?(?:(?:\d+(?:\.\d*)?|\.\d+)(?:ns|us|µs|ms|s|m|h))+|[-+]?0")
@@ -99,7 +100,9 @@ class Faults:
     # split-items=<path>, repeatable: a list of strings kept joined with "," and split back.
     split: list[str] = field(default_factory=list)
     # stash-field=<version>:<path>=<annotation> (kept whole), stash-flag=... (as a flag,
-    # losing a user's other values), stash-joined=... (a list joined with ","), repeatable:
+    # losing a user's other values), stash-joined=... (a list joined with ","),
+    # restore-field=... (a fixed webhook: it keeps the field at <version> now, and still
+    # reads back what a stash-field release kept there), repeatable:
     # (mode, version, path, annotation).
     stashed: list[tuple[str, str, str, str]] = field(default_factory=list)
     # whole-seconds=<version>:<path>, repeatable: a duration kept as whole seconds there.
@@ -127,7 +130,8 @@ class Faults:
             elif name in STASHES and re.fullmatch(r"[^:=]+:[^=]+=.+", value):
                 version, _, rest = value.partition(":")
                 path, _, key = rest.partition("=")
-                faults.stashed.append((name.removeprefix("stash-"), version, path, key))
+                mode = "restore" if name == "restore-field" else name.removeprefix("stash-")
+                faults.stashed.append((mode, version, path, key))
             elif name == "whole-seconds" and re.fullmatch(r"[^:]+:.+", value):
                 version, _, path = value.partition(":")
                 faults.seconds.append((version, path))
@@ -194,7 +198,8 @@ class Faults:
         names += [f"drop-empty-key={spec}" for spec in self.keyless]
         names += [f"split-items={path}" for path in self.split]
         names += [
-            f"stash-{mode}={version}:{path}={key}" for mode, version, path, key in self.stashed
+            f"{'restore-field' if mode == 'restore' else 'stash-' + mode}={version}:{path}={key}"
+            for mode, version, path, key in self.stashed
         ]
         names += [f"whole-seconds={version}:{path}" for version, path in self.seconds]
         return names

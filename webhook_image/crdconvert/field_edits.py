@@ -73,10 +73,15 @@ def stash(obj: dict, into_annotation: bool, path: str, key: str, mode: str) -> N
     ``true`` is written, and on the way up the annotation is always consumed, read as
     ``value == "true"``: a user's ``"false"`` (or any other value) is lost. Joined (``mode``
     "joined"), as capsule keeps a list of strings: its items joined with "," and split on ","
-    on the way up, so an item holding a comma comes back as two."""
+    on the way up, so an item holding a comma comes back as two. Restored only (``mode``
+    "restore"): the fixed release of a "field" one, which keeps the field itself now and
+    still reads back (and leaves) what the release before kept (objects that release stored
+    read without the field at that version until written again)."""
     flag, joined = mode == "flag", mode == "joined"
     *parents, last = path.split(".")
     annotations = metadata(obj).get("annotations") or {}
+    if into_annotation and mode == "restore":
+        return
     if into_annotation:
         node, _ = parent(obj, path)
         if node is None or last not in node:
@@ -102,7 +107,8 @@ def stash(obj: dict, into_annotation: bool, path: str, key: str, mode: str) -> N
             value = json.loads(annotations[key])
         except ValueError:
             return  # not ours: the user's own value, kept as it is
-        del annotations[key]
+        if mode != "restore":  # the fixed release leaves what it no longer writes
+            del annotations[key]
     if not annotations:
         metadata(obj).pop("annotations", None)
     target = obj

@@ -14,7 +14,7 @@ check "not proven", never pass.
 from __future__ import annotations
 
 from crdharness.gate import concurrency, subjects
-from crdharness.gate.checks import migration
+from crdharness.gate.checks import migration, upgrade_stored
 from crdharness.gate.checks.upgrade_decisions import decide, enough_evidence
 from crdharness.gate.checks.upgrade_objects import (  # what other phases use, from here
     RECREATES,
@@ -29,7 +29,9 @@ from crdharness.gate.checks.upgrade_reads import (
     read_again,
     read_screened,
 )
+from crdharness.gate.checks.upgrade_repaired import REPAIRED
 from crdharness.gate.checks.upgrade_rewrites import write_all_again, write_baseline
+from crdharness.gate.checks.upgrade_stored import STORED_OTHERWISE
 from crdharness.gate.given.manifests import Release
 from crdharness.gate.run.context import GateContext
 
@@ -43,6 +45,7 @@ def check(ctx: GateContext, release: Release, written, before, stored_before, ju
     for obj in written:
         obj.findings, obj.excused, obj.hazarded, obj.refused = [], [], set(), set()
     upgraded = [obj for obj in written if obj.crd in release.crds]
+    stored_reads = upgrade_stored.reads_before(ctx, release, upgraded)
     one_by_one = [obj for obj in upgraded if not obj.screened]
     parts = concurrency.each(
         lambda obj: read_again(ctx, result.part(), release, obj), one_by_one, ctx.config.concurrency
@@ -53,6 +56,7 @@ def check(ctx: GateContext, release: Release, written, before, stored_before, ju
         checked += reads
     checked += read_screened(ctx, result, release, [obj for obj in upgraded if obj.screened])
     check_listed(ctx, result, release, upgraded)
+    upgrade_stored.compare(ctx, result, release, upgraded, stored_reads)
     proven_untouched = check_untouched(ctx, result, written, before)
     writes, hazards = write_all_again(ctx, result, release, written)
     if judged is not None:
@@ -109,6 +113,24 @@ def check(ctx: GateContext, release: Release, written, before, stored_before, ju
                 f"; {len(undefaulted)} reads of a value only release {release.index}'s default "
                 f"gave, which release {release.index + 1} removed (never stored: noted, details)"
                 if (undefaulted := [d for d in result.details if d.startswith(NO_LONGER_DEFAULTED)])
+                else ""
+            )
+            + (
+                f"; {len(stored)} CRD versions where objects release {release.index} stored lack "
+                "what new ones hold (its hazards)"
+                if (stored := [d for d in result.details if d.startswith(STORED_OTHERWISE)])
+                else ""
+            )
+            + (
+                f"; {len(repaired)} writes stored what an object read (the webhook's own "
+                "bookkeeping consumed; details)"
+                if (repaired := [d for d in result.details if d.startswith(REPAIRED)])
+                else ""
+            )
+            + (
+                f"; {len(result.own_annotations)} reads showing the webhook's own annotations "
+                "(listed apart)"
+                if result.own_annotations
                 else ""
             )
             + (

@@ -132,6 +132,16 @@ def _judge_read(
     changed = declared_first(
         entry, [d for d in found if d not in defaulted + undefaulted + let_default]
     )
+    if not ctx.config.strict:
+        own = [d for d in changed if _webhooks_own_annotation(d)]
+        for d in own:
+            note = (
+                f"{obj.label} at {version}: {d.describe()} (read only: the webhook's own, "
+                f"no user wrote it; release {release.index + 1}'s webhook shows it there)"
+            )
+            if note not in result.own_annotations:
+                result.own_annotations.append(note)
+        changed = [d for d in changed if d not in own]
     if changed:
         finding(
             ctx,
@@ -145,6 +155,17 @@ def _judge_read(
     if len(obj.findings) > known:
         result.objects.append((f"{obj.label} at {version} before", obj.seen[version]))
         result.objects.append((f"{obj.label} at {version} after", body))
+
+
+def _webhooks_own_annotation(d: diff.Difference) -> bool:
+    """An annotation that appeared on a read: reading writes nothing, so only the conversion
+    put it there (its bookkeeping, as ``annotation_objects`` sets apart in round trips). One
+    that went or changed may be a user's: that stays a finding."""
+    if d.change == "lost":
+        return False
+    if d.path == "metadata.annotations":  # the whole map appeared
+        return d.before in (None, {})
+    return d.path.startswith("metadata.annotations.") and d.before is None
 
 
 def lets_default(

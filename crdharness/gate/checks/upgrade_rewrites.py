@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from crdharness.gate import concurrency, diff, subjects
 from crdharness.gate.api import call
-from crdharness.gate.checks import upgrade_fresh, upgrade_reads, upgrade_screen
+from crdharness.gate.checks import upgrade_fresh, upgrade_reads, upgrade_repaired, upgrade_screen
 from crdharness.gate.checks.upgrade_objects import (
     WEBHOOKS_OWN,
     Written,
@@ -241,6 +241,7 @@ def _check_unchanged_by_writes(
     moves on to what is read now."""
     resource = ctx.resource(obj.crd)
     storage = release.storage(obj.crd)
+    was = obj.seen.get(version)  # read at the version written, before these writes
     for at in release.served(obj.crd):
         got = call(ctx.cluster, "GET", resource.path(at, obj.namespace, obj.name))
         if not got.ok:
@@ -296,6 +297,10 @@ def _check_unchanged_by_writes(
             upgrade_reads.no_longer_defaulted(ctx, result, obj, line, f"{obj.label}: {line}", d)
         found = [d for d in found if d not in masked]
         if not found:
+            continue
+        repaired = "" if hazard else upgrade_repaired.explained(ctx, obj, version, at, was, found)
+        if repaired:
+            result.details.append(repaired)
             continue
         if hazard:
             paths = diff.said(found)
