@@ -51,9 +51,14 @@ def test_the_keys_the_webhook_adds_are_learned_with_the_objects_it_answered():
 def test_a_flag_like_value_is_also_tried_flipped_on_the_same_object():
     found = {KEY: [obj({KEY: "true", "gate.example.com/a": "1"}, size=3)]}
     made = ao.bodies(found)
-    assert [body[objects.METADATA]["annotations"][KEY] for _, body in made] == ["true", "false"]
+    assert [body[objects.METADATA]["annotations"][KEY] for _, body in made] == [
+        "true",
+        "false",
+        "yes",
+    ]
     assert all(body["spec"] == {"size": 3} for _, body in made)
     assert "(as a user sets it)" in made[1][0]
+    assert "(a value it never writes, as a user may set it)" in made[2][0]
     blob = {KEY: [obj({KEY: '{"spec": {"x": 1}}'})]}
     assert len(ao.bodies(blob)) == 1  # no other value of a value that is no flag
     # One object carrying two keys goes once; keys holding users' names are capped.
@@ -122,7 +127,7 @@ def test_a_webhook_keeping_a_field_in_its_annotation_whole_passes(tmp_path):
     said = json.dumps(round_trips(report))
     assert "webhook's annotation" not in said  # no finding on the objects carrying it
     carrying = [p["counts"].get(round_trips_module.CARRYING, 0) for p in round_trips(report)]
-    assert sum(carrying) >= 2, carrying  # "true" and "false" at v1 went round
+    assert sum(carrying) >= 3, carrying  # "true", "false" and "yes" at v1 went round
 
 
 @pytest.mark.e2e
@@ -135,6 +140,9 @@ def test_a_webhook_losing_a_users_value_of_its_annotation_is_named(tmp_path):
     said = json.dumps(failing)
     assert f"metadata.annotations.{KEY}" in said, said
     assert "(as a user sets it)" in said, said
+    # The object as answered, with the other flag, and with "yes" (no flag Go parses) went.
+    carrying = [p["counts"].get(round_trips_module.CARRYING, 0) for p in round_trips(report)]
+    assert max(carrying) >= 3, carrying
 
 
 @pytest.mark.e2e

@@ -11,7 +11,8 @@ absent from the object sent), and the objects from those answers: the converted 
 itself, as a user reads it at the old version and writes it again (``kubectl get -o yaml |
 kubectl apply``, a GitOps re-apply, a restore), so the value is consistent with the rest of
 the object; and, for a flag-like value (``true``/``false``), the same object with the other
-flag, as a user who sets the annotation by hand writes it. No key is known in advance.
+flag, and with ``yes`` (no flag Go parses), as a user who sets the annotation by hand writes
+it. No key is known in advance.
 
 How a round trip judges annotations (``own_annotations``, used by ``object_round_trip``):
 
@@ -37,6 +38,11 @@ from crdharness.gate.results import RoundTripFailure
 ANNOTATIONS = "metadata.annotations"
 PER_KEY = 2  # converted objects taken per key (each with its flag flipped where flag-like)
 FLAGS = ("true", "false")
+# A flag's value a person may type that no Go ``strconv.ParseBool`` reads (capsule ignores
+# the error and stores false; others fail the conversion): a user's value all the same.
+NOT_A_FLAG = "yes"
+USER = "as a user sets it"
+NEVER_WRITTEN = "a value it never writes, as a user may set it"
 MAX_BODIES = 24  # per version pair
 
 
@@ -87,9 +93,10 @@ def bodies(found: dict[str, list[dict]]) -> list[tuple[str, dict]]:
                 made.append((_label(key, value), body))
             if value.lower() in FLAGS:
                 other = FLAGS[1 - FLAGS.index(value.lower())]
-                flipped = copy.deepcopy(body)
-                flipped[objects.METADATA]["annotations"][key] = other
-                made.append((_label(key, other) + " (as a user sets it)", flipped))
+                for given, how in ((other, USER), (NOT_A_FLAG, NEVER_WRITTEN)):
+                    changed = copy.deepcopy(body)
+                    changed[objects.METADATA]["annotations"][key] = given
+                    made.append((f"{_label(key, given)} ({how})", changed))
     return made[:MAX_BODIES]
 
 
