@@ -16,6 +16,7 @@ from crdharness.gate import diff
 from crdharness.gate.api import ensure_namespace
 from crdharness.gate.checks import object_round_trip
 from crdharness.gate.checks.object_round_trip import PairRecord
+from crdharness.gate.checks.upgrade_objects import WEBHOOKS_OWN, Written
 from crdharness.gate.evidence import objects
 from crdharness.gate.given.manifests import Release
 from crdharness.gate.run.context import ROUND_TRIP_NS, GateContext
@@ -80,3 +81,23 @@ def lost_by_new_object(
     with _lock:
         ctx.fresh_losses[key] = compared
     return compared
+
+
+def judged(
+    ctx: GateContext, release: Release, obj: Written, version: str, at: str, before, found
+) -> tuple[str | None, str]:
+    """At a version the release before did not serve, a loss a new object shows through
+    the same write under this release too: (the note saying it is round-trip's finding, or
+    None; why a new object did not excuse it: said beside the finding)."""
+    if not new_version(ctx, release, obj.crd, version):
+        return None, ""
+    evidence, why_not = lost_by_new_object(ctx, release, obj.crd, version, at, before, found)
+    if evidence is None:
+        return None, f"{version} is new in release {release.index + 1}, and {why_not}"
+    paths = diff.said(found)
+    return (
+        f"{WEBHOOKS_OWN}: {obj.label} written again at {version} (not served by release "
+        f"{release.index}) {diff.loses_or_changes(found)} {paths} (read at {at}), and so "
+        f"does a new object under release {release.index + 1} ({evidence[:300]}); round-trip "
+        "reports the webhook's losses"
+    ), ""

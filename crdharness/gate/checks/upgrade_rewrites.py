@@ -311,7 +311,7 @@ def _check_unchanged_by_writes(
                 f"at {at}), under this release itself",
             )
             continue
-        compared = _lost_by_new_object(ctx, release, obj, version, at, before, found)
+        compared = upgrade_fresh.judged(ctx, release, obj, version, at, before, found)
         if compared[0] is not None:
             result.details.append(compared[0])
         else:
@@ -362,29 +362,6 @@ def _grown_again(obj: Written, version: str, found: list[diff.Difference]) -> li
         for d in found
         if d.change != "lost" and any(diff.at_or_under(diff.schema_path(d.path), g) for g in again)
     ]
-
-
-def _lost_by_new_object(
-    ctx: GateContext, release: Release, obj: Written, version: str, at: str, before, found
-) -> tuple[str | None, str]:
-    """At a version the release before did not serve, a loss a new object shows through
-    the same write under this release too: (the note saying it is round-trip's finding, or
-    None; why a new object did not excuse it: said beside the finding)
-    (``upgrade_fresh``)."""
-    if not upgrade_fresh.new_version(ctx, release, obj.crd, version):
-        return None, ""
-    evidence, why_not = upgrade_fresh.lost_by_new_object(
-        ctx, release, obj.crd, version, at, before, found
-    )
-    if evidence is None:
-        return None, f"{version} is new in release {release.index + 1}, and {why_not}"
-    paths = diff.said(found)
-    return (
-        f"{WEBHOOKS_OWN}: {obj.label} written again at {version} (not served by release "
-        f"{release.index}) {diff.loses_or_changes(found)} {paths} (read at {at}), and so "
-        f"does a new object under release {release.index + 1} ({evidence[:300]}); round-trip "
-        "reports the webhook's losses"
-    ), ""
 
 
 def _hidden_by_default(ctx: GateContext, release: Release, obj: Written, d) -> bool:
