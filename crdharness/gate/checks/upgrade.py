@@ -154,8 +154,9 @@ def check(ctx: GateContext, release: Release, written, before, stored_before, ju
             f"{release.index}, listed only (`--full` writes and upgrades them)"
             + (f"; the others: {result.evidence}" if len(listed) < len(release.crds) else "")
         )
-    decide(ctx, release, written)
-    enough_evidence(ctx, result, release, written)
+    rewritten = [obj for obj in written if obj.kept_from is None]  # the others only read
+    decide(ctx, release, rewritten)
+    enough_evidence(ctx, result, release, rewritten)
     for obj in written:  # what the operator of a source cluster must fix, by object
         if obj.captured and obj.findings:
             ctx.object_findings[obj.label] = list(obj.findings)

@@ -41,6 +41,10 @@ class Written:
     hazarded: set[tuple[str, str]] = field(default_factory=set)  # writes refused both times
     refused: set[str] = field(default_factory=set)  # this transition's writes refused (any)
     captured: bool = False  # one of a source cluster's objects (``--from-cluster``)
+    # Written once under this release (its index) through its own webhook and never again:
+    # what most objects of a cluster are, read but never written by the gate's checks
+    # (``upgrade_stored`` compares them with new objects under the candidate).
+    kept_from: int | None = None
     screened: bool = False  # read by LIST and written as dry runs only (``upgrade_screen``)
     # (version, a list's schema path) that writes at that version under an earlier release
     # appended items to again and again: the same write grows it again under the next

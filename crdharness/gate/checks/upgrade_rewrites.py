@@ -37,6 +37,7 @@ def write_baseline(ctx: GateContext, release: Release, written: list[Written]) -
     noted on the transition, never its finding — one finding, one place. What the next
     release's writes lose beyond it stays one (a webhook changed between the releases too)."""
     upcoming = ctx.result("upgrade", subjects.transition(release.index + 1))
+    written = [obj for obj in written if obj.kept_from is None]  # read, never written
     screened = [obj for obj in written if obj.screened]
     if screened:
         upgrade_screen.screen_baseline(ctx, release, screened)
@@ -156,6 +157,7 @@ def write_all_again(
     the next release's comparison); a screened one only if its dry runs are refused
     (``upgrade_screen``). Returns the number of writes, and of those refused already under
     the earlier release."""
+    written = [obj for obj in written if obj.kept_from is None]  # read, never written
     screened = [obj for obj in written if obj.screened]
     flagged = upgrade_screen.screen_candidate(ctx, release, screened) if screened else []
     dry_run_writes = sum(len(release.served(obj.crd)) for obj in screened)

@@ -8,11 +8,12 @@ without it until the object is written again). Such an object reads no worse tha
 the upgrade, so it is no finding of the candidate (``read_again`` judged that), but the fix
 does not reach it: said apart, as a hazard of the earlier release, with the fields.
 
-Each old object (a few per CRD) is created again under the candidate, at the version it was
+The objects compared are those the history kept as stored (``history._kept_as_stored``: a
+few per version, written once through an earlier release's own webhook and never again, as
+most objects of a cluster are when an upgrade comes; the others are rewritten by the
+upgrade's writes first). Each is created again under the candidate, at the version it was
 written at, from what it read there just before the upgrade; both are read at every served
-version and compared, metadata aside. Only where the earlier release converted through a
-webhook of its own (under the candidate's webhook both stored alike) and the candidate
-converts through one.
+version and compared, metadata aside.
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ from crdharness.gate.given.manifests import Release
 from crdharness.gate.results import CheckResult, NotConvertible
 from crdharness.gate.run.context import ROUND_TRIP_NS, GateContext
 
-PER_CRD = 6  # old objects compared per CRD: the comparison costs a create and reads each
 PREFIX = "stored-twin"
 # A note on the upgrade row (no finding): objects stored earlier lack what new ones hold.
 STORED_OTHERWISE = "stored under an earlier release, read without what new objects hold"
@@ -37,31 +37,20 @@ STORED_OTHERWISE = "stored under an earlier release, read without what new objec
 def reads_before(
     ctx: GateContext, release: Release, written: list[Written]
 ) -> dict[int, tuple[str, dict]]:
-    """Each old object as it read just before the upgrade (nothing written since:
-    ``Written.read_at``) at a version the release before stored through its webhook (not
-    its storage version: created there, a new object would be stored as the old one is),
-    that ``release`` serves too: to be taken before the new release's reads replace them.
-    Empty where the comparison does not apply."""
+    """Each object kept as stored (``Written.kept_from``: written once, through its
+    release's own webhook, at a version that webhook converts from) as it read there just
+    before the upgrade (``Written.read_at``), to be taken before the new release's reads
+    replace it. Empty where the comparison does not apply."""
     if release is not ctx.candidate or not release.index:
         return {}
     previous = ctx.releases[release.index - 1]
-    taken: defaultdict[str, int] = defaultdict(int)
     found: dict[int, tuple[str, dict]] = {}
     for obj in written:
-        if not _applies(ctx, previous, release, obj) or taken[obj.crd] >= PER_CRD:
+        if obj.kept_from is None or not _applies(ctx, release, obj):
             continue
-        converted = [
-            v
-            for v in [obj.version, *previous.served(obj.crd)]
-            if v != previous.storage(obj.crd) and v in release.served(obj.crd)
-        ]
-        read = next(
-            ((v, r) for v in converted if (r := obj.read_at(previous.index, v)) is not None),
-            None,
-        )
+        read = obj.read_at(previous.index, obj.version)
         if read is not None:
-            taken[obj.crd] += 1
-            found[id(obj)] = read
+            found[id(obj)] = (obj.version, read)
     return found
 
 
@@ -107,14 +96,15 @@ def compare(
         result.details.append(f"{STORED_OTHERWISE}: {line}")
 
 
-def _applies(ctx: GateContext, previous: Release, release: Release, obj: Written) -> bool:
-    if obj.captured or obj.screened or obj.crd not in release.crds:
+def _applies(ctx: GateContext, release: Release, obj: Written) -> bool:
+    """The release that stored ``obj`` converted it through a webhook of its own, and the
+    candidate converts through one, at a version it still serves."""
+    if obj.crd not in release.crds or obj.version not in release.served(obj.crd):
         return False
-    if obj.crd not in previous.crds:
+    if obj.kept_from is None or not ctx.own_webhook(ctx.releases[obj.kept_from], obj.crd):
         return False
     pointed = ctx.pointed(release.crds[obj.crd], release)
-    webhook = (pointed["spec"].get("conversion") or {}).get("strategy") == "Webhook"
-    return webhook and ctx.own_webhook(previous, obj.crd)
+    return (pointed["spec"].get("conversion") or {}).get("strategy") == "Webhook"
 
 
 def _twin(

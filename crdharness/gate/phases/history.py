@@ -178,6 +178,7 @@ def _write_version(
         (b, False) for b in itertools.islice(drawn, wanted)
     ]
     written: list[Written] = []
+    bodies: list[tuple[dict, bool]] = []  # the bodies of ``written``, in order
     accepted = 0
 
     def write(item: tuple[dict, bool, str]) -> tuple[Written | None, list[Answer]]:
@@ -203,6 +204,7 @@ def _write_version(
                 record.sample = sample
                 accepted += not sample
                 written.append(record)
+                bodies.append((body, sample))
         return accepted
 
     while batch:
@@ -218,7 +220,33 @@ def _write_version(
             lambda: [w.sent for w in written if not w.sample],
             lambda extra: write_all([(b, False) for b in extra]),
         )
-    return written
+    return written + _kept_as_stored(ctx, release, name, entry, bodies)
+
+
+KEPT = 3  # objects per version written once under a release with its own webhook, kept
+
+
+def _kept_as_stored(
+    ctx: GateContext, release: Release, name: str, entry: dict, bodies: list[tuple[dict, bool]]
+) -> list[Written]:
+    """Copies of the first objects accepted (the user's samples first), written once at a
+    version ``release``'s own webhook converts from and never written again: what a
+    cluster's objects are, stored by that webhook, when the candidate comes (the others are
+    rewritten by the upgrade's writes first). None for the candidate, a source cluster's
+    replay, or the storage version (stored as written, not converted)."""
+    version = entry["name"]
+    if release is ctx.candidate or ctx.source is not None or version == release.storage(name):
+        return []
+    if not ctx.own_webhook(release, name):
+        return []
+    kept = []
+    for body, sample in bodies[:KEPT]:
+        obj_name = object_name(ctx, release, "kept", version, entry, name)
+        record = write_one(ctx, release, name, entry, body, obj_name, None)
+        if record is not None:
+            record.sample, record.kept_from = sample, release.index
+            kept.append(record)
+    return kept
 
 
 DRAWING = "history: drawing objects (of writing them)"
