@@ -418,10 +418,14 @@ def test_misconduct_release_1s_own_webhook_already_shows_is_its_debt(tmp_path):
     assert code != 1, output[-3000:]
     conduct = checks(report)["webhook-conduct[webhook]"]
     assert conduct["status"] == "pass", conduct
-    assert conduct["evidence"].startswith("release 1's debt, not a finding: 1 kind of"), conduct
+    # One kind per version the oversized answers went to (the objects kept as stored are
+    # read at v1 too).
+    assert re.match(
+        r"release 1's debt, not a finding: [12] kinds? of misbehaving", conduct["evidence"]
+    ), conduct
     owed = [d for d in report["debt"] if d["check"] == "webhook-conduct"]
-    assert len(owed) == 1 and "more reviews alike" in owed[0]["evidence"], owed
-    assert "metadata.annotations: " in owed[0]["evidence"], owed
+    assert owed and any("more reviews alike" in d["evidence"] for d in owed), owed
+    assert all("metadata.annotations: " in d["evidence"] for d in owed), owed
     assert checks(report)["install[release 2]"]["status"] == "pass"
 
 

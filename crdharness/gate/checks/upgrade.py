@@ -23,6 +23,7 @@ from crdharness.gate.checks.upgrade_objects import (  # what other phases use, f
     etcd_snapshot,
 )
 from crdharness.gate.checks.upgrade_reads import (
+    CARRIED_NOW,
     NO_LONGER_DEFAULTED,
     check_listed,
     check_untouched,
@@ -125,6 +126,12 @@ def check(ctx: GateContext, release: Release, written, before, stored_before, ju
                 f"; {len(repaired)} writes stored what an object read (the webhook's own "
                 "bookkeeping consumed; details)"
                 if (repaired := [d for d in result.details if d.startswith(REPAIRED)])
+                else ""
+            )
+            + (
+                f"; {len(carried)} reads holding now, through the new conversion, a value the "
+                "object holds at the version it was written at (details)"
+                if (carried := [d for d in result.details if d.startswith(CARRIED_NOW)])
                 else ""
             )
             + (

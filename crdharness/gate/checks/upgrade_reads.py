@@ -13,6 +13,7 @@ from crdharness.gate.results import CheckResult
 from crdharness.gate.run.context import GateContext
 
 # A note (no finding): a value an old object read only through a default the release removed.
+CARRIED_NOW = "carried now by the conversion (a value the object holds; not a finding)"
 NO_LONGER_DEFAULTED = "no longer defaulted on read, never stored (not a finding)"
 
 
@@ -132,6 +133,15 @@ def _judge_read(
     changed = declared_first(
         entry, [d for d in found if d not in defaulted + undefaulted + let_default]
     )
+    carried = [d for d in changed if _carried_now(obj, version, d)]
+    for d in carried:
+        note = (
+            f"{CARRIED_NOW}: {obj.label} at {version}: {d.describe()}, a value it holds at "
+            f"{obj.version} (its conversion under release {release.index + 1} carries it)"
+        )
+        if note not in result.details:
+            result.details.append(note)
+    changed = [d for d in changed if d not in carried]
     if not ctx.config.strict:
         own = [d for d in changed if _webhooks_own_annotation(d)]
         for d in own:
@@ -155,6 +165,24 @@ def _judge_read(
     if len(obj.findings) > known:
         result.objects.append((f"{obj.label} at {version} before", obj.seen[version]))
         result.objects.append((f"{obj.label} at {version} after", body))
+
+
+def _carried_now(obj: Written, version: str, d: diff.Difference) -> bool:
+    """A value that appeared on a read at ``version`` (not by a default: those are judged
+    before), every scalar of which the object holds at the version it was written at, where
+    the upgrade changed nothing: the new release's conversion carries what the object held
+    all along (a fix: api-gateway 3.1.1 reading `gateway` and `hosts` into v2), never a
+    loss. A value from nowhere, or one changed, stays a finding."""
+    if d.change != "added" or version == obj.version or d.path.startswith("metadata."):
+        return False
+    held = obj.seen.get(obj.version)
+    if held is None or obj.findings:
+        return False
+    values = [v for v in diff.leaves(held).values() if not diff.zero_or_all_zero(v)]
+    new = list(diff.leaves(d.after).values())
+    return bool(new) and all(
+        not diff.zero_or_all_zero(v) and any(go_values.same(v, h) for h in values) for v in new
+    )
 
 
 def _webhooks_own_annotation(d: diff.Difference) -> bool:

@@ -223,13 +223,15 @@ def _write_version(
     return written + _kept_as_stored(ctx, release, name, entry, bodies)
 
 
-KEPT = 3  # objects per version written once under a release with its own webhook, kept
+# Objects per version written once under a release with its own webhook, and kept: the
+# user's samples (what clusters hold), then the objects built to hold every declared path.
+KEPT_SAMPLES, KEPT_BUILT = 5, 2
 
 
 def _kept_as_stored(
     ctx: GateContext, release: Release, name: str, entry: dict, bodies: list[tuple[dict, bool]]
 ) -> list[Written]:
-    """Copies of the first objects accepted (the user's samples first), written once at a
+    """Copies of the first objects accepted (the user's samples, then others), written once at a
     version ``release``'s own webhook converts from and never written again: what a
     cluster's objects are, stored by that webhook, when the candidate comes (the others are
     rewritten by the upgrade's writes first). None for the candidate, a source cluster's
@@ -240,7 +242,10 @@ def _kept_as_stored(
     if not ctx.own_webhook(release, name):
         return []
     kept = []
-    for body, sample in bodies[:KEPT]:
+    chosen = [b for b in bodies if b[1]][:KEPT_SAMPLES] + [b for b in bodies if not b[1]][
+        :KEPT_BUILT
+    ]
+    for body, sample in chosen:
         obj_name = object_name(ctx, release, "kept", version, entry, name)
         record = write_one(ctx, release, name, entry, body, obj_name, None)
         if record is not None:
