@@ -21,6 +21,9 @@ def test_a_value_appearing_at_another_version_that_the_object_holds_is_carried_n
     assert upgrade_reads._carried_now(
         obj, "v2", diff.Difference("spec.hosts", "added", None, ["a.example.com"])
     )
+    # With the zero values of the Go struct it was copied into.
+    copied = {"name": "a.example.com", "external": False}
+    assert upgrade_reads._carried_now(obj, "v2", diff.Difference("spec.svc", "added", None, copied))
 
 
 def test_a_value_from_nowhere_changed_or_zero_stays_a_finding():

@@ -169,7 +169,8 @@ def _judge_read(
 
 def _carried_now(obj: Written, version: str, d: diff.Difference) -> bool:
     """A value that appeared on a read at ``version`` (not by a default: those are judged
-    before), every scalar of which the object holds at the version it was written at, where
+    before), every non-zero scalar of which (at least one) the object holds at the version
+    it was written at, where
     the upgrade changed nothing: the new release's conversion carries what the object held
     all along (a fix: api-gateway 3.1.1 reading `gateway` and `hosts` into v2), never a
     loss. A value from nowhere, or one changed, stays a finding."""
@@ -179,10 +180,9 @@ def _carried_now(obj: Written, version: str, d: diff.Difference) -> bool:
     if held is None or obj.findings:
         return False
     values = [v for v in diff.leaves(held).values() if not diff.zero_or_all_zero(v)]
-    new = list(diff.leaves(d.after).values())
-    return bool(new) and all(
-        not diff.zero_or_all_zero(v) and any(go_values.same(v, h) for h in values) for v in new
-    )
+    # Zero values beside them are how Go writes a struct it copies (``external: false``).
+    new = [v for v in diff.leaves(d.after).values() if not diff.zero_or_all_zero(v)]
+    return bool(new) and all(any(go_values.same(v, h) for h in values) for v in new)
 
 
 def _webhooks_own_annotation(d: diff.Difference) -> bool:
