@@ -354,6 +354,7 @@ def test_an_object_release_1_refused_too_is_its_debt_whatever_field_it_is_refuse
     )
     assert result.passed is True, result
     assert "spec.shelf (the same object already refused under release 1)" in result.evidence
+    assert result.evidence.endswith("release 1 refused the same objects (listed apart)")
     assert debts[0].as_json()["same_object"] is True
 
 

@@ -201,7 +201,8 @@ def _rebuild(
     if result.passed is False:  # its own failures name only their paths; the debt is listed
         return
     result.details.append(f"{note} (listed under 'Debt of earlier releases')")
-    result.evidence = f"{note}: release {release} fails the same way (listed apart)"
+    same = "refused the same objects" if all(d.same_object for d in debts) else "fails the same way"
+    result.evidence = f"{note}: release {release} {same} (listed apart)"
     reached = result.counts.get(REACHED.get(result.check, ""), min_objects)
     if reached < min_objects:  # as the round trips' own rule: thin evidence is no pass
         result.passed = None
