@@ -67,8 +67,8 @@ def judge(found: Found, earlier: Writes | None, release: int) -> tuple[str, str]
     if found.written_as not in earlier:
         return NOT_KNOWN, (
             f"the per-object check was not made: release {release}'s own round trips did not "
-            f"take this object as far as B (found by the candidate's own search, or refused at "
-            f"A under release {release}); decided by the paths it names"
+            f"write this same object (found by the candidate's own search, or refused at A "
+            f"under release {release}); decided by the paths it names"
         )
     refusal = earlier[found.written_as]
     if refusal is None:
