@@ -384,6 +384,10 @@ def test_an_object_release_1_accepted_is_not_hidden_behind_one_it_refused_too():
         "refused now, accepted under release 1: read at v2",
         "release 1's debt: o",
     ]
+    assert result.details[-1] == (
+        "by object: 2 writes refused now; under release 1 1 of them refused too, 1 went "
+        "through, 0 not written by its own round trips"
+    )
 
 
 def test_an_object_release_1_never_wrote_is_decided_by_its_paths_and_says_so():

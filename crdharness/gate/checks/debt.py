@@ -127,6 +127,8 @@ def settle(
             _rebuild(result, remaining, owed, debts, release, min_objects, why)
         else:
             result.details += [n for n in dict.fromkeys(notes) if n not in result.details]
+        if by_object and (counted := same_write.tally(mine, theirs, release)):
+            result.details.append(counted)
     if unchanged and not fail_debt:
         _owe_paths_behind_debt(results, listed, release, unchanged)
     return listed

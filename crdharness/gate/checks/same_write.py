@@ -123,3 +123,18 @@ def regressions(
         named.add(written_as)
         paths |= refusal.paths
     return found
+
+
+def tally(candidate: Writes | None, earlier: Writes | None, release: int) -> str:
+    """How the writes the candidate refused on this pair fared under release ``release``."""
+    refused = [k for k, refusal in (candidate or {}).items() if refusal is not None]
+    if not refused:
+        return ""
+    known = earlier or {}
+    before = sum(1 for k in refused if k in known and known[k] is not None)
+    through = sum(1 for k in refused if k in known and known[k] is None)
+    return (
+        f"by object: {len(refused)} writes refused now; under release {release} {before} of "
+        f"them refused too, {through} went through, {len(refused) - before - through} not "
+        "written by its own round trips"
+    )
