@@ -7,7 +7,7 @@ import json
 
 from crdharness.gate.checks import debt, path_coverage
 from crdharness.gate.reporting import report
-from crdharness.gate.results import CheckResult, Form, Found
+from crdharness.gate.results import CheckResult, Form, Found, NotConvertible
 
 PAIR = "widgets.gate.example.com v1->v2"
 
@@ -312,3 +312,93 @@ def test_paths_behind_a_failure_that_is_not_shown_to_be_debt_stay_not_proven():
     rt, _ = crossplane_shaped_pair()
     assert not debt.settle([rt], {}, 1, min_objects=10, unchanged=UNCHANGED)
     assert rt.passed is None
+
+
+# A convertibility failure known by its object (``same_write``): what release 1 did with
+# the same write (the same body written at the same version), noted by its own round trips.
+
+
+def refusal(*paths: str) -> NotConvertible:
+    """A write as read refused at v2 naming ``paths``, as ``object_round_trip`` makes it."""
+    line = f"created again at v2 as read there (dry run): 422 {', '.join(paths)}: Invalid value"
+    return NotConvertible(f"cannot be created again: {line}", [line], [("read at v2", {})], paths)
+
+
+def convertibility(**refused: NotConvertible) -> CheckResult:
+    """The candidate's convertibility row, one failure per object (its key: its body)."""
+    result = CheckResult("convertibility", PAIR)
+    result.counts = {"created": 30}
+    for key, failure in refused.items():
+        found = Found(Form(failure.paths), failure.evidence, failure.details, [("o", {})], key)
+        result.fail(found.evidence, *found.details, found=[found])
+    return result
+
+
+def writes(mine: dict, theirs: dict | None) -> dict:
+    return {f"convertibility:{PAIR}": (mine, theirs)}
+
+
+def test_an_object_release_1_refused_too_is_its_debt_whatever_field_it_is_refused_for():
+    # kyma api-gateway 3.1.0 -> 3.1.1 (the documented fix): a mutated sample read at v2 is
+    # refused for `maxAge: 0`, a field 3.1.0's refusals never named; 3.1.0 refused the same
+    # object at v2 too (for its rules). Nothing a user could do before is refused now.
+    now, before = refusal("spec.shelf"), refusal("spec.firing")
+    forms = previous("spec.firing", check="convertibility")
+    old_rule = convertibility(kiln=now)
+    assert not debt.settle([old_rule], forms, 1) and old_rule.passed is False  # by paths
+    result = convertibility(kiln=now)
+    debts = debt.settle([result], forms, 1, writes=writes({"kiln": now}, {"kiln": before}))
+    assert [(d.same_object, sorted(d.form.paths)) for d in debts] == [(True, ["spec.shelf"])]
+    assert debts[0].evidence == (
+        f"already refused under release 1: {before.evidence}; now: {now.evidence}"
+    )
+    assert result.passed is True, result
+    assert "spec.shelf (the same object already refused under release 1)" in result.evidence
+    assert result.evidence.endswith("release 1 refused the same objects (listed apart)")
+    assert debts[0].as_json()["same_object"] is True
+
+
+def test_an_object_release_1_accepted_is_a_finding_whatever_paths_its_refusals_named():
+    now = refusal("spec.firing")
+    forms = previous("spec.firing", check="convertibility")  # release 1 refused others so
+    result = convertibility(kiln=now)
+    assert not debt.settle([result], forms, 1, writes=writes({"kiln": now}, {"kiln": None}))
+    assert result.passed is False
+    assert result.evidence.startswith("the same write went through under release 1, refused now")
+    assert any("this release's doing: under release 1 the same object" in d for d in result.details)
+
+
+def test_an_object_release_1_accepted_is_not_hidden_behind_one_it_refused_too():
+    # One object is shown per failure: the first (refused under both) must not hide a later
+    # one with the same paths that release 1 let through.
+    first, later = refusal("spec.firing"), refusal("spec.firing")
+    forms = previous("spec.firing", check="convertibility")
+    result = convertibility(sample=first)
+    mine = {"sample": first, "drawn": later, "kept": None}
+    theirs = {"sample": refusal("spec.firing"), "drawn": None, "kept": None}
+    debts = debt.settle([result], forms, 1, writes=writes(mine, theirs))
+    assert [d.same_object for d in debts] == [True]
+    assert result.passed is False, result
+    assert result.evidence.startswith("the same write went through under release 1")
+    assert [title for title, _ in result.objects] == [
+        "refused now, accepted under release 1: read at v2",
+        "release 1's debt: o",
+    ]
+    assert result.details[-1] == (
+        "by object: 2 writes refused now; under release 1 1 of them refused too, 1 went "
+        "through, 0 not written by its own round trips"
+    )
+
+
+def test_an_object_release_1_never_wrote_is_decided_by_its_paths_and_says_so():
+    forms = previous("spec.firing", check="convertibility")
+    now = refusal("spec.firing")
+    result = convertibility(shrunk=now)
+    debts = debt.settle([result], forms, 1, writes=writes({"shrunk": now}, {"other": None}))
+    assert [d.same_object for d in debts] == [False] and result.passed is True
+    assert "the per-object check was not made" in debts[0].evidence
+    new = refusal("spec.shelf")
+    result = convertibility(shrunk=new)
+    assert not debt.settle([result], forms, 1, writes=writes({"shrunk": new}, {}))
+    assert result.passed is False
+    assert any("the per-object check was not made" in d for d in result.details), result.details

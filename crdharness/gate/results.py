@@ -31,6 +31,10 @@ class Found:
     evidence: str
     details: list[str] = field(default_factory=list)
     objects: list[tuple[str, dict]] = field(default_factory=list)
+    # The object that failed, as written at A (``same_write.key``): a
+    # convertibility failure is the earlier release's debt when that release refused the
+    # same write too (``checks.same_write``).
+    written_as: str = ""
 
 
 @dataclass
@@ -45,6 +49,8 @@ class Debt:
     form: Form
     evidence: str
     fails: bool = False  # `debt: fail` (or `strict`): it still fails the check
+    # Known by its object, not its paths: the same write was refused under that release too.
+    same_object: bool = False
 
     def as_json(self) -> dict:
         return {
@@ -55,6 +61,7 @@ class Debt:
             "paths": sorted(self.form.paths),
             "evidence": self.evidence,
             "fails": self.fails,
+            **({"same_object": True} if self.same_object else {}),
         }
 
     def describe(self) -> str:
@@ -190,6 +197,10 @@ class RoundTripFailure(Exception):
         self.paths: frozenset[str] = frozenset(paths)  # what differed (round trips)
         self.lost: frozenset[str] = frozenset()  # of those, what read back absent (lost whole)
         self.body: dict = {}  # the generated body that failed (set by the search)
+        self.written_as = ""  # the body as written at A (``same_write.key``)
+        # A write, read or re-create the server refused after data was already lost (the
+        # failure is the loss: ``Steps.or_else``), or a re-create refused beside a loss.
+        self.refusal: NotConvertible | None = None
         self.at = 0.0  # when it was found (time.monotonic)
 
     @property

@@ -16,6 +16,12 @@ path is a finding as before; the part of that failure that is debt is still list
 check and subject the earlier release was not run through (a version pair it does not serve,
 no history, the history deselected) has no debt: its failures stay findings.
 
+A convertibility failure is one object's write, replayable: it is known by its object where
+the earlier release's round trips wrote the same one (``same_write``): refused there too,
+it is that release's debt whatever paths it names; accepted there, it is the candidate's
+finding whatever paths the earlier release's other refusals name. Only an object the earlier
+release never wrote is decided by its paths (and says so).
+
 A CRD the release did not change (``evidence.unchanged``: identical after documentation,
 under strategy None or behind the same webhook) owes every failure of its own checks to the
 earlier release by construction, whether or not that release's round trips held the same
@@ -29,6 +35,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from crdharness.gate import diff, subjects
+from crdharness.gate.checks import same_write
 from crdharness.gate.results import CheckResult, Debt, Form, Found
 
 CHECKS = ("round-trip", "convertibility", "schemas-vs-strategy", "expected-conversion")
@@ -61,12 +68,14 @@ def settle(
     fail_debt: bool = False,
     min_objects: int = 0,
     unchanged: Mapping[str, str] | None = None,
+    writes: Mapping[str, tuple[same_write.Writes, same_write.Writes | None]] | None = None,
 ) -> list[Debt]:
     """The debt of ``release`` (1-based) among the failing ``results``, whose failures
     ``previous`` (check:subject -> the forms of that release's failures, for each it was run
     through) already has; each result left with its other failures only (``fail_debt``:
     left as it is). A result that failed for a reason no form stands for keeps failing.
-    ``unchanged``: CRDs the release did not change (-> why): all their failures are debt."""
+    ``unchanged``: CRDs the release did not change (-> why): all their failures are debt.
+    ``writes``: check:subject -> (the candidate's writes, that release's), ``same_write``."""
     listed: list[Debt] = []
     results = list(results)
     for result in results:
@@ -82,12 +91,29 @@ def settle(
         debts: list[Debt] = []
         owed: list[Found] = []  # failures that are debt as a whole
         remaining: list[Found] = []
+        by_object = why is None and result.check in same_write.CHECKS and writes is not None
+        mine, theirs = (writes or {}).get(result.key, ({}, None))
+        notes: list[str] = []  # what the per-object check said, where the result stays
+        reshown = False  # a failure the per-object check reworded (not the paths' decision)
         for found in result.found:
+            said = ""
+            if by_object:
+                kind, said = same_write.judge(found, theirs, release)
+                notes.append(said)
+                if kind == same_write.DEBT:
+                    debts.append(Debt(release, *_at(result), found.form, said, fail_debt, True))
+                    owed.append(found)
+                    continue
+                if kind == same_write.FINDING:
+                    headline = same_write.went_through(release)
+                    remaining.append(same_write.noted(found, said, headline))
+                    reshown = True
+                    continue
+                found = same_write.noted(found, said)
             old, new = split(found.form, earlier)
             if old is not None:
-                debts.append(
-                    Debt(release, result.check, result.subject, old, found.evidence, fail_debt)
-                )
+                owes = f"{found.evidence} ({said})" if said else found.evidence
+                debts.append(Debt(release, *_at(result), old, owes, fail_debt))
             if new is None:
                 owed.append(found)
             elif old is not None:  # the new paths first: they are what this release broke
@@ -95,11 +121,21 @@ def settle(
             else:
                 remaining.append(found)
         listed += debts
-        if debts and not fail_debt and not result.unexplained:
+        if by_object and debts:  # an object the earlier release accepted is not hidden
+            remaining += same_write.regressions(mine, theirs, remaining, release)
+        if (debts or reshown) and not fail_debt and not result.unexplained:
             _rebuild(result, remaining, owed, debts, release, min_objects, why)
+        else:
+            result.details += [n for n in dict.fromkeys(notes) if n not in result.details]
+        if by_object and (counted := same_write.tally(mine, theirs, release)):
+            result.details.append(counted)
     if unchanged and not fail_debt:
         _owe_paths_behind_debt(results, listed, release, unchanged)
     return listed
+
+
+def _at(result: CheckResult) -> tuple[str, str]:
+    return result.check, result.subject
 
 
 def crd_of(result: CheckResult) -> str:
@@ -126,6 +162,8 @@ def _named(debt: Debt) -> str:
     """A debt as its row names it: its pair and paths, else its own first words (a failure
     without paths, such as a status the webhook cannot decode)."""
     paths = ", ".join(sorted(debt.form.paths))
+    if debt.same_object:
+        paths += f" (the same object already refused under release {debt.release})"
     named = " ".join(x for x in (debt.form.pair, paths) if x)
     if named:
         return named
@@ -165,7 +203,8 @@ def _rebuild(
     if result.passed is False:  # its own failures name only their paths; the debt is listed
         return
     result.details.append(f"{note} (listed under 'Debt of earlier releases')")
-    result.evidence = f"{note}: release {release} fails the same way (listed apart)"
+    same = "refused the same objects" if all(d.same_object for d in debts) else "fails the same way"
+    result.evidence = f"{note}: release {release} {same} (listed apart)"
     reached = result.counts.get(REACHED.get(result.check, ""), min_objects)
     if reached < min_objects:  # as the round trips' own rule: thin evidence is no pass
         result.passed = None

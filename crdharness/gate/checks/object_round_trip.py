@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from crdharness.gate import diff
 from crdharness.gate.api import Answer, Resource, call
-from crdharness.gate.checks import annotation_objects, upgrade_writes
+from crdharness.gate.checks import annotation_objects, same_write, upgrade_writes
 from crdharness.gate.checks.respelling import TOUCH, respelt
 from crdharness.gate.checks.round_trip_steps import (
     Steps,
@@ -47,6 +47,9 @@ class PairRecord:
     # Writes as read refused at B for objects whose round trip is reported for data lost:
     # convertibility's failures too, reported there, not only as a line under round-trip.
     also: list[NotConvertible] = field(default_factory=list)
+    # Each object that went as far as B, by its body as written at A: the refusal of it
+    # on the way (read, created again, written back), or None (``same_write``).
+    written: dict[str, NotConvertible | None] = field(default_factory=dict)
 
     def add(self, other: PairRecord) -> None:
         """What ``other`` (one object's round trip, made beside others) saw, added here."""
@@ -61,6 +64,7 @@ class PairRecord:
         self.parents_lost.update(other.parents_lost)
         self.note_pruned(other.pruned)
         self.also += other.also
+        self.written.update(other.written)
 
     def note_pruned(self, notes: list[str]) -> None:
         self.pruned += [note for note in notes if note not in self.pruned]
@@ -134,6 +138,7 @@ def _run_named(
             # duration's field, `type: string` in the schema) may take "1h".
             refusals.append(failure.answer)
         if sample or not ctx.config.admission:
+            same_write.note(seen.written, body, failure)
             return failure
         # The project's admission webhooks run before validation, each on the object
         # converted to its own version (matchPolicy Equivalent): a drawn object they would
@@ -149,8 +154,11 @@ def _run_named(
     seen.counts["created"] += 1
     held = coverage.held(objects.body_schema(entry), objects.intent(body))
     compared = seen.counts["compared"]
+    meanwhile = seen.counts["written meanwhile"]
     try:
         found = _compare(ctx, release, resource, namespace, name, a, b, body, created, seen)
+        if seen.counts["written meanwhile"] == meanwhile:  # else not known how it ends
+            same_write.note(seen.written, body, found)
         # A path is exercised once the object went the whole way round, or where the
         # round trip failed on it; the others of an object it stopped early for were not
         # (another object must hold them), nor those whose parent was lost whole.
@@ -290,6 +298,7 @@ def _compare(
     changed = steps.failure(shown)
     if changed is not None and remade is not None:
         seen.also.append(remade)
+        changed.refusal = remade
     return changed or remade
 
 

@@ -84,16 +84,21 @@ def _run(ctx: GateContext, release: Release) -> None:
             failed: dict[tuple[str, str], list[dict]] = {}  # pair -> the bodies that failed
             for a, b in pairs:
                 ctx.check_deadline(f"release {release.index + 1}'s round trips of {name}")
+                written = ctx.previous_writes.setdefault(
+                    subjects.key("convertibility", subjects.pair(name, a, b)), {}
+                )
                 forms[a, b], failed[a, b] = _pair(
-                    ctx, release, name, a, b, _bodies(ctx, release, name, a, b)
+                    ctx, release, name, a, b, _bodies(ctx, release, name, a, b), written
                 )
             # As the candidate's pairs start from what other pairs found: those bodies too.
             for a, b in pairs:
                 found = [
                     body for pair, bodies in failed.items() if pair != (a, b) for body in bodies
                 ]
-                forms[a, b] |= _pair(ctx, release, name, a, b, [(body, False) for body in found])[0]
                 subject = subjects.pair(name, a, b)
+                again = [(body, False) for body in found]
+                written = ctx.previous_writes[subjects.key("convertibility", subject)]
+                forms[a, b] |= _pair(ctx, release, name, a, b, again, written)[0]
                 for check in ("round-trip", "convertibility"):
                     ctx.previous_forms[subjects.key(check, subject)] = [
                         f for c, f in forms[a, b] if c == check
@@ -146,23 +151,31 @@ def _bodies(
 
 
 def _pair(
-    ctx: GateContext, release: Release, name: str, a: str, b: str, bodies: list[tuple[dict, bool]]
+    ctx: GateContext,
+    release: Release,
+    name: str,
+    a: str,
+    b: str,
+    bodies: list[tuple[dict, bool]],
+    written: dict,
 ) -> tuple[set[tuple[str, Form]], list[dict]]:
     """(check, form) of each failure of ``bodies``' round trips between ``release``'s
-    versions ``a`` and ``b``, and a body that failed so for each."""
+    versions ``a`` and ``b``, and a body that failed so for each; how each write ended into
+    ``written`` (``same_write``: the candidate's refusals of the same writes are its debt)."""
     manifest, entry = release.crds[name], release.entry(name, a)
 
-    def round_trip(item: tuple[dict, bool]) -> list[RoundTripFailure]:
+    def round_trip(item: tuple[dict, bool]) -> tuple[list[RoundTripFailure], PairRecord]:
         body, sample = item
         seen = PairRecord()
         failure = object_round_trip.run(
             ctx, manifest, entry, a, b, body, seen, sample, release=release
         )
-        return ([failure] if failure is not None else []) + list(seen.also)
+        return ([failure] if failure is not None else []) + list(seen.also), seen
 
-    failures = concurrency.each(round_trip, bodies, ctx.config.concurrency)
+    outcomes = concurrency.each(round_trip, bodies, ctx.config.concurrency)
     first: dict[tuple[str, Form], dict] = {}  # one body per form, as the candidate keeps one
-    for found, (body, _) in zip(failures, bodies, strict=True):
+    for (found, seen), (body, _) in zip(outcomes, bodies, strict=True):
+        written.update(seen.written)
         for failure in found:
             first.setdefault((failure.check, round_trips.form(failure)), body)
     return set(first), list(first.values())

@@ -50,6 +50,7 @@ class Steps:
         if lost is None:
             return failure
         lost.details.append(f"then {failure.evidence}")
+        lost.refusal = failure
         return lost
 
 

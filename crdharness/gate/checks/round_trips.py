@@ -142,6 +142,7 @@ def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
     round_trip.respelt = seen.respelt
     round_trip.own_annotations = seen.own_annotations
     round_trip.pruned = seen.pruned
+    ctx.candidate_writes[convertible.key] = seen.written  # for its debt (``same_write``)
     ctx.timings[f"round trips {subject}"] = round(time.perf_counter() - started, 2)
     alone = (
         " (the candidate installed on its own: the history could not apply it)"
@@ -331,7 +332,7 @@ def _record(
 ) -> None:
     result = round_trip if failure.check == "round-trip" else convertible
     shown = [(f"{label}: {title}", obj) for title, obj in failure.shown]
-    found = Found(form(failure), failure.evidence, list(failure.details), shown)
+    found = Found(form(failure), failure.evidence, list(failure.details), shown, failure.written_as)
     result.fail(failure.evidence, *failure.details, found=[found])
     result.objects += shown
 

@@ -109,6 +109,7 @@ def _settle_debt(ctx: GateContext) -> None:
         ctx.config.fail_debt,
         ctx.config.min_objects,
         ctx.unchanged,
+        {k: (w, ctx.previous_writes.get(k)) for k, w in ctx.candidate_writes.items()},
     )
     if ctx.previous_not_evaluated and ctx.unchanged:
         ctx.previous_not_evaluated += (

@@ -56,6 +56,7 @@ def from_data(data: dict[str, Any]) -> Report:
                 Form(frozenset(d["paths"]), d["pair"]),
                 d["evidence"],
                 d["fails"],
+                d.get("same_object", False),
             )
             for d in data["debt"]
         ],

@@ -88,6 +88,10 @@ class GateContext:
     # forms, for each check and subject it decided; what of the candidate's is its ``debt``.
     previous_forms: dict[str, list[Form]] = field(default_factory=dict)
     previous_not_evaluated: str = ""  # why nothing of it could be known (with a history)
+    # convertibility:subject -> each write that pair's round trips took as far as B and how
+    # it ended, under the release before the candidate and under the candidate (same_write)
+    previous_writes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    candidate_writes: dict[str, dict[str, Any]] = field(default_factory=dict)
     # CRDs whose round trips cannot tell the previous release's debt (the candidate's webhook)
     debt_unknowable: list[str] = field(default_factory=list)
     debt: list[Debt] = field(default_factory=list)
