@@ -34,6 +34,7 @@ from crdharness.gate.checks.upgrade_repaired import REPAIRED
 from crdharness.gate.checks.upgrade_rewrites import write_all_again, write_baseline
 from crdharness.gate.checks.upgrade_stored import STORED_OTHERWISE
 from crdharness.gate.given.manifests import Release
+from crdharness.gate.results import CheckResult
 from crdharness.gate.run.context import GateContext
 
 __all__ = ["RECREATES", "Written", "check", "decide", "etcd_snapshot", "write_baseline"]
@@ -110,29 +111,29 @@ def check(ctx: GateContext, release: Release, written, before, stored_before, ju
                 if hazards
                 else ""
             )
-            + (
-                f"; {len(undefaulted)} reads of a value only release {release.index}'s default "
-                f"gave, which release {release.index + 1} removed (never stored: noted, details)"
-                if (undefaulted := [d for d in result.details if d.startswith(NO_LONGER_DEFAULTED)])
-                else ""
+            + _noted(
+                result,
+                NO_LONGER_DEFAULTED,
+                f"reads of a value only release {release.index}'s default gave, which release "
+                f"{release.index + 1} removed (never stored: noted, details)",
             )
-            + (
-                f"; {len(stored)} CRD versions where objects release {release.index} stored lack "
-                "what new ones hold (its hazards)"
-                if (stored := [d for d in result.details if d.startswith(STORED_OTHERWISE)])
-                else ""
+            + _noted(
+                result,
+                STORED_OTHERWISE,
+                f"CRD versions where objects release {release.index} stored lack what new ones "
+                "hold (its hazards)",
             )
-            + (
-                f"; {len(repaired)} writes stored what an object read (the webhook's own "
-                "bookkeeping consumed; details)"
-                if (repaired := [d for d in result.details if d.startswith(REPAIRED)])
-                else ""
+            + _noted(
+                result,
+                REPAIRED,
+                "writes stored what an object read (the webhook's own bookkeeping consumed; "
+                "details)",
             )
-            + (
-                f"; {len(carried)} reads holding now, through the new conversion, a value the "
-                "object holds at the version it was written at (details)"
-                if (carried := [d for d in result.details if d.startswith(CARRIED_NOW)])
-                else ""
+            + _noted(
+                result,
+                CARRIED_NOW,
+                "reads holding now, through the new conversion, a value the object holds at "
+                "the version it was written at (details)",
             )
             + (
                 f"; {len(result.own_annotations)} reads showing the webhook's own annotations "
@@ -140,12 +141,12 @@ def check(ctx: GateContext, release: Release, written, before, stored_before, ju
                 if result.own_annotations
                 else ""
             )
-            + (
-                f"; {len(webhooks)} losses the webhook makes on objects of any release (under "
-                f"release {release.index}, or new ones at a version it did not serve) are "
-                "round-trip's findings, not this release's (details)"
-                if (webhooks := [d for d in result.details if d.startswith(WEBHOOKS_OWN)])
-                else ""
+            + _noted(
+                result,
+                WEBHOOKS_OWN,
+                f"losses the webhook makes on objects of any release (under release "
+                f"{release.index}, or new ones at a version it did not serve) are round-trip's "
+                "findings, not this release's (details)",
             )
         )
         if left_out and result.passed:  # a CRD whose objects were never read is no pass
@@ -168,3 +169,9 @@ def check(ctx: GateContext, release: Release, written, before, stored_before, ju
         if obj.captured and obj.findings:
             ctx.object_findings[obj.label] = list(obj.findings)
             ctx.writes_refused[obj.label] = set(obj.refused)
+
+
+def _noted(result: CheckResult, prefix: str, what: str) -> str:
+    """ "; N <what>" for the notes of ``result`` starting with ``prefix``, if any."""
+    count = sum(1 for d in result.details if d.startswith(prefix))
+    return f"; {count} {what}" if count else ""

@@ -3,6 +3,8 @@ version (GET and LIST), judged against what it read before, and its etcd key unt
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from crdharness.gate import diff, go_values
 from crdharness.gate.api import call
 from crdharness.gate.checks import upgrade_screen
@@ -133,25 +135,25 @@ def _judge_read(
     changed = declared_first(
         entry, [d for d in found if d not in defaulted + undefaulted + let_default]
     )
-    carried = [d for d in changed if _carried_now(obj, version, d)]
-    for d in carried:
-        note = (
+    changed = _set_apart(
+        changed,
+        lambda d: _carried_now(obj, version, d),
+        lambda d: (
             f"{CARRIED_NOW}: {obj.label} at {version}: {d.describe()}, a value it holds at "
             f"{obj.version} (its conversion under release {release.index + 1} carries it)"
-        )
-        if note not in result.details:
-            result.details.append(note)
-    changed = [d for d in changed if d not in carried]
+        ),
+        result.details,
+    )
     if not ctx.config.strict:
-        own = [d for d in changed if _webhooks_own_annotation(d)]
-        for d in own:
-            note = (
+        changed = _set_apart(
+            changed,
+            _webhooks_own_annotation,
+            lambda d: (
                 f"{obj.label} at {version}: {d.describe()} (read only: the webhook's own, "
                 f"no user wrote it; release {release.index + 1}'s webhook shows it there)"
-            )
-            if note not in result.own_annotations:
-                result.own_annotations.append(note)
-        changed = [d for d in changed if d not in own]
+            ),
+            result.own_annotations,
+        )
     if changed:
         finding(
             ctx,
@@ -165,6 +167,20 @@ def _judge_read(
     if len(obj.findings) > known:
         result.objects.append((f"{obj.label} at {version} before", obj.seen[version]))
         result.objects.append((f"{obj.label} at {version} after", body))
+
+
+def _set_apart(
+    found: list[diff.Difference],
+    matches: Callable[[diff.Difference], bool],
+    note: Callable[[diff.Difference], str],
+    notes: list[str],
+) -> list[diff.Difference]:
+    """``found`` without the differences ``matches`` takes, each noted once in ``notes``."""
+    taken = [d for d in found if matches(d)]
+    for d in taken:
+        if (line := note(d)) not in notes:
+            notes.append(line)
+    return [d for d in found if d not in taken]
 
 
 def _carried_now(obj: Written, version: str, d: diff.Difference) -> bool:
