@@ -26,19 +26,35 @@ def test_a_value_appearing_at_another_version_that_the_object_holds_is_carried_n
     assert upgrade_reads._carried_now(obj, "v2", diff.Difference("spec.svc", "added", None, copied))
 
 
+def test_a_value_read_again_as_it_was_written_is_carried_now_at_any_version():
+    # capsule v0.2.1 converts the status v0.2.0 dropped: read as written, at the version too.
+    obj = old_object()
+    obj.sent = {"status": {"size": 7, "namespaces": ["a"]}}
+    for version in ("v1beta1", "v1alpha1"):
+        size = diff.Difference("status.size", "changed", 0, 7)
+        assert upgrade_reads._carried_now(obj, version, size)
+        names = diff.Difference("status.namespaces", "added", None, ["a"])
+        assert upgrade_reads._carried_now(obj, version, names)
+    assert not upgrade_reads._carried_now(
+        obj, "v1beta1", diff.Difference("status.size", "changed", 0, 8)
+    )
+    assert not upgrade_reads._carried_now(
+        obj, "v1beta1", diff.Difference("status.size", "lost", 7, None)
+    )
+
+
 def test_a_value_from_nowhere_changed_or_zero_stays_a_finding():
     obj = old_object(gateway="kyma-system/gw")
     new = diff.Difference("spec.timeout", "added", None, 30)
     assert not upgrade_reads._carried_now(obj, "v2", new)
-    changed = diff.Difference("spec.gateway", "changed", "other/gw", "kyma-system/gw")
+    changed = diff.Difference("spec.gateway", "changed", "other/gw", "kyma-system/other")
     assert not upgrade_reads._carried_now(obj, "v2", changed)
     assert not upgrade_reads._carried_now(obj, "v2", diff.Difference("spec.x", "added", None, ""))
-    # At the version it was written at, any change is the upgrade's.
-    same_version = diff.Difference("spec.gateway", "added", None, "kyma-system/gw")
-    assert not upgrade_reads._carried_now(obj, "v1beta1", same_version)
-    # An object the upgrade already changed elsewhere is not excused.
+    # An object the upgrade already changed elsewhere is not excused by a value found
+    # at another path.
     obj.findings.append("kept1-v1beta1-0 at v1beta1: spec.gateway: lost")
-    assert not upgrade_reads._carried_now(obj, "v2", same_version)
+    elsewhere = diff.Difference("spec.gw", "added", None, "kyma-system/gw")
+    assert not upgrade_reads._carried_now(obj, "v2", elsewhere)
 
 
 def test_only_an_annotation_that_appeared_is_the_webhooks_own():

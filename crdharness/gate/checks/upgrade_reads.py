@@ -15,7 +15,7 @@ from crdharness.gate.results import CheckResult
 from crdharness.gate.run.context import GateContext
 
 # A note (no finding): a value an old object read only through a default the release removed.
-CARRIED_NOW = "carried now by the conversion (a value the object holds; not a finding)"
+CARRIED_NOW = "carried now by the conversion (what the object was written with; not a finding)"
 NO_LONGER_DEFAULTED = "no longer defaulted on read, never stored (not a finding)"
 
 
@@ -139,8 +139,8 @@ def _judge_read(
         changed,
         lambda d: _carried_now(obj, version, d),
         lambda d: (
-            f"{CARRIED_NOW}: {obj.label} at {version}: {d.describe()}, a value it holds at "
-            f"{obj.version} (its conversion under release {release.index + 1} carries it)"
+            f"{CARRIED_NOW}: {obj.label} at {version}: {d.describe()}, what it was written "
+            f"with (its conversion under release {release.index + 1} carries it)"
         ),
         result.details,
     )
@@ -184,18 +184,22 @@ def _set_apart(
 
 
 def _carried_now(obj: Written, version: str, d: diff.Difference) -> bool:
-    """A value that appeared on a read at ``version`` (not by a default: those are judged
-    before), every non-zero scalar of which (at least one) the object holds at the version
-    it was written at, where
-    the upgrade changed nothing: the new release's conversion carries what the object held
-    all along (a fix: api-gateway 3.1.1 reading `gateway` and `hosts` into v2), never a
-    loss. A value from nowhere, or one changed, stays a finding."""
-    if d.change != "added" or version == obj.version or d.path.startswith("metadata."):
+    """A value that appeared or changed on a read at ``version`` (not by a default: those
+    are judged before) to what the object was written with: the new release's conversion
+    carries what the earlier one dropped (a fix: capsule v0.2.1 converting the status
+    v0.2.0 left out; api-gateway 3.1.1 reading `gateway` and `hosts` into v2), never a loss.
+    Either the value at that path of the body written (``obj.sent``), or a value that
+    appeared whose non-zero scalars (at least one) the object was written with or reads at
+    the version it was written at, another path (``host`` read into ``hosts[0]``), where the
+    upgrade changed nothing else. A value from nowhere, or one lost, stays a finding."""
+    if d.change == "lost" or d.path.startswith("metadata."):
         return False
-    held = obj.seen.get(obj.version)
-    if held is None or obj.findings:
+    if schemas.present(obj.sent, d.path) and diff.same(schemas.value_at(obj.sent, d.path), d.after):
+        return True
+    if d.change != "added" or obj.findings:
         return False
-    values = [v for v in diff.leaves(held).values() if not diff.zero_or_all_zero(v)]
+    held = diff.leaves(obj.sent) | diff.leaves(obj.seen.get(obj.version) or {})
+    values = [v for v in held.values() if not diff.zero_or_all_zero(v)]
     # Zero values beside them are how Go writes a struct it copies (``external: false``).
     new = [v for v in diff.leaves(d.after).values() if not diff.zero_or_all_zero(v)]
     return bool(new) and all(any(go_values.same(v, h) for h in values) for v in new)
