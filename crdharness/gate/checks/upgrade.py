@@ -132,8 +132,8 @@ def check(ctx: GateContext, release: Release, written, before, stored_before, ju
             + _noted(
                 result,
                 CARRIED_NOW,
-                "reads holding now, through the new conversion, a value the object holds at "
-                "the version it was written at (details)",
+                "reads holding now, through the new conversion, what the object was written "
+                "with (a fix, not a finding; details)",
             )
             + (
                 f"; {len(result.own_annotations)} reads showing the webhook's own annotations "
