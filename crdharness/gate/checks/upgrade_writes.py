@@ -76,6 +76,25 @@ class Refusal:
         return text
 
 
+# What a second try of the same write cannot change: kube-apiserver's own validation of the
+# content (422 naming no webhook) and server-side apply's typed patch of it against the schema
+# (500). A 429, a timeout or a webhook's failure may pass the next time: those are tried again.
+TYPED_PATCH = "failed to create typed patch object"
+
+
+def settled(refusals: list[Refusal], webhooks: bool) -> bool:
+    """Whether every one of ``refusals`` is the API server's own answer to the content, with no
+    webhook (``webhooks``: conversion or admission) taking part in the writes: the same
+    writes would be refused the same way again, so trying them again proves nothing more."""
+    if webhooks:
+        return False
+    return all(
+        (r.status == 422 and "webhook" not in r.message.lower())
+        or (r.status == 500 and r.message.startswith(TYPED_PATCH))
+        for r in refusals
+    )
+
+
 UPDATE = "update with what was read"
 RECREATE = "the same content created again (dry run, as a restore or re-apply would)"
 RECREATE_STATUS = (
