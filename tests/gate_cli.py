@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.children import dies_with_parent
+
 
 def run_gate(
     gate_file: Path, artifacts: Path, *args: str, cwd: Path | None = None, env: dict | None = None
@@ -30,6 +32,7 @@ def run_gate(
         env={**os.environ, **(env or {})},
         cwd=cwd,
         check=False,
+        preexec_fn=dies_with_parent,
     )
 
 

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from crdharness import paths
+from tests.children import dies_with_parent
 
 
 def inner_pytest(tmp_path: Path, test_source: str, *extra: str) -> list[str]:
@@ -44,4 +45,5 @@ def run_inner_pytest(
         capture_output=True,
         text=True,
         check=False,
+        preexec_fn=dies_with_parent,
     )

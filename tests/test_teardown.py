@@ -20,6 +20,7 @@ import pytest
 
 from crdharness.polling import wait_for
 from crdharness.processes import is_alive
+from tests.children import dies_with_parent
 from tests.inner_session import inner_env, inner_pytest
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -65,9 +66,14 @@ def run_inner(tmp_path: Path, request, mode: str, *extra: str) -> tuple[subproce
         # Interruptible like a session in a terminal: a shell without job control starts
         # background commands with SIGINT ignored, and the child would inherit that (seen when
         # CI itself was started with `&`: the inner pytest never noticed the SIGINT).
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        preexec_fn=_interruptible_and_dies_with_parent,
     )
     return proc, info
+
+
+def _interruptible_and_dies_with_parent() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    dies_with_parent()
 
 
 def wait_for_cluster(proc: subprocess.Popen, info: Path) -> dict:
