@@ -38,6 +38,16 @@ def failed(report: dict) -> set[str]:
     return {key for key, c in checks(report).items() if c["status"] == "FAIL"}
 
 
+def passing_upgrade(tmp_path: Path, example: str) -> tuple[dict, str, dict]:
+    """The gate on a two-release example that must exit 0 with its upgrade check passing:
+    its report, its output and that check."""
+    code, report, output = gate(tmp_path, example)
+    assert code == 0, output[-3000:]
+    upgrade = checks(report)["upgrade[release 1->2]"]
+    assert upgrade["status"] == "pass", upgrade
+    return report, output, upgrade
+
+
 def test_the_documented_crontab_with_the_reference_webhook_passes(tmp_path):
     code, report, output = gate(tmp_path, "crontab-webhook/gate.yaml")
     assert code == 0, output[-3000:]
@@ -329,10 +339,7 @@ def test_a_webhook_fixed_in_the_candidate_passes_the_upgrade_with_old_losses_as_
 ):
     # Release 1's own webhook dropped `image`; the candidate's is fixed. What release 1's
     # writes lost under its own webhook is its hazard; nothing more is lost under release 2.
-    code, report, output = gate(tmp_path, "release-webhook/gate-fixes.yaml")
-    assert code == 0, output[-3000:]
-    upgrade = checks(report)["upgrade[release 1->2]"]
-    assert upgrade["status"] == "pass", upgrade
+    report, output, upgrade = passing_upgrade(tmp_path, "release-webhook/gate-fixes.yaml")
     assert not any("not a change of this release" in d for d in upgrade["details"])
     assert report["hazards"], "release 1's losses are listed as its hazards"
     assert all(
@@ -350,10 +357,7 @@ def test_objects_a_fix_does_not_reach_are_said_apart_and_a_write_storing_what_th
 ):
     # Release 1's webhook kept `image` in an annotation at v1beta1 (storage); the candidate's
     # keeps the field and still reads that annotation back at v1 (where it now shows).
-    code, report, output = gate(tmp_path, "release-webhook/gate-stored.yaml")
-    assert code == 0, output[-3000:]
-    upgrade = checks(report)["upgrade[release 1->2]"]
-    assert upgrade["status"] == "pass", upgrade
+    report, _output, upgrade = passing_upgrade(tmp_path, "release-webhook/gate-stored.yaml")
     # Old objects read no worse, but not as new ones do: release 1's hazard, with the field.
     stored = [
         h
