@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from crdharness.gate.evidence import changes, targeted
+from crdharness.gate.evidence import changes, old_values, targeted
 from crdharness.gate.given.manifests import Release
 
 SCHEMA = {
@@ -196,7 +196,7 @@ def test_a_change_no_object_can_hold_says_why():
 
     (change,) = changed(impossible)
     entry = release(0, SCHEMA).entry("widgets.example.com", "v1")
-    with pytest.raises(targeted.NoObject, match="no string valid under the old schema"):
+    with pytest.raises(old_values.NoObject, match="no string valid under the old schema"):
         targeted.bodies(change, entry, [])
 
 

@@ -335,11 +335,11 @@ def test_drawn_and_minimal_strings_meet_the_formats_the_api_server_checks():
     # objects drawn or built with it never reached the upgrade (always "not proven").
     import base64
 
-    from crdharness.gate.evidence import objects, targeted
+    from crdharness.gate.evidence import objects, old_values
 
     byte = {"type": "string", "format": "byte"}
-    assert base64.b64decode(targeted.minimal(byte), validate=True)
+    assert base64.b64decode(old_values.minimal(byte), validate=True)
     schema = {"type": "object", "properties": {"request": byte}, "required": ["request"]}
     for body in objects.drawn_from(objects.strategy(schema), 20, seed=1):
         assert base64.b64decode(body["request"], validate=True), body
-    assert targeted.minimal({"type": "string", "format": "uuid"}).count("-") == 4
+    assert old_values.minimal({"type": "string", "format": "uuid"}).count("-") == 4

@@ -9,7 +9,7 @@ import copy
 
 import pytest
 
-from crdharness.gate.evidence import schema_memo, targeted
+from crdharness.gate.evidence import old_values, schema_memo
 
 
 def test_the_same_schema_is_worked_out_once_and_each_caller_gets_a_copy():
@@ -73,18 +73,18 @@ def test_only_so_many_schemas_are_kept(monkeypatch):
     ],
 )
 def test_targeted_smallest_values_are_the_same_remembered_or_searched_anew(schema):
-    remembered = targeted.minimal(schema), targeted.present(schema)
-    targeted.minimal.forget()
-    targeted.present.forget()
-    assert (targeted.minimal(schema), targeted.present(schema)) == remembered
-    assert targeted.minimal(schema) == remembered[0]
+    remembered = old_values.minimal(schema), old_values.present(schema)
+    old_values.minimal.forget()
+    old_values.present.forget()
+    assert (old_values.minimal(schema), old_values.present(schema)) == remembered
+    assert old_values.minimal(schema) == remembered[0]
 
 
 def test_targeted_minimal_of_a_schema_nothing_satisfies_says_so_each_time():
     impossible = {"type": "string", "pattern": "^a$", "minLength": 3}
     for _ in range(2):
-        with pytest.raises(targeted.NoObject):
-            targeted.minimal(impossible)
+        with pytest.raises(old_values.NoObject):
+            old_values.minimal(impossible)
 
 
 def test_descriptions_aside_a_reworded_schema_is_the_same_but_a_field_named_description_is_not():

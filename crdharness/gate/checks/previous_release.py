@@ -29,7 +29,7 @@ from crdharness.gate.checks import (
     schemas_vs_strategy,
 )
 from crdharness.gate.checks.object_round_trip import PairRecord
-from crdharness.gate.evidence import changes, coverage_objects, drawn_bodies, targeted
+from crdharness.gate.evidence import changes, coverage_objects, drawn_bodies, old_values, targeted
 from crdharness.gate.given.manifests import Release
 from crdharness.gate.results import Form, RoundTripFailure
 from crdharness.gate.run.context import ROUND_TRIP_NS, GateContext
@@ -134,7 +134,7 @@ def _bodies(
     for change in changes.between_versions(release, name, a, b):
         try:
             bodies += [(body, False) for body in targeted.bodies(change, entry, samples)[:1]]
-        except targeted.NoObject:
+        except old_values.NoObject:
             continue  # the candidate's object for it is no debt then
     if ctx.config.generate:
         drawn = drawn_bodies.bodies(entry, samples, ctx.config.generate, ctx.config.seed)

@@ -18,7 +18,7 @@ from crdharness.gate.checks import (
     path_coverage,
 )
 from crdharness.gate.checks.object_round_trip import PairRecord
-from crdharness.gate.evidence import changes, drawn_bodies, refusal, targeted
+from crdharness.gate.evidence import changes, drawn_bodies, old_values, refusal, targeted
 from crdharness.gate.evidence.changes import Change
 from crdharness.gate.results import Form, Found, RoundTripFailure
 from crdharness.gate.run.context import GateContext
@@ -248,7 +248,7 @@ def _round_trip_holding(
     proven (no object could be built or created)."""
     try:
         bodies = targeted.bodies(change, entry, ctx.sample_bodies(change.crd, entry["name"]))
-    except targeted.NoObject as exc:
+    except old_values.NoObject as exc:
         change.decide(changes.NOT_PROVEN, f"no object holding it could be built: {exc}")
         return None
     refusals: list = []  # the server's answers to this change's own objects

@@ -1,7 +1,7 @@
 """Values worked out from a schema alone, kept by the schema's content: the same schema gets
 the same value without drawing it again.
 
-Why: the smallest value a schema accepts (``targeted.minimal``, ``targeted.present``) is a
+Why: the smallest value a schema accepts (``old_values.minimal``, ``old_values.present``) is a
 repeatable hypothesis search (derandomized), a few milliseconds to a second each, asked for
 every leaf of every object built for a change, again for each version pair, and again for
 the release before the candidate (whose schemas are mostly the same). On a provider's

@@ -6,7 +6,7 @@ from __future__ import annotations
 from crdharness.gate import concurrency
 from crdharness.gate.api import Answer
 from crdharness.gate.checks.upgrade import Written
-from crdharness.gate.evidence import changes, targeted
+from crdharness.gate.evidence import changes, old_values, targeted
 from crdharness.gate.evidence.changes import NOT_PROVEN, Change
 from crdharness.gate.given.manifests import Release
 from crdharness.gate.phases import singletons
@@ -30,7 +30,7 @@ def write(ctx: GateContext, release: Release, upcoming: list[Change]) -> list[Wr
         entry = release.entry(change.crd, change.version)
         try:
             bodies = targeted.bodies(change, entry, ctx.sample_bodies(change.crd, change.version))
-        except targeted.NoObject as exc:
+        except old_values.NoObject as exc:
             change.decide(NOT_PROVEN, f"no object holding it could be built: {exc}")
             continue
         except Exception as exc:  # the gate's own failure for this change: undecided, said so
