@@ -402,3 +402,14 @@ def test_an_object_release_1_never_wrote_is_decided_by_its_paths_and_says_so():
     assert not debt.settle([result], forms, 1, writes=writes({"shrunk": new}, {}))
     assert result.passed is False
     assert any("the per-object check was not made" in d for d in result.details), result.details
+
+
+def test_a_failure_is_wholly_owed_only_when_the_previous_release_has_every_path_of_it():
+    # Decides whether the search shows such a failure as drawn instead of shrinking it.
+    earlier = [Form(frozenset({"spec.image"})), Form(frozenset({"spec.size"}))]
+    assert debt.wholly_owed(Form(frozenset({"spec.image.tag", "spec.size"})), earlier)
+    assert not debt.wholly_owed(Form(frozenset({"spec.image", "spec.colour"})), earlier)
+    assert not debt.wholly_owed(Form(frozenset({"spec.image"})), [])  # nothing to owe to
+    # A failure naming no path (an object that cannot be stored) is owed to one naming none.
+    assert debt.wholly_owed(Form(frozenset()), [Form(frozenset())])
+    assert not debt.wholly_owed(Form(frozenset()), earlier)

@@ -683,7 +683,9 @@ def test_generated_objects_do_not_depend_on_which_local_modules_are_loaded(tmp_p
     assert "local-literal" not in repr(after)
 
 
-def _search_with(attempt, monkeypatch, stall: float | None = None, shrink_seconds=20.0):
+def _search_with(
+    attempt, monkeypatch, stall: float | None = None, shrink_seconds=20.0, as_found=lambda f: False
+):
     """``drawn_search.search`` over a one-field schema, with ``attempt`` standing for a
     round trip (no API server: what is tested is when the search stops)."""
     from types import SimpleNamespace
@@ -697,7 +699,7 @@ def _search_with(attempt, monkeypatch, stall: float | None = None, shrink_second
     config = GateConfig(Path("gate.yaml"), crds=[], generate=200, shrink_seconds=shrink_seconds)
     ctx = SimpleNamespace(config=config, sample_bodies=lambda crd, version: [])
     return drawn_search.search(
-        ctx, "things.example.com", entry, attempt, lambda f: True, [], lambda f: False
+        ctx, "things.example.com", entry, attempt, lambda f: True, [], as_found
     )
 
 
@@ -730,6 +732,17 @@ def test_once_shrunk_the_search_makes_no_more_round_trips_to_explain_it(monkeypa
     smallest = next(i for i, body in enumerate(calls) if body.get("spec", {}).get("size") == 7)
     # hypothesis's explain phase would try ~60 variations of the minimal object here
     assert len(calls) - smallest - 1 <= 10, f"{len(calls) - smallest - 1} round trips after"
+
+
+def test_a_failure_to_be_shown_as_found_is_returned_unshrunk_at_once(monkeypatch):
+    # The previous release's debt (or a failure shrunk for another pair): no shrinking.
+    calls: list = []
+    found = _search_with(
+        _fails_from(7, calls), monkeypatch, stall=3600.0, shrink_seconds=3600, as_found=bool
+    )
+    first = next(i for i, body in enumerate(calls) if body.get("spec", {}).get("size", -1) >= 7)
+    assert found is not None and found.body is calls[first]
+    assert len(calls) == first + 1, "no round trip after the first failure"
 
 
 def test_the_search_stops_shrinking_once_nothing_smaller_is_found(monkeypatch):

@@ -45,6 +45,12 @@ CHECKS = ("round-trip", "convertibility", "schemas-vs-strategy", "expected-conve
 REACHED = {"round-trip": "created", "convertibility": "created"}
 
 
+def wholly_owed(form: Form, earlier: Sequence[Form]) -> bool:
+    """Whether ``earlier`` (the previous release's forms of the same check and subject) has
+    every part of ``form``: nothing of it is the candidate's."""
+    return bool(earlier) and split(form, earlier)[1] is None
+
+
 def split(form: Form, earlier: Sequence[Form]) -> tuple[Form | None, Form | None]:
     """``form`` as (the part the ``earlier`` forms already have, the part they do not);
     either is None when empty."""

@@ -30,13 +30,13 @@ def search(
     attempt,
     new,
     shrink_until: list[float],
-    shrunk_elsewhere,
+    as_found,
 ) -> RoundTripFailure | None:
     """Run ``attempt`` on generated bodies until one fails in a way ``new`` accepts; the
     minimal such failure hypothesis shrank to, within the pair's ``shrink_seconds`` (one
     budget for all of a pair's searches, started at its first failure). A failure
-    ``shrunk_elsewhere`` accepts is returned as found: failing is fast when every pair
-    fails the same way."""
+    ``as_found`` accepts is returned unshrunk (shrunk for another pair already, or the
+    previous release's debt): failing is fast when every pair fails the same way."""
     if not ctx.config.generate:
         return None
     from hypothesis import HealthCheck, Phase, given, settings
@@ -74,7 +74,7 @@ def search(
             if not seen or failure.size < min(f.size for f in seen):
                 smaller_at.append(failure.at)
             seen.append(failure)
-            if shrunk_elsewhere(failure):
+            if as_found(failure):
                 raise ShrinkBudgetSpent  # returns it unshrunk
             raise failure
 

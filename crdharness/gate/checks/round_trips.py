@@ -13,6 +13,7 @@ from collections import Counter
 from crdharness.gate import concurrency, diff, subjects
 from crdharness.gate.checks import (
     annotation_objects,
+    debt,
     drawn_search,
     object_round_trip,
     path_coverage,
@@ -108,19 +109,29 @@ def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
         another pair: shown there, not shrunk again."""
         return all(any(diff.at_or_under(k, done) for done in shrunk) for k in _kinds(failure))
 
+    def owed(failure: RoundTripFailure) -> bool:
+        """The previous release's own round trips of this pair failed at the same paths (its
+        debt, listed apart): shown as drawn, not shrunk, when the search meets it (shrinking
+        spent up to ``shrink_seconds`` per pair on a provider's old defect)."""
+        earlier = ctx.previous_forms.get(subjects.key(failure.check, subject), [])
+        return not ctx.config.fail_debt and debt.wholly_owed(form(failure), earlier)
+
+    def not_shrunk(failure: RoundTripFailure) -> bool:
+        return shrunk_elsewhere(failure) or owed(failure)
+
     shrink_until: list[float] = []  # the pair's shrinking deadline, set at its first failure
     # The drawn objects go out many at once first: a pair they all pass needs no search,
     # and takes far less than the webhook's latency times its reviews. A new failure among
     # them is searched for again one object at a time, as hypothesis must to shrink it.
     searching = ctx.config.generate and _drawn_fail(ctx, name, entry, a, b, seen, new)
     for _ in range(MAX_FINDINGS if searching else 0):  # each looks for a failure not shown yet
-        failure = drawn_search.search(
-            ctx, name, entry, attempt, new, shrink_until, shrunk_elsewhere
-        )
+        failure = drawn_search.search(ctx, name, entry, attempt, new, shrink_until, not_shrunk)
         if failure is None:
             break
         if shrunk_elsewhere(failure):
             remember(failure, "object (not shrunk again: shrunk for another version pair)")
+        elif owed(failure):
+            remember(failure, "object (not shrunk: the previous release fails the same way)")
         else:
             remember(failure, "minimal object (shrunk)")
             shrunk.update(_kinds(failure))
