@@ -4,7 +4,7 @@ conversion; that loss is the gate's own request's, never the webhook's finding."
 
 from pathlib import Path
 
-from crdharness.gate.checks import object_round_trip
+from crdharness.gate.checks import object_round_trip, round_trip_steps
 from crdharness.gate.checks.object_round_trip import PairRecord
 from crdharness.gate.evidence import objects, pruning
 from crdharness.gate.given.config import GateConfig
@@ -33,7 +33,7 @@ def test_a_field_only_a_declares_sent_at_b_and_read_back_without_it_is_no_findin
     body = {"spec": {"size": 3, "legacy": "kept-by-v1-only"}}
     # The API server's answer to the create at v2: spec.legacy pruned before any conversion.
     created = {"apiVersion": "example.com/v2", "metadata": {"name": "w"}, "spec": {"size": 3}}
-    lost, notes = object_round_trip.lost_on_write(V2, "v2", body, {"name": "w"}, created)
+    lost, notes = round_trip_steps.lost_on_write(V2, "v2", body, {"name": "w"}, created)
     assert lost == []
     assert notes == [
         "spec.legacy: pruned by the gate's own request at v2 (not the webhook's): v2's "
@@ -44,7 +44,7 @@ def test_a_field_only_a_declares_sent_at_b_and_read_back_without_it_is_no_findin
 def test_a_field_b_declares_read_back_without_it_is_still_a_loss():
     body = {"spec": {"size": 3, "legacy": "x"}}
     created = {"metadata": {"name": "w"}, "spec": {"legacy": "x"}}
-    lost, notes = object_round_trip.lost_on_write(V1, "v1", body, {"name": "w"}, created)
+    lost, notes = round_trip_steps.lost_on_write(V1, "v1", body, {"name": "w"}, created)
     assert [(d.path, d.change) for d in lost] == [("spec.size", "lost")]
     assert notes == []
 

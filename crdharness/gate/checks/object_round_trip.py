@@ -19,9 +19,11 @@ from crdharness.gate.checks.round_trip_steps import (
     Steps,
     judged_with,
     lost_beyond_b,
+    lost_on_write,
     parents_lost,
+    read_differently,
 )
-from crdharness.gate.evidence import coverage, names, objects, pruning, schemas
+from crdharness.gate.evidence import coverage, names, objects, pruning
 from crdharness.gate.given.manifests import Release
 from crdharness.gate.results import NotConvertible, RoundTripFailure
 from crdharness.gate.run.context import ROUND_TRIP_NS, GateContext
@@ -224,7 +226,7 @@ def _compare(
     # A field with the same path and type at both versions means the same at both: a
     # webhook that swaps two fields both ways survives A->B->A, yet every client of B
     # reads wrong values.
-    moved = _read_differently(release, crd, a, b, original, at_b.body)
+    moved = read_differently(release, crd, a, b, original, at_b.body)
     moved = _judged(ctx, release, seen, moved, crd, a, b)
     if moved:
         headline = f"written at {a}, read at {b}: {{paths}} (same path and type at both) lost "
@@ -333,21 +335,6 @@ def _created_again(
     )
 
 
-def lost_on_write(
-    entry: dict, a: str, body: dict, metadata: dict, created: dict
-) -> tuple[list[diff.Difference], list[str]]:
-    """What the write of ``body`` (with ``metadata``) at A lost, by the server's answer
-    ``created``: fields that appear (defaults) are not losses (nor can a dry-run create
-    serve as the reference: it converts to the storage version too, and hides the loss). A
-    loss at or under a path A's schema prunes is the gate's own request's: a note (the
-    second list), never the webhook's."""
-    wanted = {**objects.intent(body), "metadata": metadata}
-    kept = {k: v for k, v in created.items() if k in wanted}
-    kept["metadata"] = {k: v for k, v in created["metadata"].items() if k in metadata}
-    lost = [d for d in diff.differences(wanted, kept) if d.change != "added"]
-    return pruning.not_the_webhooks(lost, pruning.pruned(entry, objects.intent(body)), a)
-
-
 def _judged(
     ctx: GateContext, release: Release, seen: PairRecord, found: list, crd: str, a: str, b: str
 ) -> list:
@@ -366,20 +353,6 @@ def _judged(
         if note not in noted:
             noted.append(note)
     return findings
-
-
-def _read_differently(release: Release, crd: str, a: str, b: str, at_a: dict, at_b: dict) -> list:
-    shared = schemas.shared_fields(release, crd, a, b)
-    there = diff.leaves(at_b)
-    found = []
-    for path, value in diff.leaves(at_a).items():
-        if path.startswith("metadata.") or diff.schema_path(path) not in shared:
-            continue
-        if path not in there:
-            found.append(diff.Difference(path, "lost", value))
-        elif not diff.same(value, there[path]):
-            found.append(diff.Difference(path, "changed", value, there[path]))
-    return found
 
 
 def _crd_of(ctx: GateContext, resource: Resource) -> str:

@@ -1,12 +1,14 @@
 """One object's round trip, step by step: the differences each step found (written and read
 back at A, read at B, back at A), reported together as one failure (a difference at one step
 does not end the round trip: a loss on the way back would otherwise hide behind one at B),
-and which paths an object's failed round trip judged."""
+what the write at A lost and what reads differently at B, and which paths an object's failed
+round trip judged."""
 
 from __future__ import annotations
 
 from crdharness.gate import diff
-from crdharness.gate.evidence import coverage
+from crdharness.gate.evidence import coverage, objects, pruning, schemas
+from crdharness.gate.given.manifests import Release
 from crdharness.gate.results import DataChanged, NotConvertible, RoundTripFailure
 
 
@@ -93,4 +95,34 @@ def lost_beyond_b(held: set[str], lost: frozenset[str], b_schema: dict, b: str) 
         field = next((f for f in gone if path != f and diff.at_or_under(path, f)), None)
         if field is not None:
             found[path] = f"lost whole with {field}, which {b} does not declare"
+    return found
+
+
+def lost_on_write(
+    entry: dict, a: str, body: dict, metadata: dict, created: dict
+) -> tuple[list[diff.Difference], list[str]]:
+    """What the write of ``body`` (with ``metadata``) at A lost, by the server's answer
+    ``created``: fields that appear (defaults) are not losses (nor can a dry-run create
+    serve as the reference: it converts to the storage version too, and hides the loss). A
+    loss at or under a path A's schema prunes is the gate's own request's: a note (the
+    second list), never the webhook's."""
+    wanted = {**objects.intent(body), "metadata": metadata}
+    kept = {k: v for k, v in created.items() if k in wanted}
+    kept["metadata"] = {k: v for k, v in created["metadata"].items() if k in metadata}
+    lost = [d for d in diff.differences(wanted, kept) if d.change != "added"]
+    return pruning.not_the_webhooks(lost, pruning.pruned(entry, objects.intent(body)), a)
+
+
+def read_differently(release: Release, crd: str, a: str, b: str, at_a: dict, at_b: dict) -> list:
+    """What reads differently at B than at A, at the fields both versions declare alike."""
+    shared = schemas.shared_fields(release, crd, a, b)
+    there = diff.leaves(at_b)
+    found = []
+    for path, value in diff.leaves(at_a).items():
+        if path.startswith("metadata.") or diff.schema_path(path) not in shared:
+            continue
+        if path not in there:
+            found.append(diff.Difference(path, "lost", value))
+        elif not diff.same(value, there[path]):
+            found.append(diff.Difference(path, "changed", value, there[path]))
     return found
