@@ -68,6 +68,27 @@ def test_a_flag_like_value_is_also_tried_flipped_on_the_same_object():
     assert len(ao.bodies(many)) == ao.MAX_BODIES
 
 
+def test_every_flag_is_tried_flipped_and_as_yes_before_any_key_gets_a_second_object():
+    # Like capsule's v1alpha1 Tenant: one answer carries eight flag-like keys, a second
+    # answer the other value of each; all variants make 34 bodies, over the cap. Each key's
+    # own value, flip and "yes" go first; the cut leaves out second objects, and says so.
+    keys = [f"example.com/flag-{i}" for i in range(8)]
+    first = obj(dict.fromkeys(keys, "true"))
+    second = obj(dict.fromkeys(keys, "false"))
+    found = {key: [first, second] for key in keys}
+    made = ao.bodies(found)
+    assert len(made) == ao.MAX_BODIES
+    for key in keys:
+        values = {body[objects.METADATA]["annotations"][key] for _, body in made}
+        assert {"true", "false", "yes"} <= values, key
+        labels = [label for label, _ in made]
+        assert f"{ao._label(key, 'false')} ({ao.USER})" in labels, key
+        assert f"{ao._label(key, 'yes')} ({ao.NEVER_WRITTEN})" in labels, key
+    cut = ao.left_out(found)
+    assert len(cut) == 34 - ao.MAX_BODIES
+    assert not ao.left_out({keys[0]: [first]})
+
+
 def test_an_annotation_the_user_wrote_is_data_and_one_the_webhook_added_is_its_own():
     sent = obj({"gate.example.com/a": "1", KEY: "false"})
     found = diff.differences(

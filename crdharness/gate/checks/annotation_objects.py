@@ -80,12 +80,26 @@ IGNORED = (respelling.TOUCH, "kubectl.kubernetes.io/last-applied-configuration")
 def bodies(found: dict[str, list[dict]]) -> list[tuple[str, dict]]:
     """Bodies to create at the old version, each with what it is for a report: each object
     the webhook answered as it answered it (once, whatever keys it carries), and with a
-    flag-like key's other value; at most ``MAX_BODIES`` (a webhook whose keys hold a user's
-    names, one per owner, writes new keys for every object)."""
+    flag-like key's other value and ``yes``; at most ``MAX_BODIES`` (a webhook whose keys
+    hold a user's names, one per owner, writes new keys for every object), each key's
+    first object and its values before any key's second, so that a cut leaves out second
+    objects, never a key (``left_out`` says what)."""
+    return _ordered(found)[:MAX_BODIES]
+
+
+def left_out(found: dict[str, list[dict]]) -> list[str]:
+    """The labels of the bodies ``bodies`` leaves out for ``MAX_BODIES``."""
+    return [label for label, _ in _ordered(found)[MAX_BODIES:]]
+
+
+def _ordered(found: dict[str, list[dict]]) -> list[tuple[str, dict]]:
     made: list[tuple[str, dict]] = []
     taken: set[int] = set()
-    for key, converted in found.items():
-        for obj in converted:
+    for turn in range(PER_KEY):
+        for key, converted in found.items():
+            if turn >= len(converted):
+                continue
+            obj = converted[turn]
             body = _body(obj)
             value = _annotations(obj)[key]
             if id(obj) not in taken:
@@ -97,7 +111,7 @@ def bodies(found: dict[str, list[dict]]) -> list[tuple[str, dict]]:
                     changed = copy.deepcopy(body)
                     changed[objects.METADATA]["annotations"][key] = given
                     made.append((f"{_label(key, given)} ({how})", changed))
-    return made[:MAX_BODIES]
+    return made
 
 
 def round_trip(
@@ -106,16 +120,17 @@ def round_trip(
     kind: str,
     a: str,
     attempt: Callable[[dict], RoundTripFailure | None],
-) -> tuple[int, list[tuple[str, RoundTripFailure]]]:
+) -> tuple[int, list[tuple[str, RoundTripFailure]], list[str]]:
     """Each body of ``bodies`` for the webhook's keys at ``a`` round-tripped by ``attempt``;
-    how many went, and the failures, each with its object's label."""
+    how many went, the failures, each with its object's label, and the labels left out."""
     failures = []
-    made = bodies(written(exchanges, group, kind, a))
+    found = written(exchanges, group, kind, a)
+    made = bodies(found)
     for label, body in made:
         failure = attempt(body)
         if failure is not None:
             failures.append((label, failure))
-    return len(made), failures
+    return len(made), failures, left_out(found)
 
 
 def own_annotations(
