@@ -413,3 +413,31 @@ def test_a_failure_is_wholly_owed_only_when_the_previous_release_has_every_path_
     # A failure naming no path (an object that cannot be stored) is owed to one naming none.
     assert debt.wholly_owed(Form(frozenset()), [Form(frozenset())])
     assert not debt.wholly_owed(Form(frozenset()), earlier)
+
+
+def test_a_loss_read_at_b_is_owed_only_to_one_the_previous_release_showed_at_b():
+    # api-gateway 3.1.1 -> 3.1.0: the candidate loses `spec.gateway` when read at v2 (every
+    # controller reading v2 sees it gone); 3.1.1 lost it only on the way back to v1beta1.
+    at_b = Form(frozenset({"spec.gateway"}), at_b=frozenset({"spec.gateway"}))
+    back_at_a = Form(frozenset({"spec.gateway"}))
+    assert debt.split(at_b, [back_at_a]) == (None, at_b)
+    assert debt.split(at_b, [at_b]) == (at_b, None)
+    assert debt.split(back_at_a, [at_b]) == (back_at_a, None)  # worse before: owed
+    # Only the part read at B is held apart: the rest of the failure stays owed.
+    both = Form(frozenset({"spec.gateway", "spec.hosts"}), at_b=frozenset({"spec.gateway"}))
+    old, new = debt.split(both, [Form(frozenset({"spec.gateway", "spec.hosts"}))])
+    assert old == Form(frozenset({"spec.hosts"})) and new == at_b
+
+
+def test_a_loss_read_at_b_the_earlier_schemas_explain_under_strategy_none_is_owed():
+    result = lost(round_trip(), "spec.colour")
+    result.found[0].form = Form(frozenset({"spec.colour"}), at_b=frozenset({"spec.colour"}))
+    schemas_differ = {
+        f"round-trip:{PAIR}": [Form(frozenset({"spec.size"}))],
+        "schemas-vs-strategy:widgets.gate.example.com": [
+            Form(frozenset({"spec.colour"}), "v1->v2")
+        ],
+    }
+    debts = debt.settle([result], schemas_differ, 1, min_objects=10)
+    assert [sorted(d.form.paths) for d in debts] == [["spec.colour"]]
+    assert result.passed is True

@@ -20,6 +20,10 @@ class Form:
 
     paths: frozenset[str] = frozenset()
     pair: str = ""
+    # Of ``paths``, those a round trip showed already on the read at B (what every client of
+    # B reads), not only on the way back to A: owed only where the earlier release showed
+    # them at B too (api-gateway 3.1.0 loses ``gateway`` at v2; 3.1.1 only on the way back).
+    at_b: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -196,6 +200,7 @@ class RoundTripFailure(Exception):
         self.evidence, self.details, self.shown = evidence, details, shown
         self.paths: frozenset[str] = frozenset(paths)  # what differed (round trips)
         self.lost: frozenset[str] = frozenset()  # of those, what read back absent (lost whole)
+        self.at_b: frozenset[str] = frozenset()  # of those, what differed already at B
         self.body: dict = {}  # the generated body that failed (set by the search)
         self.written_as = ""  # the body as written at A (``same_write.key``)
         # A write, read or re-create the server refused after data was already lost (the

@@ -57,13 +57,18 @@ def split(form: Form, earlier: Sequence[Form]) -> tuple[Form | None, Form | None
     same = [e for e in earlier if e.pair == form.pair]
     if not form.paths:
         return (form, None) if any(not e.paths for e in same) else (None, form)
-    old = frozenset(
-        p for p in form.paths if any(diff.at_or_under(p, q) for e in same for q in e.paths)
-    )
+
+    def owed(p: str) -> bool:
+        # A loss every client of B reads is owed only to one the earlier release showed at
+        # B as well: one it made only on the way back to A leaves B's readers unharmed.
+        where = [e.at_b for e in same] if p in form.at_b else [e.paths for e in same]
+        return any(diff.at_or_under(p, q) for paths in where for q in paths)
+
+    old = frozenset(p for p in form.paths if owed(p))
     new = form.paths - old
     return (
-        Form(old, form.pair) if old else None,
-        Form(new, form.pair) if new else None,
+        Form(old, form.pair, form.at_b & old) if old else None,
+        Form(new, form.pair, form.at_b & new) if new else None,
     )
 
 
@@ -161,7 +166,8 @@ def _lost_by_strategy_none(result: CheckResult, previous: dict[str, list[Form]])
         return []
     crd, _, pair = result.subject.rpartition(" ")
     forms = previous.get(subjects.key("schemas-vs-strategy", crd), [])
-    return [Form(form.paths) for form in forms if form.pair == pair]
+    # Lost wherever an object holding it is read at the version that lacks it: at B too.
+    return [Form(form.paths, at_b=form.paths) for form in forms if form.pair == pair]
 
 
 def _named(debt: Debt) -> str:

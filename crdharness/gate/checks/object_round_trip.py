@@ -231,7 +231,7 @@ def _compare(
     if moved:
         headline = f"written at {a}, read at {b}: {{paths}} (same path and type at both) lost "
         headline += f"or changed at {b}"
-        steps.add(headline, moved, detail=f"at {a} -> at {b}: ")
+        steps.add(headline, moved, detail=f"at {a} -> at {b}: ", at_b=True)
 
     def touch(current: dict) -> dict:
         current.setdefault("metadata", {}).setdefault("annotations", {})[TOUCH] = b

@@ -22,8 +22,9 @@ class Steps:
         self.details: list[str] = []
         self.found: list[diff.Difference] = []
         self.named: set[str] = set()
+        self.at_b: set[str] = set()  # schema paths read differently at B (not only back at A)
 
-    def add(self, headline: str, found: list, detail: str = "") -> None:
+    def add(self, headline: str, found: list, detail: str = "", at_b: bool = False) -> None:
         found = sorted(found, key=lambda d: coverage.headline_order(self.schema, d.path))
         self.headlines.append(
             headline.format(paths=", ".join(dict.fromkeys(d.path for d in found)))
@@ -31,6 +32,8 @@ class Steps:
         self.details += [detail + d.describe() for d in found]
         self.found += found
         self.named |= {d.path for d in found}
+        if at_b:
+            self.at_b |= {diff.schema_path(d.path) for d in found}
 
     def failure(self, shown: list) -> DataChanged | None:
         if not self.found:
@@ -42,6 +45,7 @@ class Steps:
             frozenset(diff.schema_path(d.path) for d in self.found),
         )
         failure.lost = frozenset(diff.schema_path(d.path) for d in self.found if d.change == "lost")
+        failure.at_b = frozenset(self.at_b)
         return failure
 
     def or_else(self, failure: NotConvertible) -> RoundTripFailure:

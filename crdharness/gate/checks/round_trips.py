@@ -359,7 +359,7 @@ def form(failure: RoundTripFailure) -> Form:
     """A round trip's failure as ``checks.debt`` knows it again: the schema paths it
     changed, or the fields a write as read was refused for; a convertibility failure that
     names none (the object cannot be read or written at all) is known by its pair alone."""
-    return Form(failure.paths)
+    return Form(failure.paths, at_b=failure.at_b)
 
 
 def _kinds(failure: RoundTripFailure) -> set[str]:
