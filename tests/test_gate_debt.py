@@ -441,3 +441,17 @@ def test_a_loss_read_at_b_the_earlier_schemas_explain_under_strategy_none_is_owe
     debts = debt.settle([result], schemas_differ, 1, min_objects=10)
     assert [sorted(d.form.paths) for d in debts] == [["spec.colour"]]
     assert result.passed is True
+
+
+def test_an_object_refused_for_no_field_both_times_is_named_as_the_same_object_alone():
+    # capsule v0.2.1 -> v0.2.0: a status value the server cannot decode names no field.
+    now, before = refusal(), refusal()
+    result = convertibility(kiln=now)
+    debt.settle(
+        [result],
+        previous(check="convertibility"),
+        1,
+        writes=writes({"kiln": now}, {"kiln": before}),
+    )
+    assert result.passed is True, result
+    assert "not a finding: the same object already refused under release 1" in result.evidence

@@ -174,8 +174,9 @@ def _named(debt: Debt) -> str:
     """A debt as its row names it: its pair and paths, else its own first words (a failure
     without paths, such as a status the webhook cannot decode)."""
     paths = ", ".join(sorted(debt.form.paths))
-    if debt.same_object:
-        paths += f" (the same object already refused under release {debt.release})"
+    if debt.same_object:  # a refusal may name no field (a value the server cannot decode)
+        same = f"the same object already refused under release {debt.release}"
+        paths = f"{paths} ({same})" if paths else same
     named = " ".join(x for x in (debt.form.pair, paths) if x)
     if named:
         return named
