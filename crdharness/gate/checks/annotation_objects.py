@@ -124,13 +124,13 @@ def round_trip(
     """Each body of ``bodies`` for the webhook's keys at ``a`` round-tripped by ``attempt``;
     how many went, the failures, each with its object's label, and the labels left out."""
     failures = []
-    found = written(exchanges, group, kind, a)
-    made = bodies(found)
+    ordered = _ordered(written(exchanges, group, kind, a))  # once: bodies and what is left out
+    made = ordered[:MAX_BODIES]
     for label, body in made:
         failure = attempt(body)
         if failure is not None:
             failures.append((label, failure))
-    return len(made), failures, left_out(found)
+    return len(made), failures, [label for label, _ in ordered[MAX_BODIES:]]
 
 
 def own_annotations(
