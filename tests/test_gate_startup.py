@@ -338,3 +338,38 @@ def test_a_release_webhook_on_a_cluster_that_cannot_reach_this_machine_is_refuse
         "runs only the top-level webhook)"
     )
     assert started == {}
+
+
+def test_a_webhook_whose_port_was_taken_before_it_bound_it_is_started_again_on_another(
+    tmp_path,
+):
+    """The port the gate picks is free when picked, not when the webhook binds it (on a busy
+    machine another process's connection can take it meanwhile, seen beside a test run):
+    the gate starts the webhook again on another port, rather than giving up."""
+    from crdharness.gate.given.config import WebhookSpec
+    from crdharness.gate.webhook.user_webhook import UserWebhook
+
+    marker = tmp_path / "first-launch-done"
+    script = tmp_path / "webhook.sh"
+    script.write_text(
+        "#!/bin/sh\n"
+        f'if [ ! -e "{marker}" ]; then touch "{marker}"; '
+        'echo "listen tcp 127.0.0.1:$2: bind: address already in use" >&2; exit 1; fi\n'
+        f'exec "{sys.executable}" -m crdconvert --host 127.0.0.1 --port "$2" '
+        '--tls-cert "$4" --tls-key "$6" --path /crdconvert\n'
+    )
+    script.chmod(0o755)
+    spec = WebhookSpec(
+        command=[str(script), "--port", "{port}", "--cert", "{tls_cert}", "--key", "{tls_key}"],
+        path="/crdconvert",
+    )
+    (tmp_path / "w").mkdir()
+    webhook = UserWebhook(
+        spec, tmp_path / "w", tmp_path / "kubeconfig", tmp_path, "/crdconvert", "x.io/v1"
+    )
+    try:
+        webhook.start()
+        assert marker.exists() and webhook.running()
+    finally:
+        webhook.stop()
+    assert not webhook.running()

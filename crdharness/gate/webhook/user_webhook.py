@@ -29,6 +29,8 @@ from crdharness.processes import ManagedProcess, identity
 from crdharness.webhooks import images
 from crdharness.webhooks.protocol import ConversionWebhook, ReviewRecords, started
 
+PORT_ATTEMPTS = 3  # launches, each on a port of its own, before a taken port is the answer
+
 
 class UserWebhook(ReviewRecords):
     """The user's webhook, started (or reached) with certificates the harness made, behind
@@ -78,7 +80,20 @@ class UserWebhook(ReviewRecords):
         raise HarnessError("the user's webhook has no fault control; only the reference has")
 
     def start(self) -> UserWebhook:
-        return started(self)
+        # The port the gate picked is free when picked, not when the webhook binds it: on a
+        # busy machine another process's connection may take it first. Then another port.
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            try:
+                return started(self)
+            except HarnessError as exc:
+                if attempt == PORT_ATTEMPTS or not self._port_taken(str(exc)):
+                    raise
+        raise AssertionError("unreachable")
+
+    def _port_taken(self, why: str) -> bool:
+        """Whether the webhook exited because the port the gate gave it ({port}) was taken."""
+        gave_port = any("{port}" in word for word in self.spec.command or [])
+        return self.spec.form == "command" and gave_port and "address already in use" in why.lower()
 
     # -- launching -------------------------------------------------------------------------
 
@@ -97,6 +112,8 @@ class UserWebhook(ReviewRecords):
     def _cert_dir(self) -> Path:
         """``tls.crt``/``tls.key``/``ca.crt``: the names controller-runtime's server reads."""
         directory = self.directory / "serving-certs"
+        if directory.is_dir():  # made by an earlier launch (``start`` tries another port)
+            return directory
         directory.mkdir(mode=0o700)
         serving = self.ca.issue_server("webhook", *certs.LOOPBACK_NAMES)
         (directory / "tls.crt").write_bytes(serving.cert.read_bytes())
@@ -126,8 +143,10 @@ class UserWebhook(ReviewRecords):
 
     def _launch_command(self) -> tuple[str, Path]:
         binary = ""
-        if self.spec.build is not None:  # before ready_timeout starts: a build is untimed
-            built = self.directory / "bin" / "webhook"
+        built = self.directory / "bin" / "webhook"
+        if self.spec.build is not None and built.exists():  # an earlier launch built it
+            binary = str(built)
+        elif self.spec.build is not None:  # before ready_timeout starts: a build is untimed
             built.parent.mkdir()
             workdir = self.spec.workdir or self.root
             binary = str(build.build(self.spec.build, built, self.log_path, workdir))
