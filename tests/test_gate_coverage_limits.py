@@ -16,7 +16,7 @@ import pytest
 from crdharness.gate import go_durations
 from crdharness.gate.api import Answer
 from crdharness.gate.checks import path_coverage
-from crdharness.gate.checks.object_round_trip import PairRecord
+from crdharness.gate.checks.pair_record import PairRecord
 from crdharness.gate.evidence import coverage, coverage_objects, objects, refusal
 from crdharness.gate.results import DataChanged, NotConvertible
 

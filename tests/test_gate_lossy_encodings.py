@@ -132,3 +132,33 @@ def test_a_duration_kept_as_whole_seconds_loses_the_fraction_and_keeps_whole_one
     details = " ".join(failing["details"])
     assert f'{SECONDS_AT}: "1h30m0.5s" -> "1h30m0s"' in details, details
     assert '"1h30m" -> "1h30m0s"' not in details, details  # the same duration
+
+
+@pytest.mark.e2e
+@pytest.mark.slow
+def test_what_a_client_of_v2_does_not_see_is_named_though_every_round_trip_is_exact(tmp_path):
+    """The webhook keeps v1's whole ``spec.route`` in an annotation at v2, beside ``maxAge``
+    as whole seconds, and v2's labels whole in an annotation at v1: every round trip comes
+    back equal, yet ``1h30m0.5s`` reads ``5400`` at v2. Each path is named as held there
+    only in the webhook's annotations, not a finding; the paths-that-differ row for the
+    labels says so instead of "cleared". The one FAIL is the ``0s`` that v2 refuses."""
+    done = run_gate(EXAMPLE / "gate-kept-copy.yaml", tmp_path / "gate", cwd=tmp_path)
+    report = report_of(done, tmp_path / "gate" / "report.json")
+    assert done.returncode == 1, done.stdout[-3000:]
+    down, up = pair(report, "v1", "v2"), pair(report, "v2", "v1")
+    assert down["status"] == up["status"] == "pass", (down, up)
+    assert any(
+        f'{SECONDS_AT}: "1h30m0.5s" -> "1h30m0s" (v2 shows 5400)' in n for n in down["unseen_at_b"]
+    ), down
+    assert any("spec.options: lost" in n and "v1 has no field" in n for n in up["unseen_at_b"])
+    failed = [c for c in report["checks"] if c["status"] == "FAIL"]
+    assert [(c["check"], c["subject"]) for c in failed] == [
+        ("convertibility", "workspaces.gate.example.com v1->v2")
+    ], failed
+    assert "greater than or equal to 1" in failed[0]["evidence"], failed
+    (labels,) = [
+        row
+        for row in report["version_pair_differences"]
+        if row["version"] == "v2->v1" and row["path"] == "spec.options"
+    ]
+    assert labels["decision"] == "kept only in the webhook's annotations", labels

@@ -5,7 +5,7 @@ conversion; that loss is the gate's own request's, never the webhook's finding."
 from pathlib import Path
 
 from crdharness.gate.checks import object_round_trip, round_trip_steps
-from crdharness.gate.checks.object_round_trip import PairRecord
+from crdharness.gate.checks.pair_record import PairRecord
 from crdharness.gate.evidence import objects, pruning
 from crdharness.gate.given.config import GateConfig
 from crdharness.gate.given.manifests import Release

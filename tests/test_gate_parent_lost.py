@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from crdharness.gate.checks import round_trips
-from crdharness.gate.checks.object_round_trip import PairRecord
+from crdharness.gate.checks.pair_record import PairRecord
 from crdharness.gate.evidence import changes
 from crdharness.gate.given.config import GateConfig
 from crdharness.gate.results import DataChanged

@@ -339,6 +339,23 @@ def test_stash_joined_keeps_a_list_joined_with_commas_and_splits_it_back():
     assert faults.Faults.parse([spec]).describe() == [spec]
 
 
+def test_stash_copy_keeps_the_value_whole_beside_what_the_version_holds_and_puts_it_back():
+    """api-gateway's shape: the whole field kept in an annotation at v2, v2 holding what it
+    can of it (a duration as whole seconds); on the way back the copy wins: a round trip is
+    exact, a client of v2 sees 5400."""
+    specs = ["stash-copy=v2:spec.cors=example.com/v1-cors", "whole-seconds=v2:spec.cors.maxAge"]
+    fault = faults.Faults.parse(specs)
+    obj = {"metadata": {}, "spec": {"cors": {"maxAge": "1h30m0.5s"}}}
+    fault.apply({"response": {"convertedObjects": [obj]}}, {"desiredAPIVersion": "g/v2"})
+    assert obj == {
+        "metadata": {"annotations": {"example.com/v1-cors": '{"maxAge": "1h30m0.5s"}'}},
+        "spec": {"cors": {"maxAge": 5400}},
+    }
+    fault.apply({"response": {"convertedObjects": [obj]}}, {"desiredAPIVersion": "g/v1"})
+    assert obj == {"metadata": {}, "spec": {"cors": {"maxAge": "1h30m0.5s"}}}
+    assert fault.describe() == specs
+
+
 def test_restore_field_keeps_the_field_there_and_still_reads_back_what_stash_field_kept():
     spec = "restore-field=v1:spec.cordoned=example.com/cordoned"
     sent = {"metadata": {}, "spec": {"cordoned": True, "x": 1}}

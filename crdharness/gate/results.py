@@ -93,6 +93,9 @@ class CheckResult:
     own_annotations: list[str] = field(default_factory=list)
     # Fields the gate's own request lost (a version's schema prunes them), not the webhook.
     pruned: list[str] = field(default_factory=list)
+    # Held at the other version only in the webhook's annotations: what a client reading
+    # it does not see (``seen_at_b``); findings under strict.
+    unseen_at_b: list[str] = field(default_factory=list)
     counts: dict[str, float] = field(default_factory=dict)  # objects, reviews, ms, s
     found: list[Found] = field(default_factory=list)  # its failures with their forms
     unexplained: bool = False  # a failure no ``found`` entry stands for: never debt
@@ -149,6 +152,7 @@ class CheckResult:
         self.respelt += [note for note in other.respelt if note not in self.respelt]
         self.own_annotations += [n for n in other.own_annotations if n not in self.own_annotations]
         self.pruned += [note for note in other.pruned if note not in self.pruned]
+        self.unseen_at_b += [n for n in other.unseen_at_b if n not in self.unseen_at_b]
 
     def part(self) -> CheckResult:
         """An empty result of the same check and subject, for one object's part of it."""
@@ -170,6 +174,7 @@ class CheckResult:
             **({"respelt": self.respelt} if self.respelt else {}),
             **({"own_annotations": self.own_annotations} if self.own_annotations else {}),
             **({"pruned": self.pruned} if self.pruned else {}),
+            **({"unseen_at_b": self.unseen_at_b} if self.unseen_at_b else {}),
             "counts": self.counts,
             **({"coverage": self.coverage} if self.coverage else {}),
             "objects": [title for title, _ in self.objects],

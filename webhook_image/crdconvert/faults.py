@@ -39,12 +39,13 @@ NAMES = (
     "stash-field=<version>:<path>=<annotation>",
     "stash-flag=<version>:<path>=<annotation>",
     "stash-joined=<version>:<path>=<annotation>",
+    "stash-copy=<version>:<path>=<annotation>",
     "restore-field=<version>:<path>=<annotation>",
     "whole-seconds=<version>:<path>",
 )
 
 
-STASHES = ("stash-field", "stash-flag", "stash-joined", "restore-field")
+STASHES = ("stash-field", "stash-flag", "stash-joined", "stash-copy", "restore-field")
 
 
 GO_DURATION = re.compile(r"[-+]?(?:(?:\d+(?:\.\d*)?|\.\d+)(?:ns|us|µs|ms|s|m|h))+|[-+]?0")
@@ -101,6 +102,8 @@ class Faults:
     split: list[str] = field(default_factory=list)
     # stash-field=<version>:<path>=<annotation> (kept whole), stash-flag=... (as a flag,
     # losing a user's other values), stash-joined=... (a list joined with ","),
+    # stash-copy=... (a copy kept whole, the field left as converted, as api-gateway keeps
+    # the whole v1beta1 spec while v2 holds what it can of it),
     # restore-field=... (a fixed webhook: it keeps the field at <version> now, and still
     # reads back what a stash-field release kept there), repeatable:
     # (mode, version, path, annotation).

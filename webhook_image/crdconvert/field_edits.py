@@ -76,7 +76,10 @@ def stash(obj: dict, into_annotation: bool, path: str, key: str, mode: str) -> N
     on the way up, so an item holding a comma comes back as two. Restored only (``mode``
     "restore"): the fixed release of a "field" one, which keeps the field itself now and
     still reads back (and leaves) what the release before kept (objects that release stored
-    read without the field at that version until written again)."""
+    read without the field at that version until written again). A copy (``mode`` "copy"):
+    the value's JSON kept as it was sent, the field itself left as converted (with what the
+    version holds of it, a duration as whole seconds), and put back from the copy on the way
+    up, so a round trip is exact while a client of the version sees less (api-gateway)."""
     flag, joined = mode == "flag", mode == "joined"
     *parents, last = path.split(".")
     annotations = metadata(obj).get("annotations") or {}
@@ -86,7 +89,7 @@ def stash(obj: dict, into_annotation: bool, path: str, key: str, mode: str) -> N
         node, _ = parent(obj, path)
         if node is None or last not in node:
             return
-        value = node.pop(last)
+        value = copy.deepcopy(node[last]) if mode == "copy" else node.pop(last)
         if flag and value is not True:
             return
         if joined:

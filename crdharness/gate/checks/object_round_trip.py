@@ -8,12 +8,10 @@ are not findings go to the pair's ``PairRecord``.
 
 from __future__ import annotations
 
-from collections import Counter
-from dataclasses import dataclass, field
-
 from crdharness.gate import diff
 from crdharness.gate.api import Answer, Resource, call
-from crdharness.gate.checks import annotation_objects, same_write, upgrade_writes
+from crdharness.gate.checks import annotation_objects, same_write, seen_at_b, upgrade_writes
+from crdharness.gate.checks.pair_record import PairRecord
 from crdharness.gate.checks.respelling import TOUCH, respelt
 from crdharness.gate.checks.round_trip_steps import (
     Steps,
@@ -27,52 +25,6 @@ from crdharness.gate.evidence import coverage, names, objects, pruning
 from crdharness.gate.given.manifests import Release
 from crdharness.gate.results import NotConvertible, RoundTripFailure
 from crdharness.gate.run.context import ROUND_TRIP_NS, GateContext
-
-
-@dataclass
-class PairRecord:
-    """What one version pair's round trips saw, written to its results once, at the end:
-    objects refused, created and compared, and the differences that are not findings."""
-
-    counts: Counter[str] = field(default_factory=Counter)
-    allowed: list[str] = field(default_factory=list)  # excused by an `allow` entry
-    normalised: list[str] = field(default_factory=list)  # {}, [] or false read back absent
-    respelt: list[str] = field(default_factory=list)  # re-spelt at A, the same at B
-    own_annotations: list[str] = field(default_factory=list)  # the webhook's, left at A
-    held: set[str] = field(default_factory=set)  # declared leaf paths objects held with data
-    stopped: set[str] = field(default_factory=set)  # held only by objects stopped early
-    # Of those, paths below a field B does not declare, lost whole: path -> why judged.
-    lost_whole: dict[str, str] = field(default_factory=dict)
-    # Paths stopped short of because a field above them was lost whole: path -> that field.
-    parents_lost: dict[str, str] = field(default_factory=dict)
-    pruned: list[str] = field(default_factory=list)  # the gate's own request's, not the webhook's
-    # Writes as read refused at B for objects whose round trip is reported for data lost:
-    # convertibility's failures too, reported there, not only as a line under round-trip.
-    also: list[NotConvertible] = field(default_factory=list)
-    # Each object that went as far as B, by its body as written at A: the refusal of it
-    # on the way (read, created again, written back), or None (``same_write``).
-    written: dict[str, NotConvertible | None] = field(default_factory=dict)
-
-    def add(self, other: PairRecord) -> None:
-        """What ``other`` (one object's round trip, made beside others) saw, added here."""
-        self.counts.update(other.counts)
-        self.allowed += [note for note in other.allowed if note not in self.allowed]
-        self.normalised += [note for note in other.normalised if note not in self.normalised]
-        self.respelt += [note for note in other.respelt if note not in self.respelt]
-        self.note_own(other.own_annotations)
-        self.held |= other.held
-        self.stopped |= other.stopped
-        self.lost_whole.update(other.lost_whole)
-        self.parents_lost.update(other.parents_lost)
-        self.note_pruned(other.pruned)
-        self.also += other.also
-        self.written.update(other.written)
-
-    def note_pruned(self, notes: list[str]) -> None:
-        self.pruned += [note for note in notes if note not in self.pruned]
-
-    def note_own(self, notes: list[str]) -> None:
-        self.own_annotations += [n for n in notes if n not in self.own_annotations]
 
 
 def run(
@@ -297,6 +249,12 @@ def _compare(
         found = []
     if found:
         steps.add(f"{a}->{b}->{a} changed {{paths}}", found)
+    elif not steps.found and remade is None:  # what a client of B sees, where it could differ
+        where, judged = (namespace, name), lambda d: _judged(ctx, release, seen, d, crd, a, b)
+        hidden = seen_at_b.probe(
+            ctx, release, crd, resource, where, a, b, sent, original, at_b.body, judged
+        )
+        seen_at_b.settle(hidden, seen, steps, ctx.config.strict, a, b)
     changed = steps.failure(shown)
     if changed is not None and remade is not None:
         seen.also.append(remade)

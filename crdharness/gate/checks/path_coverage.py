@@ -15,7 +15,7 @@ from types import MappingProxyType
 
 from crdharness.gate import concurrency
 from crdharness.gate.api import Answer
-from crdharness.gate.checks.object_round_trip import PairRecord
+from crdharness.gate.checks.pair_record import PairRecord
 from crdharness.gate.evidence import (
     coverage,
     coverage_objects,

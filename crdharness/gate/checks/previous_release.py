@@ -28,7 +28,7 @@ from crdharness.gate.checks import (
     round_trips,
     schemas_vs_strategy,
 )
-from crdharness.gate.checks.object_round_trip import PairRecord
+from crdharness.gate.checks.pair_record import PairRecord
 from crdharness.gate.evidence import changes, coverage_objects, drawn_bodies, old_values, targeted
 from crdharness.gate.given.manifests import Release
 from crdharness.gate.results import Form, RoundTripFailure

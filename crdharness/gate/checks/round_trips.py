@@ -18,7 +18,7 @@ from crdharness.gate.checks import (
     object_round_trip,
     path_coverage,
 )
-from crdharness.gate.checks.object_round_trip import PairRecord
+from crdharness.gate.checks.pair_record import PairRecord
 from crdharness.gate.evidence import changes, drawn_bodies, old_values, refusal, targeted
 from crdharness.gate.evidence.changes import Change
 from crdharness.gate.results import Form, Found, RoundTripFailure
@@ -158,6 +158,7 @@ def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
     round_trip.respelt = seen.respelt
     round_trip.own_annotations = seen.own_annotations
     round_trip.pruned = seen.pruned
+    round_trip.unseen_at_b = seen.unseen_at_b
     ctx.candidate_writes[convertible.key] = seen.written  # for its debt (``same_write``)
     ctx.timings[f"round trips {subject}"] = round(time.perf_counter() - started, 2)
     alone = (
@@ -180,6 +181,12 @@ def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
                 f" ({len(round_trip.respelt)} re-spelt by the webhook, reading the same at {b}: "
                 "see report.md)"
                 if round_trip.respelt
+                else ""
+            )
+            + (
+                f" ({len(seen.hidden)} path(s) held at {b} only in the webhook's annotations: "
+                "see report.md)"
+                if seen.hidden
                 else ""
             )
             + (
@@ -316,9 +323,13 @@ def _round_trip_holding(
             f"({seen.normalised[-1]}): a sample with a value decides it",
         )
     elif seen.counts["compared"] > before[0]["compared"]:
-        change.decide(
-            changes.CLEARED, f"kept: an object holding it read back equal after {a}->{b}->{a}"
-        )
+        hidden = [n for p, n in seen.hidden.items() if diff.at_or_under(p, change.path)]
+        if hidden:  # back equal, yet a client of B does not see it
+            change.decide(changes.HIDDEN_AT_B, f"back equal after {a}->{b}->{a}; {hidden[0]}")
+        else:
+            change.decide(
+                changes.CLEARED, f"kept: an object holding it read back equal after {a}->{b}->{a}"
+            )
     else:
         change.decide(
             changes.NOT_PROVEN, "its object was written meanwhile by another client: not compared"

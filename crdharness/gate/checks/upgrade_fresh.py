@@ -15,7 +15,7 @@ import threading
 from crdharness.gate import diff
 from crdharness.gate.api import ensure_namespace
 from crdharness.gate.checks import object_round_trip
-from crdharness.gate.checks.object_round_trip import PairRecord
+from crdharness.gate.checks.pair_record import PairRecord
 from crdharness.gate.checks.upgrade_objects import WEBHOOKS_OWN, Written
 from crdharness.gate.evidence import objects
 from crdharness.gate.given.manifests import Release

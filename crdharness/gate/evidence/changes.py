@@ -19,6 +19,8 @@ ONE_VERSION = "at one version only"  # a path two served versions of one release
 
 # The decisions a change ends with (``decide``), and the one it starts with.
 PROVEN, CLEARED, ALLOWED, NOT_PROVEN = "proven", "cleared", "allowed", "not proven"
+# Back equal after A->B->A, but at B only in the webhook's annotations (``seen_at_b``).
+HIDDEN_AT_B = "kept only in the webhook's annotations"
 REPORTED = crd_diff.REPORTED  # shown, not judged: printer columns, short names, ...
 UNDECIDED = ""
 

@@ -185,6 +185,7 @@ def write(directory: Path, run: Report) -> Path:
             or r.respelt
             or r.own_annotations
             or r.pruned
+            or r.unseen_at_b
             or (r.details and r.passed is None)
         ):
             md += ["", f"## {r.check} [{r.subject}]: {r.status}", "", r.evidence, ""]
@@ -214,6 +215,15 @@ def write(directory: Path, run: Report) -> Path:
                     "left there after the round trip: its bookkeeping, not a user's data; "
                     "`strict: true` makes these findings):",
                     *[f"- {n}" for n in r.own_annotations[:20]],
+                ]
+            if r.unseen_at_b:
+                md += [
+                    "",
+                    "Held at the other version only in the webhook's annotations (the object "
+                    "read there, created again there without them and read back, differs: a "
+                    "client reading that version does not see this; `strict: true` makes "
+                    "these findings):",
+                    *[f"- {n}" for n in r.unseen_at_b[:30]],
                 ]
             if r.pruned:
                 md += [

@@ -1,0 +1,151 @@
+"""What a client reading version B sees of an object written at A, where the webhook keeps
+part of it in annotations of its own.
+
+A webhook may keep the whole old object in an annotation on the way to B and put it back on
+the way up (api-gateway keeps the v1beta1 spec whole while v2 holds what it can of it: a
+CORS ``maxAge`` as whole seconds, only the header and cookie mutators). A->B->A is then
+exact, and B's fields that differ from A's in type or path have no expected value to compare
+with, yet every controller reading B acts on less than was written (``1.5s`` as ``1``).
+
+The object read at B, without the annotations the webhook added, is what such a client
+knows. It is created again at B under the same name (the round trip's object deleted
+first) and read at A: what differs from the object as written is held at B only in the
+webhook's annotations. Listed apart, naming each path, with what B shows there; not a
+finding (a field B has no room for is kept there by design) unless ``strict``. Run only
+where the reading at B carries such annotations: a webhook that keeps none costs nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from crdharness.gate import diff
+from crdharness.gate.api import Resource, call
+from crdharness.gate.checks import annotation_objects
+from crdharness.gate.checks.pair_record import PairRecord
+from crdharness.gate.checks.round_trip_steps import Steps
+from crdharness.gate.evidence import coverage, objects
+from crdharness.gate.given.manifests import Release
+from crdharness.gate.run.context import GateContext
+
+HEADING = "held at {b} only in the webhook's annotations"
+
+
+@dataclass
+class Hidden:
+    """The differences at A of the object re-created from its reading at B, and the notes
+    saying them (each with what B shows there)."""
+
+    found: list[diff.Difference]
+    notes: list[str]
+    keys: list[str]  # the webhook's annotation keys left out of the reading
+
+
+def added_keys(sent: dict, read_at_b: dict) -> list[str]:
+    """Annotation keys on the reading at B that the object written did not carry (nor the
+    gate's own write, nor kubectl's copy of the object)."""
+    had = (sent.get("metadata") or {}).get("annotations") or {}
+    now = (read_at_b.get("metadata") or {}).get("annotations") or {}
+    return sorted(k for k in now if k not in had and k not in annotation_objects.IGNORED)
+
+
+def probe(
+    ctx: GateContext,
+    release: Release,
+    crd: str,
+    resource: Resource,
+    where: tuple[str | None, str],
+    a: str,
+    b: str,
+    sent: dict,
+    original: dict,
+    read_at_b: dict,
+    judged: Callable[[list], list],
+) -> Hidden | str | None:
+    """``Hidden`` (possibly with nothing found), a line saying why the probe could not
+    decide, or None where the reading at B carries no annotation of the webhook's.
+    ``where``: the object's (namespace, name); ``judged``: the round trip's own filter of
+    differences (``allow`` entries, normalised zero values)."""
+    keys = added_keys(sent, read_at_b)
+    if not keys:
+        return None
+    namespace, name = where
+    storage = release.storage(crd)
+    at = storage if storage in release.served(crd) else a
+    gone = call(ctx.cluster, "DELETE", resource.path(at, namespace, name))
+    if not gone.ok or (gone.body.get("metadata") or {}).get("finalizers"):
+        return f"not decided: the round trip's object was not deleted at once ({gone.status})"
+    known = {k: v for k, v in (read_at_b.get("metadata") or {}).items() if k in KEPT_METADATA}
+    annotations = {k: v for k, v in (known.get("annotations") or {}).items() if k not in keys}
+    annotations = {k: v for k, v in annotations.items() if k not in annotation_objects.IGNORED}
+    known["annotations"] = annotations
+    if not annotations:
+        del known["annotations"]
+    body = {k: v for k, v in read_at_b.items() if k not in ("metadata", "status")}
+    body["metadata"] = {**known, "name": name, **({"namespace": namespace} if namespace else {})}
+    made = call(ctx.cluster, "POST", resource.path(b, namespace), body)
+    if not made.ok:
+        return f"not decided: created again at {b} without them: {made.status} {made.message[:200]}"
+    if "status" in read_at_b and objects.has_status(release.entry(crd, b)):
+        status = call(
+            ctx.cluster,
+            "PUT",
+            resource.path(b, namespace, name) + "/status",
+            {**made.body, "status": read_at_b["status"]},
+        )
+        if not status.ok:
+            return f"not decided: its status written at {b}: {status.status} {status.message[:200]}"
+    back = call(ctx.cluster, "GET", resource.path(a, namespace, name))
+    if not back.ok:
+        return f"not decided: read at {a}: {back.status} {back.message[:200]}"
+    found = judged(diff.differences(_fields(original), _fields(back.body)))
+    shown = diff.leaves(read_at_b)
+    b_schema = objects.body_schema(release.entry(crd, b))
+    notes = []
+    for d in found:
+        path = diff.schema_path(d.path)
+        if coverage.node_at(b_schema, path) is None:
+            there = f"{b} has no field {path}"
+        else:
+            value = shown.get(d.path)
+            there = f"{b} shows {diff.short(value)}" if d.path in shown else f"{b} shows none"
+        notes.append(f"{a}->{b}: {d.describe()} ({there})")
+    return Hidden(found, notes, keys)
+
+
+# What a client copying an object keeps of its metadata (the rest is the server's; no
+# finalizers: the object made here must go with the round trip's own DELETE).
+KEPT_METADATA = ("labels", "annotations")
+
+
+def _fields(obj: dict) -> dict:
+    """The object's data: its fields and status, not its metadata (another object's
+    identity, and the webhook's annotations, which are what is left out)."""
+    return {k: v for k, v in diff.comparable(obj).items() if k not in ("metadata", "kind")}
+
+
+def settle(
+    hidden: Hidden | str | None, seen: PairRecord, steps: Steps, strict: bool, a: str, b: str
+) -> None:
+    """``probe``'s answer into the pair's record (``seen``: listed apart, each path with its
+    note) or, under ``strict``, into the round trip's failure (``steps``)."""
+    if isinstance(hidden, str):
+        seen.note_hidden({}, [f"{a}->{b}: {hidden}"])
+    elif hidden is not None and hidden.found:
+        if strict:
+            steps.add(said(hidden, a, b), hidden.found, at_b=True)
+        else:
+            paths: dict[str, str] = {}
+            for d, note in zip(hidden.found, hidden.notes, strict=True):
+                paths.setdefault(diff.schema_path(d.path), note)
+            seen.note_hidden(paths)
+
+
+def said(hidden: Hidden, a: str, b: str) -> str:
+    """The headline of a round trip that fails for it (under ``strict``)."""
+    return (
+        f"written at {a}, read at {b} and created again there without the webhook's "
+        f"annotations ({', '.join(hidden.keys)}), read at {a}: changed {{paths}} "
+        f"({HEADING.format(b=b)})"
+    )
