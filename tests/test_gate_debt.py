@@ -350,8 +350,9 @@ def test_an_object_release_1_refused_too_is_its_debt_whatever_field_it_is_refuse
     debts = debt.settle([result], forms, 1, writes=writes({"kiln": now}, {"kiln": before}))
     assert [(d.same_object, sorted(d.form.paths)) for d in debts] == [(True, ["spec.shelf"])]
     assert debts[0].evidence == (
-        f"already refused under release 1: {before.evidence}; now: {now.evidence}"
-    )
+        f"already refused under release 1: {before.evidence}; now also for spec.shelf: "
+        f"{now.evidence}"
+    )  # the field it is refused for now as well is said
     assert result.passed is True, result
     assert "spec.shelf (the same object already refused under release 1)" in result.evidence
     assert result.evidence.endswith("release 1 refused the same objects (listed apart)")

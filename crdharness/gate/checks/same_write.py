@@ -76,9 +76,13 @@ def judge(found: Found, earlier: Writes | None, release: int) -> tuple[str, str]
             f"this release's doing: under release {release} the same object (the same body "
             "written at the same version) went through: read, created again and written back"
         )
+    # The object was unusable already: a field it is refused for now as well takes nothing
+    # from a user, but is said (an object holding only that field would be a regression).
+    also = sorted(found.form.paths - refusal.paths) if refusal.paths else []
+    more = f" also for {', '.join(also)}" if also else ""
     return (
         DEBT,
-        f"already refused under release {release}: {refusal.evidence}; now: {found.evidence}",
+        f"already refused under release {release}: {refusal.evidence}; now{more}: {found.evidence}",
     )
 
 
