@@ -82,12 +82,15 @@ def probe(
     known["annotations"] = annotations
     if not annotations:
         del known["annotations"]
-    body = {k: v for k, v in read_at_b.items() if k not in ("metadata", "status")}
+    own_status = objects.has_status(release.entry(crd, b))  # else the status is a field
+    body = {k: v for k, v in read_at_b.items() if k != "metadata"}
+    if own_status:
+        body.pop("status", None)
     body["metadata"] = {**known, "name": name, **({"namespace": namespace} if namespace else {})}
     made = call(ctx.cluster, "POST", resource.path(b, namespace), body)
     if not made.ok:
         return f"not decided: created again at {b} without them: {made.status} {made.message[:200]}"
-    if "status" in read_at_b and objects.has_status(release.entry(crd, b)):
+    if "status" in read_at_b and own_status:
         status = call(
             ctx.cluster,
             "PUT",
