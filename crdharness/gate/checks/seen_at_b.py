@@ -24,8 +24,9 @@ from crdharness.gate import diff
 from crdharness.gate.api import Resource, call
 from crdharness.gate.checks import annotation_objects
 from crdharness.gate.checks.pair_record import PairRecord
+from crdharness.gate.checks.respelling import TOUCH
 from crdharness.gate.checks.round_trip_steps import Steps
-from crdharness.gate.evidence import coverage, objects
+from crdharness.gate.evidence import coverage, objects, schemas
 from crdharness.gate.given.manifests import Release
 from crdharness.gate.run.context import GateContext
 
@@ -103,18 +104,58 @@ def probe(
     if not back.ok:
         return f"not decided: read at {a}: {back.status} {back.message[:200]}"
     found = judged(diff.differences(_fields(original), _fields(back.body)))
-    shown = diff.leaves(read_at_b)
+    if not found:
+        return Hidden([], [], keys)
+
+    # Only where the object made at B comes back the same at B through A does a difference
+    # at A say what B does not show; else the way back loses it (the B->A pair's finding).
+    def kept(found: list[diff.Difference]) -> list[diff.Difference]:
+        return [d for d in found if ctx.excused(d, b, a, crd, release) is None]
+
+    lost_on_the_way = _way_back(ctx, resource, where, a, b, back.body, read_at_b, kept)
+    if lost_on_the_way:
+        return (
+            f"not decided: the object made at {b} from its reading there does not read the "
+            f"same at {b} after a write at {a} ({lost_on_the_way}): what {b} shows cannot be "
+            f"told from what the way back loses (the {b}->{a} round trips judge that)"
+        )
     b_schema = objects.body_schema(release.entry(crd, b))
     notes = []
     for d in found:
         path = diff.schema_path(d.path)
         if coverage.node_at(b_schema, path) is None:
             there = f"{b} has no field {path}"
+        elif schemas.present(read_at_b, d.path):
+            there = f"{b} shows {diff.short(schemas.value_at(read_at_b, d.path))}"
         else:
-            value = shown.get(d.path)
-            there = f"{b} shows {diff.short(value)}" if d.path in shown else f"{b} shows none"
-        notes.append(f"{a}->{b}: {d.describe()} ({there})")
+            there = f"{b} shows none"
+        notes.append(f"{a}->{b}: {d.describe()} ({there}; both read the same at {b})")
     return Hidden(found, notes, keys)
+
+
+def _way_back(
+    ctx: GateContext,
+    resource: Resource,
+    where: tuple[str | None, str],
+    a: str,
+    b: str,
+    at_a: dict,
+    read_at_b: dict,
+    kept: Callable[[list[diff.Difference]], list[diff.Difference]],
+) -> str:
+    """What the object made at B lost or changed at B after being written as read at A
+    (B->A->B: "" when nothing): a real write (the gate's own annotation set), so the
+    conversion to the storage version runs whichever version that is."""
+    namespace, name = where
+    at_a.setdefault("metadata", {}).setdefault("annotations", {})[TOUCH] = a
+    written = call(ctx.cluster, "PUT", resource.path(a, namespace, name), at_a)
+    if not written.ok:
+        return f"written at {a}: {written.status} {written.message[:120]}"
+    again = call(ctx.cluster, "GET", resource.path(b, namespace, name))
+    if not again.ok:
+        return f"read at {b}: {again.status} {again.message[:120]}"
+    changed = kept(diff.differences(_fields(read_at_b), _fields(again.body)))  # no omitempty
+    return diff.said(changed) if changed else ""
 
 
 # What a client copying an object keeps of its metadata (the rest is the server's; no
