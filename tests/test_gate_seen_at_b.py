@@ -58,4 +58,4 @@ def test_a_probe_that_could_not_decide_is_said():
         "not decided: created again at v2 without them: 422 no", seen, steps, False, "v1", "v2"
     )
     assert seen.unseen_at_b == ["v1->v2: not decided: created again at v2 without them: 422 no"]
-    assert not seen.hidden
+    assert not seen.hidden and seen.counts[seen_at_b.UNDECIDED] == 1  # said on "cleared" rows

@@ -17,6 +17,7 @@ from crdharness.gate.checks import (
     drawn_search,
     object_round_trip,
     path_coverage,
+    seen_at_b,
 )
 from crdharness.gate.checks.pair_record import PairRecord
 from crdharness.gate.evidence import changes, drawn_bodies, old_values, refusal, targeted
@@ -324,11 +325,18 @@ def _round_trip_holding(
         )
     elif seen.counts["compared"] > before[0]["compared"]:
         hidden = [n for p, n in seen.hidden.items() if diff.at_or_under(p, change.path)]
+        undecided = seen.counts[seen_at_b.UNDECIDED]
         if hidden:  # back equal, yet a client of B does not see it
             change.decide(changes.HIDDEN_AT_B, f"back equal after {a}->{b}->{a}; {hidden[0]}")
         else:
             change.decide(
-                changes.CLEARED, f"kept: an object holding it read back equal after {a}->{b}->{a}"
+                changes.CLEARED,
+                f"kept: an object holding it read back equal after {a}->{b}->{a}"
+                + (
+                    f" (what {b} shows of {undecided} objects not decided: see report.md)"
+                    if undecided
+                    else ""
+                ),
             )
     else:
         change.decide(

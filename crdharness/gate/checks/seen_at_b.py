@@ -31,6 +31,7 @@ from crdharness.gate.given.manifests import Release
 from crdharness.gate.run.context import GateContext
 
 HEADING = "held at {b} only in the webhook's annotations"
+UNDECIDED = "seen at B not decided"  # a pair's count of objects the probe could not decide
 
 
 @dataclass
@@ -71,6 +72,24 @@ def probe(
     keys = added_keys(sent, read_at_b)
     if not keys:
         return None
+    name = where[1]
+    found = _probe(ctx, release, crd, resource, where, a, b, original, read_at_b, keys, judged)
+    return found.replace(f'"{name}"', "the object") if isinstance(found, str) else found
+
+
+def _probe(
+    ctx: GateContext,
+    release: Release,
+    crd: str,
+    resource: Resource,
+    where: tuple[str | None, str],
+    a: str,
+    b: str,
+    original: dict,
+    read_at_b: dict,
+    keys: list[str],
+    judged: Callable[[list], list],
+) -> Hidden | str:
     namespace, name = where
     storage = release.storage(crd)
     at = storage if storage in release.served(crd) else a
@@ -175,6 +194,7 @@ def settle(
     """``probe``'s answer into the pair's record (``seen``: listed apart, each path with its
     note) or, under ``strict``, into the round trip's failure (``steps``)."""
     if isinstance(hidden, str):
+        seen.counts[UNDECIDED] += 1
         seen.note_hidden({}, [f"{a}->{b}: {hidden}"])
     elif hidden is not None and hidden.found:
         if strict:
