@@ -59,3 +59,11 @@ def test_a_probe_that_could_not_decide_is_said():
     )
     assert seen.unseen_at_b == ["v1->v2: not decided: created again at v2 without them: 422 no"]
     assert not seen.hidden and seen.counts[seen_at_b.UNDECIDED] == 1  # said on "cleared" rows
+
+
+def test_a_status_b_would_not_take_on_a_new_object_is_said_as_not_compared():
+    seen, steps = PairRecord(), Steps({})
+    left = seen_at_b.Hidden([], [], ["hook.io/v1-spec"], "status not compared: 422 no")
+    seen_at_b.settle(left, seen, steps, False, "v1", "v2")
+    assert seen.unseen_at_b == ["v1->v2: status not compared: 422 no"]
+    assert not seen.hidden and not seen.counts[seen_at_b.UNDECIDED]

@@ -42,6 +42,7 @@ class Hidden:
     found: list[diff.Difference]
     notes: list[str]
     keys: list[str]  # the webhook's annotation keys left out of the reading
+    left_out: str = ""  # what was not compared, and why (a status B refuses to take)
 
 
 def added_keys(sent: dict, read_at_b: dict) -> list[str]:
@@ -107,6 +108,7 @@ def _probe(
     if own_status:
         body.pop("status", None)
     body["metadata"] = {**known, "name": name, **({"namespace": namespace} if namespace else {})}
+    left_out = ""
     made = call(ctx.cluster, "POST", resource.path(b, namespace), body)
     if not made.ok:
         return f"not decided: created again at {b} without them: {made.status} {made.message[:200]}"
@@ -117,21 +119,29 @@ def _probe(
             resource.path(b, namespace, name) + "/status",
             {**made.body, "status": read_at_b["status"]},
         )
-        if not status.ok:
-            return f"not decided: its status written at {b}: {status.status} {status.message[:200]}"
+        if not status.ok:  # (an update ratchets what a new object's status write judges)
+            left_out = (
+                f"status not compared: its status as read at {b}, written to the object made "
+                f"there: {status.status} {status.message[:200]}"
+            )
+    with_status = not left_out
     back = call(ctx.cluster, "GET", resource.path(a, namespace, name))
     if not back.ok:
         return f"not decided: read at {a}: {back.status} {back.message[:200]}"
-    found = judged(diff.differences(_fields(original), _fields(back.body)))
+    found = judged(
+        diff.differences(_fields(original, with_status), _fields(back.body, with_status))
+    )
     if not found:
-        return Hidden([], [], keys)
+        return Hidden([], [], keys, left_out)
 
     # Only where the object made at B comes back the same at B through A does a difference
     # at A say what B does not show; else the way back loses it (the B->A pair's finding).
     def kept(found: list[diff.Difference]) -> list[diff.Difference]:
         return [d for d in found if ctx.excused(d, b, a, crd, release) is None]
 
-    lost_on_the_way = _way_back(ctx, resource, where, a, b, back.body, read_at_b, kept)
+    lost_on_the_way = _way_back(
+        ctx, resource, where, (a, b), back.body, read_at_b, kept, with_status
+    )
     if lost_on_the_way:
         return (
             f"not decided: the object made at {b} from its reading there does not read the "
@@ -149,23 +159,24 @@ def _probe(
         else:
             there = f"{b} shows none"
         notes.append(f"{a}->{b}: {d.describe()} ({there}; both read the same at {b})")
-    return Hidden(found, notes, keys)
+    return Hidden(found, notes, keys, left_out)
 
 
 def _way_back(
     ctx: GateContext,
     resource: Resource,
     where: tuple[str | None, str],
-    a: str,
-    b: str,
+    versions: tuple[str, str],
     at_a: dict,
     read_at_b: dict,
     kept: Callable[[list[diff.Difference]], list[diff.Difference]],
+    with_status: bool,
 ) -> str:
     """What the object made at B lost or changed at B after being written as read at A
     (B->A->B: "" when nothing): a real write (the gate's own annotation set), so the
     conversion to the storage version runs whichever version that is."""
     namespace, name = where
+    a, b = versions
     at_a.setdefault("metadata", {}).setdefault("annotations", {})[TOUCH] = a
     written = call(ctx.cluster, "PUT", resource.path(a, namespace, name), at_a)
     if not written.ok:
@@ -173,7 +184,8 @@ def _way_back(
     again = call(ctx.cluster, "GET", resource.path(b, namespace, name))
     if not again.ok:
         return f"read at {b}: {again.status} {again.message[:120]}"
-    changed = kept(diff.differences(_fields(read_at_b), _fields(again.body)))  # no omitempty
+    before, after = _fields(read_at_b, with_status), _fields(again.body, with_status)
+    changed = kept(diff.differences(before, after))  # no omitempty
     return diff.said(changed) if changed else ""
 
 
@@ -182,10 +194,11 @@ def _way_back(
 KEPT_METADATA = ("labels", "annotations")
 
 
-def _fields(obj: dict) -> dict:
+def _fields(obj: dict, with_status: bool = True) -> dict:
     """The object's data: its fields and status, not its metadata (another object's
     identity, and the webhook's annotations, which are what is left out)."""
-    return {k: v for k, v in diff.comparable(obj).items() if k not in ("metadata", "kind")}
+    left = ("metadata", "kind") if with_status else ("metadata", "kind", "status")
+    return {k: v for k, v in diff.comparable(obj).items() if k not in left}
 
 
 def settle(
@@ -196,7 +209,11 @@ def settle(
     if isinstance(hidden, str):
         seen.counts[UNDECIDED] += 1
         seen.note_hidden({}, [f"{a}->{b}: {hidden}"])
-    elif hidden is not None and hidden.found:
+    elif hidden is not None:
+        if hidden.left_out:
+            seen.note_hidden({}, [f"{a}->{b}: {hidden.left_out}"])
+        if not hidden.found:
+            return
         if strict:
             steps.add(said(hidden, a, b), hidden.found, at_b=True)
         else:
