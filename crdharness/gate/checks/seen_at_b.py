@@ -75,7 +75,11 @@ def probe(
         return None
     name = where[1]
     found = _probe(ctx, release, crd, resource, where, a, b, original, read_at_b, keys, judged)
-    return found.replace(f'"{name}"', "the object") if isinstance(found, str) else found
+    # One line per cause, whatever the object: its name out of the server's words.
+    if isinstance(found, str):
+        return found.replace(f'"{name}"', "the object")
+    found.left_out = found.left_out.replace(f'"{name}"', "the object")
+    return found
 
 
 def _probe(
