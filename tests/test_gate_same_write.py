@@ -41,7 +41,7 @@ def test_a_write_release_1_refused_too_is_its_debt_though_refused_for_another_fi
     ], owed
     evidence = owed[0]["evidence"]
     assert evidence.startswith("already refused under release 1: "), evidence
-    before, now = evidence.split("; now: ")
+    before, now = evidence.split("; now also for spec.shelf: ")  # the field it adds, said
     assert "spec.firing" in before and "spec.shelf" not in before, evidence
     assert "spec.shelf: Invalid value: an empty firing leaves the shelf cold" in now, evidence
     md = (tmp_path / "gate" / "report.md").read_text()
