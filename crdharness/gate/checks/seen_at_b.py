@@ -12,9 +12,10 @@ knows. It is created again at B under the same name (the round trip's object del
 first), read at A, written there and read at B again. Where it reads the same at B (the way
 back from B loses nothing B shows), what differs at A from the object as written is held at
 B only in the webhook's annotations: both read the same at B. Where it does not, the probe
-cannot tell the two apart ("not decided": the B->A round trips judge that loss). Listed apart, naming each path, with what B shows there; not a
-finding (a field B has no room for is kept there by design) unless ``strict``. Run only
-where the reading at B carries such annotations: a webhook that keeps none costs nothing.
+cannot tell the two apart ("not decided": the B->A round trips judge that loss). Listed
+apart, naming each path, with what B shows there; not a finding (a field B has no room for
+is kept there by design) unless ``strict``. Run only where the reading at B carries such
+annotations: a webhook that keeps none costs nothing.
 """
 
 from __future__ import annotations
