@@ -119,6 +119,22 @@ def test_the_version_stamps_in_annotations_and_labels_leave_it_unchanged():
     assert judged(old, new).unchanged
 
 
+def test_a_projects_own_release_stamp_leaves_it_unchanged_and_any_other_value_is_a_change():
+    # gateway-api v1.2.0 -> v1.2.1: only `gateway.networking.k8s.io/bundle-version` differs.
+    key = "gateway.networking.k8s.io/bundle-version"
+    old, new = crd(), crd()
+    old["metadata"]["annotations"][key] = "v1.2.0"
+    new["metadata"]["annotations"][key] = "v1.2.1"
+    new["metadata"]["labels"]["example.com/version"] = "2.0.0-rc.1"
+    assert judged(old, new).unchanged
+    for value in ("gold", "latest", "v1"):  # not a release number: a value like any other
+        new["metadata"]["annotations"][key] = value
+        assert not judged(old, new).unchanged, value
+    new["metadata"]["annotations"][key] = "v1.2.1"
+    new["metadata"]["annotations"]["example.com/versions"] = "v1.2.1"  # not a version key
+    assert not judged(old, new).unchanged
+
+
 def test_any_other_annotation_or_label_is_a_change():
     new = crd()
     new["metadata"]["annotations"]["api-approved.kubernetes.io"] = "https://example.com/pr/1"

@@ -12,8 +12,10 @@ Documentation only, and nothing else:
   ``example``, ``externalDocs``, ``title`` (``schema_rules.DOCUMENTATION``);
 - a printer column's ``description``;
 - in ``metadata``: the annotations and labels in ``STAMPS`` (which tool and release wrote the
-  file), and what the API server writes (``uid``, ``resourceVersion``, ``managedFields``, ...:
-  anything but labels and annotations).
+  file), a project's own release stamp (a key named ``version`` or ``…-version`` holding a
+  release number: gateway-api's ``…/bundle-version: v1.2.1``), and what the API server
+  writes (``uid``, ``resourceVersion``, ``managedFields``, ...: anything but labels and
+  annotations).
 
 Everything else of ``spec``, ``metadata.labels`` and ``metadata.annotations`` must be equal
 as JSON: a ``false`` spelt out where the other release leaves it out, or a list reordered,
@@ -25,6 +27,7 @@ changed CRD pass as unchanged.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 
 from crdharness.gate.evidence.schema_rules import DOCUMENTATION
@@ -81,8 +84,19 @@ def stripped(manifest: dict) -> dict:
     }
 
 
+# A project's own release stamp (gateway-api's ``gateway.networking.k8s.io/bundle-version:
+# v1.2.1``): a key named ``version`` or ``...-version`` holding a release number. Any other
+# value of such a key (``gold``, ``latest``) is a change like any other annotation.
+_STAMP_KEY = re.compile(r"(?:^|/)(?:[a-z0-9.]+-)?version$")
+_RELEASE_NUMBER = re.compile(r"v?\d+(?:\.\d+){1,3}(?:[-+][0-9A-Za-z.+-]*)?")
+
+
 def _unstamped(values) -> dict:
-    return {k: v for k, v in (values or {}).items() if k not in STAMPS}
+    return {k: v for k, v in (values or {}).items() if k not in STAMPS and not _stamp(k, v)}
+
+
+def _stamp(key: str, value: object) -> bool:
+    return bool(_STAMP_KEY.search(key)) and bool(_RELEASE_NUMBER.fullmatch(str(value)))
 
 
 def _schema(node):
