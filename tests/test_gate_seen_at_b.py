@@ -33,8 +33,8 @@ def hidden() -> seen_at_b.Hidden:
 
 def test_a_path_held_only_in_annotations_is_noted_once_and_is_no_finding():
     seen, steps = PairRecord(), Steps({})
-    seen_at_b.settle(hidden(), seen, steps, False, "v1", "v2")
-    seen_at_b.settle(hidden(), seen, steps, False, "v1", "v2")  # another object, same paths
+    seen_at_b.settle(hidden(), seen, steps, False, ("v1", "v2"))
+    seen_at_b.settle(hidden(), seen, steps, False, ("v1", "v2"))  # another object, same paths
     assert steps.failure([]) is None
     assert set(seen.hidden) == {"spec.cors.maxAge", "spec.mutators[]"}
     assert len(seen.unseen_at_b) == 2, seen.unseen_at_b
@@ -45,7 +45,7 @@ def test_a_path_held_only_in_annotations_is_noted_once_and_is_no_finding():
 
 def test_under_strict_it_is_the_round_trips_finding_naming_the_paths():
     seen, steps = PairRecord(), Steps({})
-    seen_at_b.settle(hidden(), seen, steps, True, "v1", "v2")
+    seen_at_b.settle(hidden(), seen, steps, True, ("v1", "v2"))
     failure = steps.failure([])
     assert failure is not None and not seen.unseen_at_b
     assert failure.paths == frozenset({"spec.cors.maxAge", "spec.mutators[]"})
@@ -54,16 +54,17 @@ def test_under_strict_it_is_the_round_trips_finding_naming_the_paths():
 
 def test_a_probe_that_could_not_decide_is_said():
     seen, steps = PairRecord(), Steps({})
-    seen_at_b.settle(
-        "not decided: created again at v2 without them: 422 no", seen, steps, False, "v1", "v2"
-    )
-    assert seen.unseen_at_b == ["v1->v2: not decided: created again at v2 without them: 422 no"]
+    said = 'not decided: created again at v2 without them: 422 "rt-1" no'
+    seen_at_b.settle(said, seen, steps, False, ("v1", "v2"), "rt-1")
+    assert seen.unseen_at_b == [
+        "v1->v2: not decided: created again at v2 without them: 422 the object no"
+    ]
     assert not seen.hidden and seen.counts[seen_at_b.UNDECIDED] == 1  # said on "cleared" rows
 
 
 def test_a_status_b_would_not_take_on_a_new_object_is_said_as_not_compared():
     seen, steps = PairRecord(), Steps({})
     left = seen_at_b.Hidden([], [], ["hook.io/v1-spec"], "status not compared: 422 no")
-    seen_at_b.settle(left, seen, steps, False, "v1", "v2")
+    seen_at_b.settle(left, seen, steps, False, ("v1", "v2"))
     assert seen.unseen_at_b == ["v1->v2: status not compared: 422 no"]
     assert not seen.hidden and not seen.counts[seen_at_b.UNDECIDED]

@@ -254,7 +254,7 @@ def _compare(
         hidden = seen_at_b.probe(
             ctx, release, crd, resource, where, a, b, sent, original, at_b.body, judged
         )
-        seen_at_b.settle(hidden, seen, steps, ctx.config.strict, a, b)
+        seen_at_b.settle(hidden, seen, steps, ctx.config.strict, (a, b), name)
     changed = steps.failure(shown)
     if changed is not None and remade is not None:
         seen.also.append(remade)

@@ -76,28 +76,6 @@ def probe(
     keys = added_keys(sent, read_at_b)
     if not keys:
         return None
-    name = where[1]
-    found = _probe(ctx, release, crd, resource, where, a, b, original, read_at_b, keys, judged)
-    # One line per cause, whatever the object: its name out of the server's words.
-    if isinstance(found, str):
-        return found.replace(f'"{name}"', "the object")
-    found.left_out = found.left_out.replace(f'"{name}"', "the object")
-    return found
-
-
-def _probe(
-    ctx: GateContext,
-    release: Release,
-    crd: str,
-    resource: Resource,
-    where: tuple[str | None, str],
-    a: str,
-    b: str,
-    original: dict,
-    read_at_b: dict,
-    keys: list[str],
-    judged: Callable[[list], list],
-) -> Hidden | str:
     namespace, name = where
     storage = release.storage(crd)
     at = storage if storage in release.served(crd) else a
@@ -209,16 +187,27 @@ def _fields(obj: dict, with_status: bool = True) -> dict:
 
 
 def settle(
-    hidden: Hidden | str | None, seen: PairRecord, steps: Steps, strict: bool, a: str, b: str
+    hidden: Hidden | str | None,
+    seen: PairRecord,
+    steps: Steps,
+    strict: bool,
+    versions: tuple[str, str],
+    name: str = "",
 ) -> None:
     """``probe``'s answer into the pair's record (``seen``: listed apart, each path with its
-    note) or, under ``strict``, into the round trip's failure (``steps``)."""
+    note) or, under ``strict``, into the round trip's failure (``steps``). A line naming no
+    path is said once per cause, whatever the object (``name`` out of the server's words)."""
+    a, b = versions
+
+    def line(text: str) -> str:
+        return f"{a}->{b}: " + (text.replace(f'"{name}"', "the object") if name else text)
+
     if isinstance(hidden, str):
         seen.counts[UNDECIDED] += 1
-        seen.note_hidden({}, [f"{a}->{b}: {hidden}"])
+        seen.note_hidden({}, [line(hidden)])
     elif hidden is not None:
         if hidden.left_out:
-            seen.note_hidden({}, [f"{a}->{b}: {hidden.left_out}"])
+            seen.note_hidden({}, [line(hidden.left_out)])
         if not hidden.found:
             return
         if strict:
