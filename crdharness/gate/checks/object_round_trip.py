@@ -247,9 +247,12 @@ def _compare(
         if note not in seen.respelt:
             seen.respelt.append(note)
         found = []
-    if found:
-        steps.add(f"{a}->{b}->{a} changed {{paths}}", found)
-    elif not steps.found and remade is None:  # what a client of B sees, where it could differ
+    if found or steps.found or remade is not None:  # its loss is the finding: not probed
+        if found:
+            steps.add(f"{a}->{b}->{a} changed {{paths}}", found)
+        if seen_at_b.added_keys(sent, at_b.body):
+            seen.counts[seen_at_b.NOT_PROBED] += 1
+    else:  # what a client of B sees, where it could differ
         where, judged = (namespace, name), lambda d: _judged(ctx, release, seen, d, crd, a, b)
         hidden = seen_at_b.probe(
             ctx, release, crd, resource, where, a, b, sent, original, at_b.body, judged

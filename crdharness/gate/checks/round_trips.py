@@ -160,6 +160,8 @@ def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
     round_trip.own_annotations = seen.own_annotations
     round_trip.pruned = seen.pruned
     round_trip.unseen_at_b = seen.unseen_at_b
+    if seen.counts[seen_at_b.NOT_PROBED]:
+        round_trip.unseen_at_b.append(seen_at_b.not_probed(seen.counts[seen_at_b.NOT_PROBED], a, b))
     ctx.candidate_writes[convertible.key] = seen.written  # for its debt (``same_write``)
     ctx.timings[f"round trips {subject}"] = round(time.perf_counter() - started, 2)
     alone = (

@@ -35,6 +35,18 @@ from crdharness.gate.run.context import GateContext
 
 HEADING = "held at {b} only in the webhook's annotations"
 UNDECIDED = "seen at B not decided"  # a pair's count of objects the probe could not decide
+# A pair's count of objects carrying the webhook's annotations at B whose round trip was not
+# equal: not probed (their loss is the round trip's finding, or its earlier release's debt).
+NOT_PROBED = "seen at B not probed"
+
+
+def not_probed(count: int, a: str, b: str) -> str:
+    """The pair's line for the objects the probe did not look at (said, never passed over)."""
+    return (
+        f"{a}->{b}: not probed on {count} object(s) carrying the webhook's annotations at {b}: "
+        f"their round trip was not equal (its differences are reported, as a finding or as "
+        f"the earlier release's debt), so what {b} shows of them was not looked at"
+    )
 
 
 @dataclass
