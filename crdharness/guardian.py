@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -113,19 +114,39 @@ class _Orders:
                 return
 
 
+class _Stopped(Exception):
+    """The guardian itself was told to stop (SIGTERM, SIGHUP)."""
+
+
+def _stop(signum: int, frame: object) -> None:
+    raise _Stopped
+
+
 def main() -> None:
     orders = _Orders()
+    # A signal to the guardian itself ends the run too (a CI runner cancelling a job, or a
+    # `pkill -f` of the run's python, reaches the whole tree at once: seen leaving two control
+    # planes behind): it cleans up what it watches before it goes, unless released.
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGHUP, _stop)
     reader = threading.Thread(target=orders.read, daemon=True)
     reader.start()
-    # Until stdin closes — or, for a shared control plane, until its owner is gone, even while
-    # the process that started it still lives (an xdist worker outlives a killed controller by
-    # a few seconds).
-    while reader.is_alive() and not (orders.owner and _gone(orders.owner)):
-        reader.join(0.5)
-    if orders.released:
-        return
-    while orders.owner and not _gone(orders.owner):
-        time.sleep(0.5)
+    try:
+        # Until stdin closes — or, for a shared control plane, until its owner is gone, even
+        # while the process that started it still lives (an xdist worker outlives a killed
+        # controller by a few seconds).
+        while reader.is_alive() and not (orders.owner and _gone(orders.owner)):
+            reader.join(0.5)
+        if orders.released:
+            return
+        while orders.owner and not _gone(orders.owner):
+            time.sleep(0.5)
+    except _Stopped:
+        reader.join(0.1)  # an order already read (its line taken from the pipe) takes effect
+        if orders.released:
+            return
+    for signum in (signal.SIGTERM, signal.SIGHUP):  # the clean-up runs to its end
+        signal.signal(signum, signal.SIG_IGN)
     _clean_up(orders)
 
 
