@@ -77,3 +77,18 @@ def test_the_benchmark_blames_the_crds_a_failing_row_accuses_not_those_it_notes_
     assert blamed({"checks": [row]}, [broken, quiet]) == {broken}
     row["details"].append(f"{quiet} r1-v1-0 lost spec.title")  # a finding about it: blamed
     assert blamed({"checks": [row]}, [broken, quiet]) == {broken, quiet}
+
+
+def test_the_local_kube_apiserver_runs_without_watch_cache_unless_asked():
+    # The watch cache takes no part in conversion, validation or storage, and costs about a
+    # quarter of kube-apiserver's CPU on a release of many CRDs.
+    import argparse
+
+    from crdharness.gate import cli
+
+    parser = argparse.ArgumentParser()
+    cli.add_arguments(parser)
+    assert cli.watch_cache_options(parser.parse_args(["gate.yaml"])) == ["--no-watch-cache"]
+    assert cli.watch_cache_options(parser.parse_args(["gate.yaml", "--watch-cache"])) == []
+    # kind and existing clusters run their own kube-apiserver: nothing to say to it
+    assert cli.watch_cache_options(parser.parse_args(["gate.yaml", "--cluster=kind"])) == []

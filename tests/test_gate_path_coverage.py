@@ -343,3 +343,41 @@ def test_drawn_and_minimal_strings_meet_the_formats_the_api_server_checks():
     for body in objects.drawn_from(objects.strategy(schema), 20, seed=1):
         assert base64.b64decode(body["request"], validate=True), body
     assert old_values.minimal({"type": "string", "format": "uuid"}).count("-") == 4
+
+
+def test_paths_a_refusal_naming_no_field_stopped_are_halved_not_sent_one_each():
+    # upjet's CRDs: a CEL rule at ``spec`` cannot evaluate when two fields meet (a list where
+    # the other version has an object, beside a non-default managementPolicies), and the
+    # refusal names only ``spec``. Every packed object meets both: halves are packed again
+    # until the two are apart, so the other paths go round in a few objects, not one each.
+    from types import SimpleNamespace
+
+    from crdharness.gate.checks.pair_record import PairRecord
+    from crdharness.gate.results import NotConvertible
+
+    schema = obj({"spec": obj({f"f{i:02d}": {"type": "string"} for i in range(64)})})
+    declared = sorted(coverage.declared(schema))
+    trigger = {"spec.f07", "spec.f50"}
+    sent: list[set[str]] = []
+
+    def attempt(body: dict, record: PairRecord, answers: list) -> NotConvertible | None:
+        held = coverage.held(schema, body)
+        sent.append(held)
+        if trigger <= held:
+            return NotConvertible("spec: Invalid value: evaluating rule", [], [])
+        record.held |= held
+        return None
+
+    ctx = SimpleNamespace(config=SimpleNamespace(concurrency=1))
+    seen, found = PairRecord(), []
+    path_coverage._repack(ctx, attempt, schema, declared, seen, found)
+    assert seen.held == set(declared)  # the two meet in no object that went round
+    assert len(found) == len([s for s in sent if trigger <= s]) >= 1
+    assert len(sent) <= 12, f"{len(sent)} objects for {len(declared)} paths"
+
+    # A path below a field an object lost whole is not packed again: alone, with its own
+    # values, it may keep it; one judged lost with a field B lacks is not sent at all.
+    seen = PairRecord(parents_lost={"spec.f01": "spec"}, lost_whole={"spec.f02": "gone"})
+    sent.clear()
+    path_coverage._repack(ctx, attempt, schema, ["spec.f01", "spec.f02", "spec.f03"], seen, [])
+    assert sent == [{"spec.f03"}]

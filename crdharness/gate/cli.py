@@ -48,6 +48,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "`crdharness gate-merge DIR...` makes their reports one",
     )
     parser.add_argument(
+        "--watch-cache",
+        action="store_true",
+        help="start the local kube-apiserver with its watch cache (default: without: every "
+        "read and write the gate makes goes to etcd as with it, at about a quarter less "
+        "kube-apiserver CPU, and the webhook sees no background conversions)",
+    )
+    parser.add_argument(
         "--annotations",
         choices=("github",),
         default=None,
@@ -254,6 +261,7 @@ def _run(
             f"--gate-artifacts={artifacts}",
             f"--junitxml={artifacts / 'junit.xml'}",
             f"--cluster={args.cluster}",
+            *watch_cache_options(args),
             "--log-lines=0",  # kube-apiserver's log goes to the failure bundle, not the checks
             "-q",
             # One screen: the verdict table and a short block per failure (the plugin's);
@@ -283,6 +291,14 @@ def _run(
     return status
 
 
+def watch_cache_options(args: argparse.Namespace) -> list[str]:
+    """The pytest options for the local kube-apiserver's watch cache: off unless asked for.
+    The gate judges conversion, validation and storage, in none of which the cache takes
+    part; without it kube-apiserver spends about a quarter less CPU (six upjet CRDs: the
+    same report, 64 s -> 54 s) and the webhook sees no conversions but the gate's own."""
+    return ["--no-watch-cache"] if args.cluster == "local" and not args.watch_cache else []
+
+
 def _share_history(args: argparse.Namespace, config: GateConfig):
     """The history read (``manifests.ReadHistory``, for the session), or None for a share
     with no CRD (more shards than API groups): its report says so, and nothing starts. A
@@ -310,6 +326,13 @@ def merge_arguments(parser: argparse.ArgumentParser) -> None:
         "--artifacts",
         default="artifacts/gate",
         help="where the merged report goes (default: ./artifacts/gate)",
+    )
+    parser.add_argument(
+        "--watch-cache",
+        action="store_true",
+        help="start the local kube-apiserver with its watch cache (default: without: every "
+        "read and write the gate makes goes to etcd as with it, at about a quarter less "
+        "kube-apiserver CPU, and the webhook sees no background conversions)",
     )
     parser.add_argument(
         "--annotations",
