@@ -202,6 +202,14 @@ def test_fill_field_answers_an_absent_field_with_a_value():
     assert record["faults"] == list(specs)
 
 
+def test_fill_field_with_a_version_fills_only_in_answers_converting_to_it():
+    # The review converts to example.com/v1.
+    _, payload, record = answer_with("fill-field=v1:metadata.finalizers=[]", "fill-field=v2:x=1")
+    converted = objects(payload)
+    assert all(o["metadata"]["finalizers"] == [] and "x" not in o for o in converted), converted
+    assert record["faults"] == ["fill-field=v1:metadata.finalizers=[]", "fill-field=v2:x=1"]
+
+
 def test_fill_field_needs_a_json_value():
     with pytest.raises(faults.UnknownFault, match="JSON value"):
         faults.Faults.parse(["fill-field=spec.size=nothing"])

@@ -30,7 +30,7 @@ NAMES = (
     "delay=<seconds>",
     "drop-field=[<version>:]<path>",
     "swap-fields=<path>+<path>",
-    "fill-field=<path>=<json>",
+    "fill-field=[<version>:]<path>=<json>",
     "go-duration=<path>",
     "panic-on=<path>",
     "move-field=[<version>:]<from>+<to>",
@@ -83,8 +83,9 @@ class Faults:
     # to it (a converter that forgets a field one way only: lost on the way back alone).
     dropped: list[str] = field(default_factory=list)
     swapped: list[tuple[str, str]] = field(default_factory=list)  # swap-fields=<a>+<b>
-    # fill-field=<path>=<json>, repeatable: the field answered with the value where the object
-    # has none, as a Go field without omitempty answers its zero value (0, "", null).
+    # fill-field=[<version>:]<path>=<json>, repeatable: the field answered with the value where
+    # the object has none, as a Go field without omitempty answers its zero value (0, "", null);
+    # with a version, only in answers converting to it (that version's Go type alone lacks it).
     filled: list[tuple[str, object]] = field(default_factory=list)
     # go-duration=<path>, repeatable: the review fails ("time: invalid duration") for an object
     # whose value there is no Go duration, as a webhook decoding it into metav1.Duration does.
@@ -256,6 +257,8 @@ class Faults:
                         field_edits.drop(obj, path)
                 for first, second in self.swapped:
                     field_edits.swap(obj, first, second)
-                for path, value in self.filled:
-                    field_edits.fill(obj, path, value)
+                for spec, value in self.filled:
+                    version, _, path = spec.rpartition(":")
+                    if not version or _converts_to(request, version):
+                        field_edits.fill(obj, path, value)
         return answer

@@ -10,7 +10,13 @@ from __future__ import annotations
 
 from crdharness.gate import diff
 from crdharness.gate.api import Answer, Resource, call
-from crdharness.gate.checks import annotation_objects, same_write, seen_at_b, upgrade_writes
+from crdharness.gate.checks import (
+    annotation_objects,
+    same_write,
+    seen_at_b,
+    status_anew,
+    upgrade_writes,
+)
 from crdharness.gate.checks.pair_record import PairRecord
 from crdharness.gate.checks.respelling import TOUCH, respelt
 from crdharness.gate.checks.round_trip_steps import (
@@ -175,6 +181,9 @@ def _compare(
         return _written_meanwhile(seen)
     shown.append((f"read at {b}", _clean(at_b.body)))
     remade = _created_again(ctx, release, crd, resource, namespace, name, b, at_b.body, shown)
+    if remade is None:
+        where = (resource, namespace)
+        remade = status_anew.written(ctx, release, crd, where, (a, b), at_b.body, seen, shown)
     # A field with the same path and type at both versions means the same at both: a
     # webhook that swaps two fields both ways survives A->B->A, yet every client of B
     # reads wrong values.

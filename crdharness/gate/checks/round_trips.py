@@ -18,6 +18,7 @@ from crdharness.gate.checks import (
     object_round_trip,
     path_coverage,
     seen_at_b,
+    status_anew,
 )
 from crdharness.gate.checks.pair_record import PairRecord
 from crdharness.gate.evidence import changes, drawn_bodies, old_values, refusal, targeted
@@ -201,8 +202,11 @@ def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
             + alone
         )
     if convertible.passed:
+        anew = seen.counts[status_anew.STATUS_ANEW]
         convertible.evidence = (
-            f"{seen.counts['created']} objects valid at {a} read and written at {b}" + alone
+            f"{seen.counts['created']} objects valid at {a} read and written at {b}"
+            + (f" ({anew} of their statuses also written anew on a new copy)" if anew else "")
+            + alone
         )
     compared, created = seen.counts["compared"], seen.counts["created"]
     causes = dict(Counter(ctx.refused_causes) - causes_before)

@@ -162,7 +162,7 @@ def write_again(
             message = as_named(recreated.message, content)
             refused.append(Refusal(RECREATE, version, recreated.status, message, alone))
         elif has_status and "status" in content and not taken:
-            refusal = _status_written_anew(cluster, collection, again, content["status"])
+            refusal = status_written_anew(cluster, collection, again, content["status"])
             if refusal is not None:
                 refused.append(Refusal(RECREATE_STATUS, version, *refusal))
     return refused
@@ -223,7 +223,7 @@ def _recreated_name(rule: NameRule, own: str) -> dict:
     return {"name": rule.name(f"gate-recreated-{secrets.token_hex(3)}")}
 
 
-def _status_written_anew(
+def status_written_anew(
     cluster: Cluster, collection: str, obj: dict, status: dict
 ) -> tuple[int, str] | None:
     """The object's status written through ``/status`` to a new copy of it (deleted after):
