@@ -328,13 +328,6 @@ def merge_arguments(parser: argparse.ArgumentParser) -> None:
         help="where the merged report goes (default: ./artifacts/gate)",
     )
     parser.add_argument(
-        "--watch-cache",
-        action="store_true",
-        help="start the local kube-apiserver with its watch cache (default: without: every "
-        "read and write the gate makes goes to etcd as with it, at about a quarter less "
-        "kube-apiserver CPU, and the webhook sees no background conversions)",
-    )
-    parser.add_argument(
         "--annotations",
         choices=("github",),
         default=None,
