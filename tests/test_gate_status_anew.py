@@ -77,3 +77,56 @@ def test_without_the_fault_every_status_written_anew_passes(tmp_path):
     assert done.returncode == 0, done.stdout[-3000:]
     for row in _rows(report, "convertibility").values():
         assert row["status"] == "pass" and "statuses also written anew" in row["evidence"], row
+
+
+def test_a_status_already_written_anew_gets_the_same_answer_and_one_past_the_budget_is_unknown(
+    monkeypatch,
+):
+    # The same status on another object must not pass because it was written before (under
+    # the earlier release that would say "the same write went through", and the candidate's
+    # refusal of it would read as a regression: seen on api-gateway 3.1.0 -> 3.1.1).
+    from types import SimpleNamespace
+
+    from crdharness.gate.checks import status_anew, upgrade_writes
+    from crdharness.gate.checks.pair_record import PairRecord
+
+    manifest = {"spec": {"conversion": {"strategy": "Webhook"}}}
+    release = SimpleNamespace(
+        index=1, crds={"c": manifest}, entry=lambda crd, v: {"subresources": {"status": {}}}
+    )
+    ctx = SimpleNamespace(pointed=lambda m, r: m, candidate=release, statuses_anew={}, cluster=None)
+    resource = SimpleNamespace(path=lambda version, namespace: f"/{version}/{namespace}")
+    sent: list[dict] = []
+
+    def anew(cluster, collection, obj, status):
+        sent.append(status)
+        return (422, 'status.state: Unsupported value: ""') if status.get("state") == "" else None
+
+    monkeypatch.setattr(upgrade_writes, "status_written_anew", anew)
+
+    def write(status: dict, seen: PairRecord):
+        read = {"metadata": {"name": "x"}, "status": status}
+        where = (resource, "ns")
+        return status_anew.written(ctx, release, "c", where, ("v1", "v2"), read, seen, [])
+
+    seen = PairRecord()
+    assert write({"state": ""}, seen) is not None
+    again = write({"state": ""}, seen)  # the same status, another object: the same answer
+    assert again is not None and again.paths == frozenset({"status.state"})
+    assert sent == [{"state": ""}] and seen.counts[status_anew.STATUS_ANEW] == 1
+    for i in range(status_anew.STATUSES_ANEW - 1):
+        assert write({"state": f"s{i}"}, seen) is None
+    assert write({"state": "one more"}, seen) is None
+    assert seen.counts[status_anew.NOT_ANEW] == 1  # not known: same_write notes nothing
+    # An earlier release without a webhook, before a candidate with one, writes no status
+    # anew: how that write would have ended is not known either.
+    earlier = SimpleNamespace(
+        index=0,
+        crds={"c": {"spec": {}}},
+        entry=lambda crd, v: {"subresources": {"status": {}}},
+    )
+    seen = PairRecord()
+    where = (resource, "ns")
+    read = {"metadata": {"name": "x"}, "status": {"state": ""}}
+    assert status_anew.written(ctx, earlier, "c", where, ("v1", "v2"), read, seen, []) is None
+    assert seen.counts[status_anew.NOT_ANEW] == 1

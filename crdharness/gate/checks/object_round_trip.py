@@ -115,9 +115,15 @@ def _run_named(
     held = coverage.held(objects.body_schema(entry), objects.intent(body))
     compared = seen.counts["compared"]
     meanwhile = seen.counts["written meanwhile"]
+    unwritten = seen.counts[status_anew.NOT_ANEW]
     try:
         found = _compare(ctx, release, resource, namespace, name, a, b, body, created, seen)
-        if seen.counts["written meanwhile"] == meanwhile:  # else not known how it ends
+        # Else not known how it ends: another client wrote it, or its status was not written
+        # anew (a release whose write "went through" must have had each step made).
+        if (seen.counts["written meanwhile"], seen.counts[status_anew.NOT_ANEW]) == (
+            meanwhile,
+            unwritten,
+        ):
             same_write.note(seen.written, body, found)
         # A path is exercised once the object went the whole way round, or where the
         # round trip failed on it; the others of an object it stopped early for were not

@@ -14,6 +14,9 @@ from crdharness.gate.run.context import GateContext
 
 STATUSES_ANEW = 8  # distinct statuses read at B written anew on a new copy, per version pair
 STATUS_ANEW = "statuses written anew"  # counted per pair, said in convertibility's evidence
+# Objects whose status was not written anew (the pair's distinct statuses were used up): how
+# their writes ended is not known, so ``same_write`` notes nothing for them.
+NOT_ANEW = "statuses not written anew"
 
 
 def written(
@@ -25,24 +28,33 @@ def written(
     schema refuses (a Go field without ``omitempty`` answered as ``""`` where B has an enum)
     shows only when a controller sets it anew, or a restore writes it. Only where a webhook
     converts (with strategy None, B reads what A validated, pruned: schemas-vs-strategy
-    judges that), each distinct status once, up to ``STATUSES_ANEW`` per pair. The refusal,
-    as a failure, or None."""
+    judges that), each distinct status once, up to ``STATUSES_ANEW`` per pair: a status
+    already written gets the answer it got then (the same status, the same schema), one past
+    them is counted as not written anew. The refusal, as a failure, or None."""
     (resource, namespace), (a, b) = where, pair
-    converted = ctx.pointed(release.crds[crd], release)["spec"].get("conversion") or {}
     status = read.get("status")
-    if converted.get("strategy") != "Webhook" or not status:
+    if not status or not objects.has_status(release.entry(crd, b)):
         return None
-    if not objects.has_status(release.entry(crd, b)):
+    if not _by_webhook(ctx, release, crd):
+        # An earlier release without a webhook, before a candidate with one: how this write
+        # of its would have ended is not known (``same_write`` must not say it went through).
+        if release is not ctx.candidate and _by_webhook(ctx, ctx.candidate, crd):
+            seen.counts[NOT_ANEW] += 1
         return None
-    done = ctx.statuses_anew.setdefault((release.index, crd, a, b), set())
+    done = ctx.statuses_anew.setdefault((release.index, crd, a, b), {})
     key = json.dumps(status, sort_keys=True)
-    if key in done or len(done) >= STATUSES_ANEW:
+    if key in done:
+        refused = done[key]
+    elif len(done) >= STATUSES_ANEW:
+        seen.counts[NOT_ANEW] += 1
         return None
-    done.add(key)
-    seen.counts[STATUS_ANEW] += 1
-    collection = resource.path(b, namespace)
-    again = upgrade_writes.recreated_body(read, names.rule(release.entry(crd, b)))
-    refused = upgrade_writes.status_written_anew(ctx.cluster, collection, again, status)
+    else:
+        seen.counts[STATUS_ANEW] += 1
+        collection = resource.path(b, namespace)
+        again = upgrade_writes.recreated_body(read, names.rule(release.entry(crd, b)))
+        refused = done[key] = upgrade_writes.status_written_anew(
+            ctx.cluster, collection, again, status
+        )
     if refused is None:
         return None
     line = (
@@ -56,3 +68,10 @@ def written(
         list(shown),
         {diff.schema_path(p) for p in diff.named_paths(refused[1])},
     )
+
+
+def _by_webhook(ctx: GateContext, release: Release, crd: str) -> bool:
+    if crd not in release.crds:
+        return False
+    converted = ctx.pointed(release.crds[crd], release)["spec"].get("conversion") or {}
+    return converted.get("strategy") == "Webhook"

@@ -62,9 +62,9 @@ class GateContext:
     refused: Counter[str] = field(default_factory=Counter)  # why generated objects were refused
     refused_examples: dict[str, str] = field(default_factory=dict)  # reason -> one message
     refused_causes: Counter[str] = field(default_factory=Counter)  # refusal.cause -> objects
-    # (release, CRD, A, B) -> the statuses read at B already written anew on a new copy there
-    # (``object_round_trip``): each distinct one once, up to a few per version pair.
-    statuses_anew: dict[tuple, set[str]] = field(default_factory=dict)
+    # (release, CRD, A, B) -> each status read at B already written anew on a new copy there,
+    # with the refusal (status, message) or None (``status_anew``): once each, a few per pair.
+    statuses_anew: dict[tuple, dict[str, tuple[int, str] | None]] = field(default_factory=dict)
     refused_crds: set[str] = field(default_factory=set)  # a release could not install them
     # generated objects judged locally (and repaired) before they are sent, and counted
     screening: Screening = field(default_factory=Screening)
