@@ -94,7 +94,11 @@ def test_a_status_already_written_anew_gets_the_same_answer_and_one_past_the_bud
     release = SimpleNamespace(
         index=1, crds={"c": manifest}, entry=lambda crd, v: {"subresources": {"status": {}}}
     )
-    ctx = SimpleNamespace(pointed=lambda m, r: m, candidate=release, statuses_anew={}, cluster=None)
+
+    def by_webhook(r, crd: str) -> bool:
+        return (r.crds[crd]["spec"].get("conversion") or {}).get("strategy") == "Webhook"
+
+    ctx = SimpleNamespace(candidate=release, statuses_anew={}, cluster=None, by_webhook=by_webhook)
     resource = SimpleNamespace(path=lambda version, namespace: f"/{version}/{namespace}")
     sent: list[dict] = []
 

@@ -114,10 +114,7 @@ def _through_a_webhook(ctx: GateContext, release: Release, name: str) -> bool:
     names its own webhook (``crds[i].webhook``) runs its round trips through it, and one
     with strategy None through the API server alone: what they lose is their own, knowable
     debt (a candidate moving to a webhook that loses the same is not worse)."""
-    if ctx.own_webhook(release, name):
-        return False
-    conversion = ctx.pointed(release.crds[name], release)["spec"].get("conversion") or {}
-    return conversion.get("strategy") == "Webhook"
+    return not ctx.own_webhook(release, name) and ctx.by_webhook(release, name)
 
 
 def _bodies(

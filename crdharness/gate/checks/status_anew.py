@@ -35,10 +35,10 @@ def written(
     status = read.get("status")
     if not status or not objects.has_status(release.entry(crd, b)):
         return None
-    if not _by_webhook(ctx, release, crd):
+    if not ctx.by_webhook(release, crd):
         # An earlier release without a webhook, before a candidate with one: how this write
         # of its would have ended is not known (``same_write`` must not say it went through).
-        if release is not ctx.candidate and _by_webhook(ctx, ctx.candidate, crd):
+        if release is not ctx.candidate and ctx.by_webhook(ctx.candidate, crd):
             seen.counts[NOT_ANEW] += 1
         return None
     done = ctx.statuses_anew.setdefault((release.index, crd, a, b), {})
@@ -68,10 +68,3 @@ def written(
         list(shown),
         {diff.schema_path(p) for p in diff.named_paths(refused[1])},
     )
-
-
-def _by_webhook(ctx: GateContext, release: Release, crd: str) -> bool:
-    if crd not in release.crds:
-        return False
-    converted = ctx.pointed(release.crds[crd], release)["spec"].get("conversion") or {}
-    return converted.get("strategy") == "Webhook"

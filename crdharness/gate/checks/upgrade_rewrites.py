@@ -54,9 +54,7 @@ def write_baseline(ctx: GateContext, release: Release, written: list[Written]) -
         part, hazards = upcoming.part(), dict[str, str]()
         # Lost by the candidate's webhook (any release naming none runs it): round-trip's.
         # Lost by strategy None, or by this release's own webhook: its own hazard.
-        pointed = ctx.pointed(release.crds[obj.crd], release)
-        by_webhook = (pointed["spec"].get("conversion") or {}).get("strategy") == "Webhook"
-        by_none = not by_webhook or ctx.own_webhook(release, obj.crd)
+        by_none = not ctx.by_webhook(release, obj.crd) or ctx.own_webhook(release, obj.crd)
         # A source cluster's object is written only at versions the next release serves
         # too (those its writes are judged at): a write at any other version would leave a
         # managedFields entry the real object does not have.

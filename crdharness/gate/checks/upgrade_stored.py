@@ -103,8 +103,7 @@ def _applies(ctx: GateContext, release: Release, obj: Written) -> bool:
         return False
     if obj.kept_from is None or not ctx.own_webhook(ctx.releases[obj.kept_from], obj.crd):
         return False
-    pointed = ctx.pointed(release.crds[obj.crd], release)
-    return (pointed["spec"].get("conversion") or {}).get("strategy") == "Webhook"
+    return ctx.by_webhook(release, obj.crd)
 
 
 def _twin(

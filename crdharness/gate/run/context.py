@@ -207,6 +207,13 @@ class GateContext:
         (not the candidate's): what is lost there is that release's doing."""
         if release.webhook is None or release.index not in self.release_webhooks:
             return False
+        return self.by_webhook(release, crd)
+
+    def by_webhook(self, release: Release, crd: str) -> bool:
+        """Whether ``crd`` converts through a webhook under ``release`` (as the gate installs
+        it: a ``convert:`` entry may give a CRD shipped without one its webhook)."""
+        if crd not in release.crds:
+            return False
         pointed = self.pointed(release.crds[crd], release)
         return (pointed["spec"].get("conversion") or {}).get("strategy") == "Webhook"
 
