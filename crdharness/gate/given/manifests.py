@@ -9,7 +9,9 @@ the gate runs.
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import gc
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -107,6 +109,29 @@ class ReadHistory:
 
 def load_history(
     history: list[list[Path]], root: Path, webhooks: dict[int, WebhookSpec] | None = None
+) -> list[Release]:
+    with _kept_for_the_run():
+        return _load_history(history, root, webhooks)
+
+
+@contextlib.contextmanager
+def _kept_for_the_run():
+    """Python's cycle collector paused while manifests are read, and what was read kept out
+    of its later passes (``gc.freeze``): parsed YAML holds no cycles and lives for the whole
+    run, yet each pass walks all of it — reading upjet's 4,058 CRD files took 40 s with the
+    collector, 22 s without, and every later pass of a run walked its millions of objects."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+        gc.freeze()
+
+
+def _load_history(
+    history: list[list[Path]], root: Path, webhooks: dict[int, WebhookSpec] | None
 ) -> list[Release]:
     releases = []
     for index, paths in enumerate(history):
