@@ -51,6 +51,7 @@ def decide(ctx: GateContext, release: Release, written: list[Written]) -> None:
         held = [w for w in written if w.change is change]
         proof = _named_by(change, held) or _named_by(change, written)
         judged = [w for w in held if not any(k[0] in RECREATES for k in w.hazarded)]
+        carried = [w for w in judged if not _lost_before(change, w)]
         if proof is not None:
             change.decide(changes.PROVEN, proof)
         elif any(w.findings for w in held):
@@ -69,7 +70,17 @@ def decide(ctx: GateContext, release: Release, written: list[Written]) -> None:
                 f"release {release.index} already refuses re-creating the objects built for "
                 "it (a hazard of that release, see the report): the new schema was not judged",
             )
+        elif not carried:
+            lost = sorted({p for w in judged for p in w.lost_earlier if _related(p, change.path)})
+            change.decide(
+                changes.NOT_PROVEN,
+                f"release {release.index}'s own writes of the objects built for it (the gate's, "
+                f"at every version before the upgrade) already lost or changed "
+                f"{', '.join(lost[:3])}: its value never reached release {release.index + 1} "
+                f"(release {release.index}'s hazard, see the report)",
+            )
         else:
+            judged = carried
             change.decide(
                 changes.CLEARED,
                 f"{len(judged)} object{'s' if len(judged) > 1 else ''} holding it "
@@ -85,6 +96,17 @@ def decide(ctx: GateContext, release: Release, written: list[Written]) -> None:
                 )
                 + _read_only_by_default(ctx, release, change),
             )
+
+
+def _lost_before(change: Change, obj: Written) -> bool:
+    """Whether the earlier release's own writes of ``obj`` (the baseline, at every version)
+    lost or changed the change's value (at, under or above its path): the upgrade never
+    met it, so the object clears nothing."""
+    return any(_related(path, change.path) for path in obj.lost_earlier)
+
+
+def _related(path: str, other: str) -> bool:
+    return bool(other) and (diff.at_or_under(path, other) or diff.at_or_under(other, path))
 
 
 def _read_only_by_default(ctx: GateContext, release: Release, change: Change) -> str:
