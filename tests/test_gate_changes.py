@@ -245,3 +245,44 @@ def _at(body: dict, path: str):
         if node is _MISSING:
             return _MISSING
     return node
+
+
+def test_changes_that_need_a_value_present_share_objects_and_each_still_holds_its_value():
+    def retype(p):  # three fields change type; one is tightened (its own objects)
+        p["spec"]["properties"]["mode"] = {"type": "integer"}
+        p["spec"]["properties"]["legacy"] = {"type": "string"}
+        p["status"]["properties"]["conditions"] = {"type": "object"}
+        p["spec"]["properties"]["replicas"]["maximum"] = 10
+
+    found = changed(retype)
+    assert {c.kind for c in found} >= {"type changed", "bound tightened"}
+    grouped = targeted.groups(found)
+    shared_group = next(g for g in grouped if len(g) > 1)
+    assert {c.path for c in shared_group} == {"spec.mode", "spec.legacy"}  # status apart
+    assert all(len(g) == 1 for g in grouped if g is not shared_group)
+    entry = release(0, SCHEMA).entry("widgets.example.com", "v1")
+    built = targeted.shared(shared_group, entry, [])
+    assert len(built) == 2  # two variants holding every change, not two per change
+    for body, alone in built:
+        assert len(alone) == len(shared_group)
+        for change, single in zip(shared_group, alone, strict=True):
+            # the shared body holds each change's value as that change's own body does
+            assert _at(body, change.path) == _at(single, change.path) is not _MISSING
+    # each change's own bodies: the shared ones stand for the first two (written where the
+    # server refuses a shared one), the third ("beside every other field") stays its own
+    for change in shared_group:
+        own = targeted.bodies(change, entry, [])
+        i = shared_group.index(change)
+        assert [alone[i] for _, alone in built] + targeted.beside_filled(change, entry, []) == own
+
+
+def test_a_path_under_another_changed_path_is_not_shared():
+    def nest(p):
+        p["status"]["properties"]["conditions"]["items"]["properties"]["reason"] = {
+            "type": "integer"
+        }
+        p["status"]["properties"]["conditions"]["type"] = "object"
+
+    found = changed(nest)
+    assert len(found) >= 2
+    assert all(len(group) == 1 for group in targeted.groups(found))

@@ -24,7 +24,7 @@ def decide(ctx: GateContext, release: Release, written: list[Written]) -> None:
         if ctx.source is not None and change.crd not in ctx.refused_crds:
             _decide_on_the_source(ctx, release, change, written)
             continue
-        if change.decision == changes.NOT_PROVEN and not any(w.change is change for w in written):
+        if change.decision == changes.NOT_PROVEN and not any(w.holds(change) for w in written):
             continue  # decided when its objects could not be built or created
         if change.crd in ctx.refused_crds:
             refusal = next(
@@ -48,7 +48,7 @@ def decide(ctx: GateContext, release: Release, written: list[Written]) -> None:
         if changes.on_the_crd(change):
             crd_changes.decide(ctx, release, change, written)
             continue
-        held = [w for w in written if w.change is change]
+        held = [w for w in written if w.holds(change)]
         proof = _named_by(change, held) or _named_by(change, written)
         judged = [w for w in held if not any(k[0] in RECREATES for k in w.hazarded)]
         carried = [w for w in judged if not _lost_before(change, w)]

@@ -34,7 +34,7 @@ class Written:
     seen: dict[str, dict] = field(default_factory=dict)  # version -> object read at it
     sent: dict = field(default_factory=dict)  # the body written (fields, status)
     sample: bool = False  # one of the user's samples (an object clusters really hold)
-    change: Change | None = None  # the change it was built to hold (``targeted``)
+    changes: tuple[Change, ...] = ()  # the changes it was built to hold (``targeted``)
     baseline: set[tuple[str, str]] = field(default_factory=set)  # writes refused before
     findings: list[str] = field(default_factory=list)  # this transition's, about it
     excused: list[str] = field(default_factory=list)  # findings an `allow` entry excused
@@ -61,6 +61,10 @@ class Written:
     # every update names the resourceVersion it read.
     fresh: dict[str, dict] = field(default_factory=dict)
     fresh_under: int = -1
+
+    def holds(self, change: Change) -> bool:
+        """Whether it was built to hold ``change``."""
+        return any(c is change for c in self.changes)
 
     def read_now(self, release: int, version: str, body: dict) -> None:
         """``body`` read at ``version`` just now, under release ``release``."""

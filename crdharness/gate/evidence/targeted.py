@@ -60,6 +60,87 @@ def bodies(change: Change, entry: dict, samples: list[dict]) -> list[dict]:
     return built
 
 
+# Kinds whose objects only need a value present at the path (the same three variants each):
+# one version's such changes at paths apart share objects (``shared``). upjet's releases
+# change three paths for each field a new storage version reshapes (forProvider,
+# initProvider, atProvider): 893 objects in one shard of 88 CRDs, each written some 50 times.
+PRESENT_KINDS = ("type changed", "field removed", "storage version changed under None", ONE_VERSION)
+
+
+def groups(found: list[Change]) -> list[list[Change]]:
+    """``found`` in groups whose objects can be shared: ``PRESENT_KINDS`` changes of one CRD
+    version, no path at or under another's; any other change alone. In ``found``'s order."""
+    grouped: list[list[Change]] = []
+    for change in found:
+        home = next(
+            (
+                group
+                for group in grouped
+                if change.kind in PRESENT_KINDS and all(_apart(change, other) for other in group)
+            ),
+            None,
+        )
+        if home is None:
+            grouped.append([change])
+        else:
+            home.append(change)
+    return grouped
+
+
+def _apart(change: Change, other: Change) -> bool:
+    """Whether ``other`` may share ``change``'s objects: same CRD, version and top field
+    (``status`` is written through its own endpoint: a status the release already refuses
+    would leave a spec change unjudged), a kind of ``PRESENT_KINDS``, neither path at or
+    under the other."""
+    shorter = min(len(change.parts), len(other.parts))
+    return (
+        other.kind in PRESENT_KINDS
+        and (other.crd, other.version) == (change.crd, change.version)
+        and change.parts[:1] == other.parts[:1]
+        and change.parts[:shorter] != other.parts[:shorter]
+    )
+
+
+def shared(group: list[Change], entry: dict, samples: list[dict]) -> list[tuple[dict, list[dict]]]:
+    """For a group of ``groups`` with more than one change: each body holding all of them
+    (the same variant of each), with the bodies holding each alone that it stands for —
+    written instead where the API server refuses the shared one (one change's value may be
+    what it refuses). The variant "beside every other field" is not shared
+    (``beside_filled``)."""
+    base_schema = objects.body_schema(entry)
+    bases = samples or [minimal(base_schema)]
+    built: list[tuple[dict, list[dict]]] = []
+    variants = [h for h in _holdings(group[0]) if not h.among_filled]
+    for variant in range(len(variants)):
+        for base in bases[:2]:
+            body, alone = copy.deepcopy(base), []
+            for change in group:
+                holding = [h for h in _holdings(change) if not h.among_filled][variant]
+                _place(body, base_schema, change.parts, holding)
+                single = copy.deepcopy(base)
+                _place(single, base_schema, change.parts, holding)
+                alone.append(single)
+            if all(body != b for b, _ in built):
+                built.append((body, alone))
+    return built
+
+
+def beside_filled(change: Change, entry: dict, samples: list[dict]) -> list[dict]:
+    """The bodies of ``bodies`` holding ``change`` beside every other field, which stay one
+    per change where the others are ``shared``: the siblings they fill are the other
+    changes' paths, deep (an item with every field), where shared objects hold their
+    least (``[{}]``); on upjet's CRDs those deep values were what the upgrade lost."""
+    base_schema = objects.body_schema(entry)
+    built: list[dict] = []
+    for holding in (h for h in _holdings(change) if h.among_filled):
+        for base in (samples or [minimal(base_schema)])[:2]:
+            body = copy.deepcopy(base)
+            _place(body, base_schema, change.parts, holding)
+            if body not in built:
+                built.append(body)
+    return built
+
+
 def _holdings(change: Change) -> list[Holding]:
     """What to put at the change's path."""
     old, new = change.old, change.new

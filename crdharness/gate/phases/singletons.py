@@ -97,7 +97,8 @@ def judge(ctx: GateContext, release: Release, stored_before: dict, write_one: Wr
             if item.change is not None:
                 refusals.setdefault(id(item.change), []).extend(a.message for a in answers)
             continue
-        obj.sample, obj.change = item.sample, item.change
+        obj.sample = item.sample
+        obj.changes = (item.change,) if item.change is not None else ()
         accepted[(crd, version)] += drawn
         write_baseline(ctx, previous, [obj])
         before = etcd_snapshot(ctx, [obj])
@@ -138,7 +139,7 @@ def judge(ctx: GateContext, release: Release, stored_before: dict, write_one: Wr
 def _undecided(pending: list[Pending], judged: Judged, refusals: dict, previous: Release) -> None:
     """A change none of whose kept objects could be created: "not proven", saying why."""
     for change in {id(p.change): p.change for p in pending if p.change is not None}.values():
-        if change.decision != UNDECIDED or any(w.change is change for w in judged.objects):
+        if change.decision != UNDECIDED or any(w.holds(change) for w in judged.objects):
             continue
         why = (refusals.get(id(change)) or ["it was not reached"])[0][:300]
         change.decide(

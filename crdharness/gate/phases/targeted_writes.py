@@ -17,8 +17,11 @@ from crdharness.gate.run.context import GateContext
 def write(ctx: GateContext, release: Release, upcoming: list[Change]) -> list[Written]:
     """Objects built to hold each change the next release makes (``targeted``), written
     under ``release``; a change none of whose objects could be built or created is decided
-    "not proven" here, with the reason."""
-    built: list[tuple[Change, dict, list[dict]]] = []  # change, its version, its objects
+    "not proven" here, with the reason. Changes that only need a value present share
+    objects (``targeted.groups``); where the server refuses a shared one, the objects it
+    stands for are written, each holding one change."""
+    built: list[tuple[list[Change], dict, list[tuple[dict, list[dict]]]]] = []
+    buildable: list[tuple[Change, dict]] = []
     for change in upcoming:
         if changes.on_the_crd(change):
             continue  # the CRD's old objects are the evidence (``crd_changes``)
@@ -27,57 +30,142 @@ def write(ctx: GateContext, release: Release, upcoming: list[Change]) -> list[Wr
                 NOT_PROVEN, f"{change.crd} was not installed under release {release.index + 1}"
             )
             continue
-        entry = release.entry(change.crd, change.version)
-        try:
-            bodies = targeted.bodies(change, entry, ctx.sample_bodies(change.crd, change.version))
-        except old_values.NoObject as exc:
-            change.decide(NOT_PROVEN, f"no object holding it could be built: {exc}")
-            continue
-        except Exception as exc:  # the gate's own failure for this change: undecided, said so
-            change.decide(
-                NOT_PROVEN,
-                f"the gate could not build an object holding it: {type(exc).__name__}: {exc}",
-            )
-            continue
-        built.append((change, entry, bodies))
+        buildable.append((change, release.entry(change.crd, change.version)))
     # A singleton's are kept, to be written one at a time at the transition.
-    for change, entry, bodies in built:
+    for change, entry in buildable:
         if singletons.one_at_a_time(release, change.crd):
             ctx.pending.setdefault(release.index, []).extend(
-                singletons.Pending(change.crd, entry, body, change=change) for body in bodies
+                singletons.Pending(change.crd, entry, body, change=change)
+                for body in _bodies(ctx, change, entry)
             )
-    built = [b for b in built if not singletons.one_at_a_time(release, b[0].crd)]
+    entries = {id(c): e for c, e in buildable if not singletons.one_at_a_time(release, c.crd)}
+    for group in targeted.groups([c for c, _ in buildable if id(c) in entries]):
+        entry = entries[id(group[0])]
+        if len(group) > 1:
+            samples = ctx.sample_bodies(group[0].crd, group[0].version)
+            try:
+                built.append((group, entry, targeted.shared(group, entry, samples)))
+                built += [
+                    ([c], entry, [(b, [b]) for b in targeted.beside_filled(c, entry, samples)])
+                    for c in group
+                ]
+                continue
+            except Exception:  # built one by one below, each saying why not
+                pass
+        for change in group:
+            if bodies := _bodies(ctx, change, entry):
+                built.append(([change], entry, [(body, [body]) for body in bodies]))
     # Built one after another (hypothesis draws on one thread), written many at once.
     items = [
-        (change, entry, body, object_name(ctx, release, "t", change.version, entry, change.crd))
-        for change, entry, bodies in built
-        for body in bodies
+        (group, entry, body, _name(ctx, release, group[0], entry))
+        for group, entry, bodies in built
+        for body, _ in bodies
     ]
-
-    def write(item: tuple[Change, dict, dict, str]) -> tuple[Written | None, list[Answer]]:
-        change, entry, body, obj_name = item
-        refusals: list[Answer] = []
-        return write_one(ctx, release, change.crd, entry, body, obj_name, refusals), refusals
-
-    outcomes = concurrency.each(write, items, ctx.config.concurrency)
+    outcomes = concurrency.each(
+        lambda item: _write(ctx, release, item), items, ctx.config.concurrency
+    )
+    # A shared object refused, or sent without a change's value as built (the gate repairs
+    # what the server's own rules refuse): that change's own object in its place.
+    held: list[tuple[Change, ...]] = []
+    alone: list[Item] = []
+    for (group, entry, body, _), (record, _) in zip(items, outcomes, strict=True):
+        # (An object built for one change holds it as before, repaired or not.)
+        kept = [
+            c
+            for c in group
+            if record is not None and (len(group) == 1 or _holds(record.sent, body, c.parts))
+        ]
+        held.append(tuple(kept))
+        if len(group) > 1:
+            singles = zip(group, _standing_for(built, group, body), strict=True)
+            alone += [
+                ([c], entry, single, _name(ctx, release, c, entry))
+                for c, single in singles
+                if not any(c is k for k in kept)
+            ]
+    items += alone
+    outcomes += concurrency.each(
+        lambda item: _write(ctx, release, item), alone, ctx.config.concurrency
+    )
+    held += [tuple(group) for group, _, _, _ in alone]
     written = []
-    for change, _, bodies in built:
-        mine = [outcome for item, outcome in zip(items, outcomes, strict=True) if item[0] is change]
-        for record, _ in mine:
-            if record is not None:
-                record.change = change
-                written.append(record)
-        if not any(record is not None for record, _ in mine):
-            refusals = [answer for _, answers in mine for answer in answers]
-            why = refusals[0].message[:300] if refusals else "its conversion for storage failed"
-            change.decide(
-                NOT_PROVEN,
-                f"none of the {len(bodies)} objects holding it could be created under release "
-                f"{release.index + 1}: {why}",
-            )
+    for record, _ in outcomes:
+        if record is not None:
+            written.append(record)
+    for (record, _), holding in zip(outcomes, held, strict=True):
+        if record is not None:
+            record.changes = holding
+    holding_now = [(record, kept) for (record, _), kept in zip(outcomes, held, strict=True)]
+    each = {id(c): c for group, _, _ in built for c in group}.values()
+    for change in each:
+        if any(
+            record is not None and any(c is change for c in kept) for record, kept in holding_now
+        ):
+            continue
+        mine = [o for i, o in zip(items, outcomes, strict=True) if any(c is change for c in i[0])]
+        refusals = [answer for _, answers in mine for answer in answers]
+        why = refusals[0].message[:300] if refusals else "its conversion for storage failed"
+        change.decide(
+            NOT_PROVEN,
+            f"none of the {len(mine)} objects holding it could be created under release "
+            f"{release.index + 1}: {why}",
+        )
     if written:
         ctx.report(
             f"gate: release {release.index + 1}: {len(written)} objects built for what "
             f"release {release.index + 2} changes"
         )
     return written
+
+
+Item = tuple[list[Change], dict, dict, str]  # the changes it holds, version, body, name
+
+
+def _write(ctx: GateContext, release: Release, item: Item) -> tuple[Written | None, list[Answer]]:
+    group, entry, body, obj_name = item
+    refusals: list[Answer] = []
+    return write_one(ctx, release, group[0].crd, entry, body, obj_name, refusals), refusals
+
+
+def _name(ctx: GateContext, release: Release, change: Change, entry: dict) -> str:
+    return object_name(ctx, release, "t", change.version, entry, change.crd)
+
+
+def _holds(sent: dict, built: dict, parts: tuple[str, ...]) -> bool:
+    """Whether ``sent`` holds at ``parts`` what ``built`` does (``[]``: the first item)."""
+    return _at(sent, parts) == _at(built, parts)
+
+
+def _at(body, parts: tuple[str, ...]):
+    for part in parts:
+        key: object = 0 if part == "[]" else ("gate" if part == "*" else part)
+        if isinstance(body, list) and key == 0 and body:
+            body = body[0]
+        elif isinstance(body, dict) and key in body:
+            body = body[key]
+        else:
+            return _ABSENT
+    return body
+
+
+_ABSENT = object()
+
+
+def _standing_for(built, group: list[Change], body: dict) -> list[dict]:
+    """The bodies, one per change of ``group``, that the shared ``body`` stands for."""
+    return next(alone for g, _, bodies in built if g is group for b, alone in bodies if b is body)
+
+
+def _bodies(ctx: GateContext, change: Change, entry: dict) -> list[dict]:
+    """The objects holding ``change`` alone (``targeted.bodies``); none, with the change
+    decided "not proven" saying why, where none can be built."""
+    try:
+        return targeted.bodies(change, entry, ctx.sample_bodies(change.crd, change.version))
+    except old_values.NoObject as exc:
+        change.decide(NOT_PROVEN, f"no object holding it could be built: {exc}")
+    except Exception as exc:  # the gate's own failure for this change: undecided, said so
+        change.decide(
+            NOT_PROVEN,
+            f"the gate could not build an object holding it: {type(exc).__name__}: {exc}",
+        )
+    return []
