@@ -453,6 +453,19 @@ def test_a_new_required_field_fails_the_upgrade_on_every_write_of_old_objects(tm
     assert "sample printer-jam at v1:" in details
 
 
+def test_a_sample_the_release_before_refused_too_is_its_hazard_not_the_upgrades(tmp_path):
+    # (The outside trial on metallb: every BGPPeer sample was refused by both releases, for a
+    # schema both share, and the upgrade was blamed.)
+    code, report, output = gate(tmp_path, "narrowed/gate-sample-refused-before.yaml")
+    assert code == 0, output[-3000:]
+    assert failed(report) == set()
+    hazards = "\n".join(report["hazards"])
+    assert "refuses your sample server-room-flood already: 422" in hazards, hazards
+    assert 'Unsupported value: "urgent"' in hazards
+    # the sample both accept still counts, refused only by neither
+    assert "printer-jam" not in hazards
+
+
 def test_a_refusal_of_a_generated_object_is_a_finding_too(tmp_path):
     # An object release 1 accepted and release 2 refuses fails the upgrade, whatever made it.
     code, report, _ = gate(tmp_path, "narrowed/gate-required-generated-only.yaml")

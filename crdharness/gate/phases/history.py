@@ -184,9 +184,7 @@ def _write_version(
     def write(item: tuple[dict, bool, str]) -> tuple[Written | None, list[Answer]]:
         body, sample, obj_name = item
         refusals: list[Answer] = []
-        record = write_one(
-            ctx, release, name, entry, body, obj_name, refusals if sample and judged else None
-        )
+        record = write_one(ctx, release, name, entry, body, obj_name, refusals if sample else None)
         return record, refusals
 
     def write_all(batch: list[tuple[dict, bool]]) -> int:
@@ -199,7 +197,11 @@ def _write_version(
         accepted = 0
         for (body, sample), (record, refusals) in zip(batch, outcomes, strict=True):
             for answer in refusals:
-                _sample_refused(ctx, release, name, version, body, answer)
+                if judged:
+                    _sample_refused(ctx, release, name, version, body, answer)
+                else:  # an earlier release's: counted, and kept for the candidate's judgement
+                    ctx.count_refusal(answer)
+                    ctx.note_sample_refused(release.index, name, version, body, answer)
             if record is not None:
                 record.sample = sample
                 accepted += not sample
@@ -304,7 +306,18 @@ def _sample_refused(
     ctx: GateContext, release: Release, name: str, version: str, body: dict, answer: Answer
 ) -> None:
     """The candidate refuses one of the user's samples: a finding of its install, or of the
-    upgrade to it."""
+    upgrade to it — unless the release before refused it too (at the same version): then
+    the upgrade made nothing worse, and it is that release's hazard, reported apart."""
+    before = ctx.sample_refused(release.index - 1, name, version, body) if release.index else None
+    if before is not None:
+        ctx.hazards.setdefault(
+            f"{name}:sample:{version}:{body.get(objects.NAME, '?')}:{before}",
+            f"release {release.index}: {name} at {version} refuses your sample "
+            f"{body.get(objects.NAME, '?')} already: {before[:300]} (the candidate refuses "
+            f"it too, so it is not the upgrade's finding: {answer.status} "
+            f"{answer.message[:300]})",
+        )
+        return
     check = "upgrade" if release.index else "install"
     subject = (
         subjects.transition(release.index) if release.index else subjects.release(release.index)

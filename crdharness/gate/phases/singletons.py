@@ -94,6 +94,8 @@ def judge(ctx: GateContext, release: Release, stored_before: dict, write_one: Wr
         if obj is None:
             for answer in answers:
                 ctx.count_refusal(answer)
+                if item.sample:
+                    ctx.note_sample_refused(previous.index, crd, version, item.body, answer)
             if item.change is not None:
                 refusals.setdefault(id(item.change), []).extend(a.message for a in answers)
             continue

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import json
 import math
 import threading
 import time
@@ -83,6 +84,8 @@ class GateContext:
     probes: dict[int, list[Any]] = field(default_factory=dict)  # release -> crd_behaviour's
     pending: dict[int, list[Any]] = field(default_factory=dict)  # release -> singletons' kept
     hazards: dict[str, str] = field(default_factory=dict)  # writes a release itself refuses
+    # (release, CRD, version, the sample as JSON) -> the server's refusal of a user's sample
+    samples_refused: dict[tuple[int, str, str, str], str] = field(default_factory=dict)
     # (crd, A, B, schema paths) -> (a new object's round trip evidence losing them, or None;
     # why not)
     fresh_losses: dict[tuple, tuple[str | None, str]] = field(default_factory=dict)
@@ -341,6 +344,19 @@ class GateContext:
                 return None
             return put.body
         return created.body
+
+    def note_sample_refused(
+        self, release: int, crd: str, version: str, body: dict, answer: Answer
+    ) -> None:
+        """Release ``release`` refuses one of the user's samples at ``version``: kept, so that
+        the next release refusing it too is not the upgrade's finding (``sample_refused``)."""
+        key = (release, crd, version, json.dumps(body, sort_keys=True, default=str))
+        self.samples_refused.setdefault(key, f"{answer.status} {answer.message}")
+
+    def sample_refused(self, release: int, crd: str, version: str, body: dict) -> str | None:
+        """How release ``release`` refused this sample at ``version``, if it did."""
+        key = (release, crd, version, json.dumps(body, sort_keys=True, default=str))
+        return self.samples_refused.get(key)
 
     def count_refusal(self, answer: Answer, what: str = "") -> None:
         """An object the server refused: not a finding, but counted and shown once."""
