@@ -19,6 +19,7 @@ from crdharness.gate.checks.upgrade_decisions import decide, enough_evidence
 from crdharness.gate.checks.upgrade_objects import (  # what other phases use, from here
     RECREATES,
     WEBHOOKS_OWN,
+    WRITTEN_MEANWHILE,
     Written,
     etcd_snapshot,
 )
@@ -140,6 +141,12 @@ def check(ctx: GateContext, release: Release, written, before, stored_before, ju
                 "(listed apart)"
                 if result.own_annotations
                 else ""
+            )
+            + _noted(
+                result,
+                WRITTEN_MEANWHILE,
+                "reads of old objects another client wrote since the gate's last read or "
+                "write (the project's controllers: not compared; details)",
             )
             + _noted(
                 result,

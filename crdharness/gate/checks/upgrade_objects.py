@@ -3,10 +3,12 @@ keys, and how a finding about one is recorded (excused by an ``allow`` entry or 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 from crdharness.etcd import StoredObject, custom_resource_key
 from crdharness.gate import diff
+from crdharness.gate.api import MANAGER
 from crdharness.gate.checks.upgrade_writes import (
     RECREATE,
     RECREATE_STATUS,
@@ -21,6 +23,35 @@ RECREATES = (RECREATE, RECREATE_STATUS)
 
 # A note (no finding) of a loss the webhook makes already under the earlier release.
 WEBHOOKS_OWN = "not a change of this release"
+# A note: a read of an old object that another client wrote since the gate's last read (the
+# project's own controllers, running in the webhook's process, reconcile its objects).
+WRITTEN_MEANWHILE = "written meanwhile by another client (not compared)"
+# The field managers the gate's own writes leave: its server-side applies, its other writes
+# (named after the HTTP client's agent), and the entry the API server makes of the managed
+# fields of an object first applied after such writes.
+GATE_MANAGERS = frozenset({MANAGER, "python-requests", "before-first-apply"})
+
+
+def other_writers(before: dict, after: dict) -> list[str]:
+    """The field managers, other than the gate's, whose ``metadata.managedFields`` entries
+    changed between two reads of an object: another client wrote it in between, so what
+    changed is not the upgrade's (nor the gate's writes') doing."""
+
+    def entries(obj: dict) -> set[str]:
+        managed = (obj.get("metadata") or {}).get("managedFields") or []
+        return {
+            json.dumps(e, sort_keys=True) for e in managed if e.get("manager") not in GATE_MANAGERS
+        }
+
+    return sorted({json.loads(e).get("manager", "?") for e in entries(after) - entries(before)})
+
+
+def note_written_meanwhile(
+    result: CheckResult, obj: Written, where: str, writers: list[str]
+) -> None:
+    line = f"{WRITTEN_MEANWHILE}: {obj.label} {where}: written by {', '.join(writers)}"
+    if line not in result.details:
+        result.details.append(line)
 
 
 @dataclass(eq=False)

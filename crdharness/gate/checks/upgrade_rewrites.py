@@ -14,6 +14,8 @@ from crdharness.gate.checks.upgrade_objects import (
     after_earlier_loss,
     declared_first,
     finding,
+    note_written_meanwhile,
+    other_writers,
 )
 from crdharness.gate.checks.upgrade_writes import (
     TOUCHED,
@@ -254,6 +256,12 @@ def _check_unchanged_by_writes(
         obj.seen[at] = got.body  # the next writes, and the next release, are judged from here
         obj.read_now(release.index, at, got.body)
         if before is None:
+            continue
+        writers = other_writers(before, got.body)
+        if writers:  # another client wrote it beside the gate's writes: not theirs to judge
+            note_written_meanwhile(
+                result, obj, f"written again at {version}, read at {at}", writers
+            )
             continue
         found = [
             d

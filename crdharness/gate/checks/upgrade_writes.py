@@ -235,8 +235,17 @@ def status_written_anew(
         return None  # the dry run above judged the content; this is only for its status
     path = f"{collection}/{created.body['metadata']['name']}"
     try:
-        put = call(cluster, "PUT", f"{path}/status", {**created.body, "status": status})
-        return None if put.ok else (put.status, put.message)
+        # The project's controllers may reconcile the new copy at once (kueue's set its status
+        # between the create and this write): read it again and write the status over theirs.
+        put = write_with_retry(
+            cluster,
+            f"{path}/status",
+            lambda current: {**current, "status": status},
+            read_path=path,
+            current=created.body,
+        )
+        # A conflict every time says nothing of the status: the server never judged it.
+        return None if put.ok or put.status == 409 else (put.status, put.message)
     finally:
         call(cluster, "DELETE", path)
 
