@@ -55,6 +55,11 @@ def written(
         refused = done[key] = upgrade_writes.status_written_anew(
             ctx.cluster, collection, again, status
         )
+        if refused is not None and refused[0] == upgrade_writes.CONFLICT:
+            del done[key]  # another client kept writing the copy: not known, not kept
+            seen.counts[STATUS_ANEW] -= 1
+            seen.counts[NOT_ANEW] += 1
+            return None
     if refused is None:
         return None
     line = (

@@ -96,6 +96,7 @@ def settled(refusals: list[Refusal], webhooks: bool) -> bool:
 
 
 UPDATE = "update with what was read"
+CONFLICT = 409  # another client wrote the object between the gate's read and its write
 RECREATE = "the same content created again (dry run, as a restore or re-apply would)"
 RECREATE_STATUS = (
     "the same status written through /status to a new copy (as a controller setting it anew would)"
@@ -163,7 +164,7 @@ def write_again(
             refused.append(Refusal(RECREATE, version, recreated.status, message, alone))
         elif has_status and "status" in content and not taken:
             refusal = status_written_anew(cluster, collection, again, content["status"])
-            if refusal is not None:
+            if refusal is not None and refusal[0] != CONFLICT:
                 refused.append(Refusal(RECREATE_STATUS, version, *refusal))
     return refused
 
@@ -244,8 +245,9 @@ def status_written_anew(
             read_path=path,
             current=created.body,
         )
-        # A conflict every time says nothing of the status: the server never judged it.
-        return None if put.ok or put.status == 409 else (put.status, put.message)
+        # (A conflict every time is returned too: the server never judged the status, which
+        # each caller says as "not known", never as refused or accepted.)
+        return None if put.ok else (put.status, put.message)
     finally:
         call(cluster, "DELETE", path)
 
