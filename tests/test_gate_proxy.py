@@ -11,6 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from crdharness import certs
+from crdharness.gate.webhook import crash
 from crdharness.gate.webhook.proxy import RecordingProxy
 from crdharness.polling import wait_for
 
@@ -104,3 +105,37 @@ def test_a_webhook_dropping_every_review_is_still_a_crash(tmp_path):
     statuses, _, exchanges = _forwarded(tmp_path, drop_from=1, reviews=2)
     assert statuses == [502, 502]
     assert all("crashed on this review" in e.error for e in exchanges), exchanges
+
+
+def test_reviews_after_the_webhook_died_name_its_exit_and_first_crash(tmp_path):
+    # (The outside trial: kueue panicked on one review and exited; the 4,299 reviews after it
+    # said only "Connection refused".)
+    ca = certs.CertificateAuthority(tmp_path)
+    log = crash.WebhookLog(tmp_path / "webhook.log")
+    log.path.write_text(
+        "starting\npanic: runtime error: index out of range [1] with length 1\n\n"
+        "goroutine 9 [running]:\nsigs.k8s.io/kueue/pkg/util/tas.Assignment()\nmore\n"
+    )
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()  # nothing listens there any more
+    exit_code: list[int | None] = [None]
+    proxy = RecordingProxy(
+        ca,
+        f"https://127.0.0.1:{port}",
+        ca.cert_path,
+        tmp_path / "x.jsonl",
+        log,
+        lambda: exit_code[0],
+    )
+    try:
+        running = proxy._forward("/convert", b"{}", {}, False)
+        exit_code[0] = 2
+        dead = proxy._forward("/convert", b"{}", {}, False)
+    finally:
+        proxy.stop()
+    assert running[0] == 502 and b"could not be reached" in running[2]  # alive: as before
+    said = dead[2].decode()
+    assert "the webhook is no longer running (its process exited, exit code 2)" in said, said
+    assert "panic: runtime error: index out of range" in said and "tas.Assignment()" in said

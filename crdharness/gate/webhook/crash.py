@@ -72,11 +72,20 @@ class WebhookLog:
         return [line[:LINE_CHARACTERS] for line in printed[start : start + EXCERPT_LINES]]
 
 
+def exited(code: int) -> str:
+    """What the webhook did, when its process is gone: every review after the one it died on
+    meets a closed port ("connection refused"), which alone names nothing."""
+    how = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
+    return f"is no longer running (its process exited, {how})"
+
+
 def message(happened: str, excerpt: list[str], log: WebhookLog | None) -> str:
     """The proxy's answer to the API server (which quotes it in its own error)."""
     said = f"gate proxy: the webhook {happened}"
     if happened.startswith("could not be reached"):
         return said
+    if excerpt and happened.startswith("is no longer running"):
+        return f"{said}; the first crash its log printed: {' | '.join(excerpt)}"
     if excerpt:
         return f"{said}; its log from that moment: {' | '.join(excerpt)}"
     if log is None:

@@ -13,6 +13,7 @@ import ssl
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -69,12 +70,15 @@ class RecordingProxy:
         target_ca: Path | None,
         log: Path,
         webhook_log: crash.WebhookLog | None = None,
+        exit_code: Callable[[], int | None] | None = None,
     ):
         """``target_ca``: the CA the webhook's certificate is checked against (None: the
         machine's trust store, for a URL webhook with a public certificate). ``webhook_log``:
-        the webhook's output, quoted when it crashes on a review."""
+        the webhook's output, quoted when it crashes on a review. ``exit_code``: the webhook
+        process's exit code once it has exited (None while it runs)."""
         self.target = target.rstrip("/")
         self.webhook_log = webhook_log
+        self.exit_code = exit_code
         self.target_ca = target_ca
         self.log = log
         self.exchanges: list[Exchange] = []
@@ -159,7 +163,13 @@ class RecordingProxy:
             seconds = time.perf_counter() - started
             log = self.webhook_log
             excerpt = log.excerpt_since(log_offset) if log else []
-            said = crash.message(crash.what_happened(exc, FORWARD_TIMEOUT), excerpt, log)
+            happened = crash.what_happened(exc, FORWARD_TIMEOUT)
+            code = self.exit_code() if self.exit_code else None
+            if code is not None and happened.startswith("could not be reached"):
+                # Every review after the one it died on is refused: say it died, and how.
+                happened = crash.exited(code)
+                excerpt = log.excerpt_since(0) if log else []
+            said = crash.message(happened, excerpt, log)
             if not probe:
                 error = said.removeprefix("gate proxy: ")
                 self._record(Exchange(path, _json(body), 502, None, seconds, error=error))

@@ -137,9 +137,15 @@ class UserWebhook(ReviewRecords):
         # A command webhook's output is the gate's to quote when it crashes on a review.
         output = crash.WebhookLog(self.log_path) if self.process is not None else None
         self.proxy = RecordingProxy(
-            self.ca, target, target_ca, self.directory / "exchanges.jsonl", output
+            self.ca, target, target_ca, self.directory / "exchanges.jsonl", output, self._exit_code
         )
         return self
+
+    def _exit_code(self) -> int | None:
+        """The command webhook's exit code once its process has exited (None while it runs,
+        or for an image or URL webhook)."""
+        popen = self.process.popen if self.process is not None else None
+        return popen.poll() if popen is not None else None
 
     def _launch_command(self) -> tuple[str, Path]:
         binary = ""
