@@ -74,3 +74,32 @@ def test_a_webhook_failing_on_a_status_the_schema_allows_is_a_finding_not_a_refu
         for c in failing
     ), failing
     assert "status refused by the API server's validation" not in done.stdout
+
+
+def test_a_sample_the_webhook_cannot_convert_at_all_proves_no_path_built_on_it(tmp_path):
+    # (The outside trial: one kueue sample the webhook panics on made four unrelated "paths
+    # that differ" rows "proven", every object built for them being built on it.)
+    command = (
+        "{python} -m crdconvert --host 127.0.0.1 --port {port} --tls-cert {tls_cert} "
+        "--tls-key {tls_key} --path /crdconvert --fault panic-on=image"
+    )
+    (tmp_path / "sample.yaml").write_text(
+        "apiVersion: gate.example.com/v1beta1\nkind: CronTab\nmetadata: {name: nightly}\n"
+        "cronSpec: '0 3 * * *'\nimage: backup:1\n"
+    )
+    gate_file = tmp_path / "gate.yaml"
+    gate_file.write_text(
+        f"crds: [{CRD}]\nsamples: [sample.yaml]\nwebhook:\n  command: {json.dumps(command)}\n"
+        "generate: 6\n"
+    )
+    artifacts = tmp_path / "gate"
+    done = run_gate(gate_file, artifacts, cwd=tmp_path)
+    report = report_of(done, artifacts / "report.json")
+    assert done.returncode == 1, (done.stdout + done.stderr)[-3000:]  # the sample's crash
+    rows = {
+        r["path"]: r for r in report["version_pair_differences"] if r["version"] == "v1beta1->v1"
+    }
+    row = rows["hostPort"]
+    assert row["decision"] == "not proven", row
+    assert "the object it was built on fails the same way without it" in row["evidence"], row
+    assert "crashed on this review" in row["evidence"], row

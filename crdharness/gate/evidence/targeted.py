@@ -42,6 +42,11 @@ FIELD = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)")  # a field a CEL expression se
 COMBINATIONS = 24  # at most this many objects of the rule's own literals and values
 
 
+def bases(entry: dict, samples: list[dict]) -> list[dict]:
+    """What ``bodies`` builds on: the first two samples, or the smallest object."""
+    return [copy.deepcopy(b) for b in (samples or [minimal(objects.body_schema(entry))])[:2]]
+
+
 def bodies(change: Change, entry: dict, samples: list[dict]) -> list[dict]:
     """Bodies (``objects`` conventions) valid under ``entry``, the earlier release's version,
     that hold ``change``; ``samples`` are the user's at that version (``sample_body``), the
