@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from crdharness.gate.checks import round_trips
+from crdharness.gate.checks import pair_differences
 from crdharness.gate.checks.pair_record import PairRecord
 from crdharness.gate.evidence import changes
 from crdharness.gate.given.config import GateConfig
@@ -80,7 +80,7 @@ def decide(loses_strategy: bool) -> tuple[changes.Change, object, list]:
     tried: list = []
     attempt = webhook(loses_strategy, tried)
     row = change()
-    failure = round_trips._round_trip_holding(
+    failure = pair_differences.round_trip_holding(
         ctx,  # type: ignore[arg-type]
         row,
         ENTRY,
