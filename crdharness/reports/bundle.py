@@ -45,13 +45,12 @@ def _write_cluster_state(cluster: Cluster, bundle: Path, with_objects: bool = Tr
         (bundle / "crds.error.txt").write_text(crds.stderr)
         return
     items = json.loads(crds.stdout)["items"]
-    (bundle / "crds.yaml").write_text(yaml.safe_dump(items, sort_keys=False))
+    (bundle / "crds.yaml").write_text(_dump(items))
     objects, stored = {}, {}
     for crd in items:
         name, group = crd["metadata"]["name"], crd["spec"]["group"]
         if with_objects:
-            got = cluster.kubectl("get", name, "--all-namespaces", "-o", "json", check=False)
-            objects[name] = json.loads(got.stdout)["items"] if got.returncode == 0 else got.stderr
+            objects[name] = _objects_of(cluster, crd)
         if cluster.etcd is not None:
             prefix = f"/registry/{group}/{crd['spec']['names']['plural']}/"
             try:
@@ -65,6 +64,37 @@ def _write_cluster_state(cluster: Cluster, bundle: Path, with_objects: bool = Tr
     if with_objects:
         (bundle / "objects.yaml").write_text(_dump(objects))
     (bundle / "etcd-stored-versions.yaml").write_text(_dump(stored))
+
+
+def _objects_of(cluster: Cluster, crd: dict) -> list | str:
+    """Every object of ``crd`` in all namespaces, read at its storage version (at its first
+    served version when that is not served), or what the API server said instead. One list
+    request per CRD: a ``kubectl get`` each took 6.5 minutes on a provider's 966 CRDs."""
+    spec = crd["spec"]
+    served = [v["name"] for v in spec["versions"] if v.get("served")]
+    storage = [v["name"] for v in spec["versions"] if v.get("storage")]
+    if not served:
+        return "no version served: nothing to read"
+    version = storage[0] if storage and storage[0] in served else served[0]
+    url = f"/apis/{spec['group']}/{version}/{spec['names']['plural']}"
+    items: list = []
+    params = {"limit": LIST_PAGE}
+    while True:
+        try:
+            got = cluster.http.get(url, params=params)
+        except OSError as exc:  # requests' errors are OSErrors
+            return f"GET {url}: {exc}"
+        if got.status_code != 200:
+            return f"GET {url}: {got.status_code} {got.text.strip()}"
+        page = got.json()
+        items += page.get("items") or []
+        cont = (page.get("metadata") or {}).get("continue")
+        if not cont:
+            return items
+        params = {"limit": LIST_PAGE, "continue": cont}
+
+
+LIST_PAGE = 500  # objects per list request, as kubectl pages them
 
 
 def _dump(data) -> str:
