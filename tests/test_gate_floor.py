@@ -1,5 +1,5 @@
-"""The install floor (``run.floor``): on a history of two releases, the CRDs of an API group
-where nothing is judged are not installed; decided from the manifests alone, no cluster."""
+"""The install floor (``run.floor``): on a history of two releases, the CRDs nothing is judged
+of are not installed; decided from the manifests alone, no cluster."""
 
 from __future__ import annotations
 
@@ -48,6 +48,7 @@ def reworded(manifest: dict) -> dict:
 
 QUIET = "quiet.floor.example.com"  # a group the release did not change
 BUSY = "busy.floor.example.com"  # a group with one changed CRD
+NEIGHBOUR = {f"meters.{BUSY}": BUSY}  # BUSY's unchanged CRD: nothing of it judged
 
 
 def two_groups(**old_extra) -> list[Release]:
@@ -77,38 +78,50 @@ def left_out(releases: list[Release], config: GateConfig | None = None, **how) -
 
 def test_a_group_with_nothing_judged_is_not_installed():
     found = left_out(two_groups())
-    assert found == {f"dials.{QUIET}": QUIET, f"knobs.{QUIET}": QUIET}
+    assert found == {f"dials.{QUIET}": QUIET, f"knobs.{QUIET}": QUIET, f"meters.{BUSY}": BUSY}
     # what the history reads of them instead: the storage version alone, once created
     assert floor.stored_versions(f"dials.{QUIET}", None) == []
     assert floor.stored_versions(f"dials.{QUIET}", two_groups()[1]) == ["v1"]
 
 
-def test_a_group_with_one_changed_crd_is_installed_whole():
+def test_in_a_group_with_a_changed_crd_only_the_changed_one_is_installed():
+    # Under strategy None the API server serves each CRD on its own: an unchanged neighbour
+    # of a changed CRD is left out, as long as no CRD of the group changes its names.
     releases = two_groups()
-    assert f"meters.{BUSY}" in unchanged.crds(releases, None)  # unchanged, but its group not
+    assert f"meters.{BUSY}" in unchanged.crds(releases, None)
+    assert left_out(releases)[f"meters.{BUSY}"] == BUSY
+    assert f"gauges.{BUSY}" not in left_out(releases)
+
+
+def test_a_group_where_a_crd_changes_its_names_is_installed_whole():
+    # A new short name may clash with a neighbour's names (NamesAccepted): the group's CRDs
+    # are installed together, so the API server says.
+    releases = two_groups()
+    releases[1].crds[f"gauges.{BUSY}"]["spec"]["names"]["shortNames"] = ["mt"]
     assert not {n for n in left_out(releases) if n.endswith(BUSY)}
+    assert set(left_out(releases)) == {f"dials.{QUIET}", f"knobs.{QUIET}"}
 
 
 def test_a_group_with_a_crd_added_or_dropped_is_installed_whole():
     added = two_groups()
     new = crd("switches", QUIET)
     added[1].crds[new["metadata"]["name"]] = new
-    assert not left_out(added)
+    assert left_out(added) == NEIGHBOUR  # a new CRD's names may clash with its group's
     dropped = two_groups()
     del dropped[1].crds[f"knobs.{QUIET}"]
-    assert not left_out(dropped)
+    assert left_out(dropped) == NEIGHBOUR
 
 
-def test_a_group_converted_through_a_webhook_is_installed_whole():
-    # Every CRD of the group unchanged behind the same webhook: unchanged, listed only, yet
-    # installed: a webhook is shared beyond what the manifests show.
+def test_a_crd_converted_through_a_webhook_is_installed():
+    # Unchanged behind the same webhook: listed only, yet installed: a webhook is shared
+    # beyond what the manifests show. Its neighbour under strategy None is not.
     hook = WebhookSpec(command=["{binary}", "--port={port}"], convert=[f"dials.{QUIET}"])
     releases = two_groups()
     releases[0] = Release(0, "r1", releases[0].crds, hook)
     config = config_of(webhook=hook)
     assert f"dials.{QUIET}" in unchanged.crds(releases, hook)
     assert f"knobs.{QUIET}" in unchanged.crds(releases, hook)
-    assert left_out(releases, config) == {}
+    assert left_out(releases, config) == {f"knobs.{QUIET}": QUIET} | NEIGHBOUR
 
 
 def test_full_installs_everything():
@@ -125,21 +138,23 @@ def test_only_a_history_of_two_releases_without_a_cluster_upgrade_or_migration()
     assert left_out(releases, shipped) == {}
 
 
-def test_a_deprecated_version_keeps_its_group_installed():
-    assert left_out(two_groups(deprecated=True)) == {}  # deprecation sends it requests
+def test_a_deprecated_version_keeps_its_crd_installed():
+    # deprecation sends it requests
+    assert left_out(two_groups(deprecated=True)) == {f"knobs.{QUIET}": QUIET} | NEIGHBOUR
 
 
 def test_a_change_the_diff_finds_puts_its_group_back():
     found = left_out(two_groups())
-    assert floor.changed_groups(found, {f"knobs.{QUIET}"}) == {}
+    assert floor.changed_groups(found, {f"knobs.{QUIET}"}) == NEIGHBOUR
     assert floor.changed_groups(found, {f"gauges.{BUSY}"}) == found
+    assert f"dials.{QUIET}" in floor.changed_groups(found, {f"meters.{BUSY}"})
 
 
 def test_a_crd_near_the_api_servers_limits_is_installed():
     releases = two_groups()
     big = releases[1].crds[f"knobs.{QUIET}"]
     big["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["description"] = "x" * floor.SIZE
-    assert left_out(releases) == {}
+    assert left_out(releases) == {f"dials.{QUIET}": QUIET} | NEIGHBOUR
 
 
 def test_a_shard_leaves_out_what_the_whole_run_leaves_out_of_its_share():
@@ -151,7 +166,7 @@ def test_a_shard_leaves_out_what_the_whole_run_leaves_out_of_its_share():
 
 
 def test_the_install_rows_say_what_was_not_installed_and_shards_add_up():
-    found = left_out(two_groups())
+    found = {n: g for n, g in left_out(two_groups()).items() if g == QUIET}
     line = f"2 CRDs created; Established, names accepted; {floor.clause(found)}"
     assert "; 2 CRDs not installed, as nothing of them is judged" in line
     assert "; " not in floor.clause(found)  # one clause: the merge splits rows at "; "
