@@ -4,6 +4,7 @@ types, and where two versions of one release differ (what strategy ``None`` cann
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from crdharness.gate import diff, go_values
 from crdharness.gate.evidence import coverage
@@ -98,13 +99,19 @@ def default_of(version: dict, path: str) -> tuple[bool, object]:
     return ("default" in node, node.get("default"))
 
 
-_MISSING = object()  # no value there (``None`` may be one: a JSON null)
+MISSING = _MISSING = object()  # no value there (``None`` may be one: a JSON null)
 
 
 def _walk(obj, path: str):
     """The value at ``path`` of ``obj``, or ``_MISSING``."""
-    for part in re.findall(r"[^.\[\]]+|\[\d+\]", path):
-        if part.startswith("["):
+    return walk(obj, re.findall(r"[^.\[\]]+|\[\d+\]", path))
+
+
+def walk(obj, parts: Iterable[str]):
+    """The value at ``parts`` of ``obj`` (keys, and ``[N]`` for list items), or ``MISSING``:
+    for a path already split, whose keys may hold dots."""
+    for part in parts:
+        if part.startswith("[") and part.endswith("]") and part[1:-1].isdigit():
             index = int(part[1:-1])
             if not isinstance(obj, list) or index >= len(obj):
                 return _MISSING

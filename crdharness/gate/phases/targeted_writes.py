@@ -6,7 +6,7 @@ from __future__ import annotations
 from crdharness.gate import concurrency
 from crdharness.gate.api import Answer
 from crdharness.gate.checks.upgrade import Written
-from crdharness.gate.evidence import changes, old_values, targeted
+from crdharness.gate.evidence import changes, old_values, schemas, targeted
 from crdharness.gate.evidence.changes import NOT_PROVEN, Change
 from crdharness.gate.given.manifests import Release
 from crdharness.gate.phases import singletons
@@ -20,7 +20,33 @@ def write(ctx: GateContext, release: Release, upcoming: list[Change]) -> list[Wr
     "not proven" here, with the reason. Changes that only need a value present share
     objects (``targeted.groups``); where the server refuses a shared one, the objects it
     stands for are written, each holding one change."""
-    built: list[tuple[list[Change], dict, list[tuple[dict, list[dict]]]]] = []
+    built = _build(ctx, release, _buildable(ctx, release, upcoming))
+    items, outcomes, held = _write_all(ctx, release, built)
+    written = [record for record, _ in outcomes if record is not None]
+    for (record, _), holding in zip(outcomes, held, strict=True):
+        if record is not None:
+            record.changes = holding
+    _decide_unheld(release, built, items, outcomes, held)
+    if written:
+        ctx.report(
+            f"gate: release {release.index + 1}: {len(written)} objects built for what "
+            f"release {release.index + 2} changes"
+        )
+    return written
+
+
+Item = tuple[list[Change], dict, dict, str]  # the changes it holds, version, body, name
+Outcome = tuple[Written | None, list[Answer]]
+# The changes an object is built for, the version it is written at, and each body with
+# the bodies (one per change) it stands for.
+Built = tuple[list[Change], dict, list[tuple[dict, list[dict]]]]
+
+
+def _buildable(
+    ctx: GateContext, release: Release, upcoming: list[Change]
+) -> list[tuple[Change, dict]]:
+    """Each change objects can be built for, with the version entry it is written at; one
+    whose CRD ``release`` did not install is decided "not proven" here."""
     buildable: list[tuple[Change, dict]] = []
     for change in upcoming:
         if changes.on_the_crd(change):
@@ -31,7 +57,12 @@ def write(ctx: GateContext, release: Release, upcoming: list[Change]) -> list[Wr
             )
             continue
         buildable.append((change, release.entry(change.crd, change.version)))
-    # A singleton's are kept, to be written one at a time at the transition.
+    return buildable
+
+
+def _build(ctx: GateContext, release: Release, buildable: list[tuple[Change, dict]]) -> list[Built]:
+    """The objects to write now; a singleton's are kept, to be written one at a time at
+    the transition (``ctx.pending``)."""
     for change, entry in buildable:
         if singletons.one_at_a_time(release, change.crd):
             ctx.pending.setdefault(release.index, []).extend(
@@ -39,6 +70,7 @@ def write(ctx: GateContext, release: Release, upcoming: list[Change]) -> list[Wr
                 for body in _bodies(ctx, change, entry)
             )
     entries = {id(c): e for c, e in buildable if not singletons.one_at_a_time(release, c.crd)}
+    built: list[Built] = []
     for group in targeted.groups([c for c, _ in buildable if id(c) in entries]):
         entry = entries[id(group[0])]
         if len(group) > 1:
@@ -55,7 +87,16 @@ def write(ctx: GateContext, release: Release, upcoming: list[Change]) -> list[Wr
         for change in group:
             if bodies := _bodies(ctx, change, entry):
                 built.append(([change], entry, [(body, [body]) for body in bodies]))
-    # Built one after another (hypothesis draws on one thread), written many at once.
+    return built
+
+
+def _write_all(
+    ctx: GateContext, release: Release, built: list[Built]
+) -> tuple[list[Item], list[Outcome], list[tuple[Change, ...]]]:
+    """Every object of ``built`` written (many at once; built one after another, as
+    hypothesis draws on one thread), each with the changes it holds as sent. A shared object
+    refused, or sent without a change's value as built (the gate repairs what the server's
+    own rules refuse): that change's own object is written in its place."""
     items = [
         (group, entry, body, _name(ctx, release, group[0], entry))
         for group, entry, bodies in built
@@ -64,8 +105,6 @@ def write(ctx: GateContext, release: Release, upcoming: list[Change]) -> list[Wr
     outcomes = concurrency.each(
         lambda item: _write(ctx, release, item), items, ctx.config.concurrency
     )
-    # A shared object refused, or sent without a change's value as built (the gate repairs
-    # what the server's own rules refuse): that change's own object in its place.
     held: list[tuple[Change, ...]] = []
     alone: list[Item] = []
     for (group, entry, body, _), (record, _) in zip(items, outcomes, strict=True):
@@ -88,13 +127,17 @@ def write(ctx: GateContext, release: Release, upcoming: list[Change]) -> list[Wr
         lambda item: _write(ctx, release, item), alone, ctx.config.concurrency
     )
     held += [tuple(group) for group, _, _, _ in alone]
-    written = []
-    for record, _ in outcomes:
-        if record is not None:
-            written.append(record)
-    for (record, _), holding in zip(outcomes, held, strict=True):
-        if record is not None:
-            record.changes = holding
+    return items, outcomes, held
+
+
+def _decide_unheld(
+    release: Release,
+    built: list[Built],
+    items: list[Item],
+    outcomes: list[Outcome],
+    held: list[tuple[Change, ...]],
+) -> None:
+    """A change no created object holds: "not proven", saying why its objects were not."""
     holding_now = [(record, kept) for (record, _), kept in zip(outcomes, held, strict=True)]
     each = {id(c): c for group, _, _ in built for c in group}.values()
     for change in each:
@@ -110,18 +153,9 @@ def write(ctx: GateContext, release: Release, upcoming: list[Change]) -> list[Wr
             f"none of the {len(mine)} objects holding it could be created under release "
             f"{release.index + 1}: {why}",
         )
-    if written:
-        ctx.report(
-            f"gate: release {release.index + 1}: {len(written)} objects built for what "
-            f"release {release.index + 2} changes"
-        )
-    return written
 
 
-Item = tuple[list[Change], dict, dict, str]  # the changes it holds, version, body, name
-
-
-def _write(ctx: GateContext, release: Release, item: Item) -> tuple[Written | None, list[Answer]]:
+def _write(ctx: GateContext, release: Release, item: Item) -> Outcome:
     group, entry, body, obj_name = item
     refusals: list[Answer] = []
     return write_one(ctx, release, group[0].crd, entry, body, obj_name, refusals), refusals
@@ -132,23 +166,10 @@ def _name(ctx: GateContext, release: Release, change: Change, entry: dict) -> st
 
 
 def _holds(sent: dict, built: dict, parts: tuple[str, ...]) -> bool:
-    """Whether ``sent`` holds at ``parts`` what ``built`` does (``[]``: the first item)."""
-    return _at(sent, parts) == _at(built, parts)
-
-
-def _at(body, parts: tuple[str, ...]):
-    for part in parts:
-        key: object = 0 if part == "[]" else ("gate" if part == "*" else part)
-        if isinstance(body, list) and key == 0 and body:
-            body = body[0]
-        elif isinstance(body, dict) and key in body:
-            body = body[key]
-        else:
-            return _ABSENT
-    return body
-
-
-_ABSENT = object()
+    """Whether ``sent`` holds at ``parts`` what ``built`` does (``[]``: the first item;
+    ``*``: the key ``targeted`` builds a map's entry under)."""
+    concrete = ["[0]" if p == "[]" else "gate" if p == "*" else p for p in parts]
+    return schemas.walk(sent, concrete) == schemas.walk(built, concrete)
 
 
 def _standing_for(built, group: list[Change], body: dict) -> list[dict]:
