@@ -1,6 +1,7 @@
 """The failure bundle's objects.yaml: every object of every CRD, all namespaces, read with one
-list request per CRD at its storage version (issue 42: a ``kubectl get`` per CRD took 6.5
-minutes on a provider's 966 CRDs). On the session's control plane."""
+list request per CRD at its storage version, and the files written CRD by CRD (issue 42: a
+``kubectl get`` per CRD took 6.5 minutes on a provider's 966 CRDs). On the session's control
+plane."""
 
 from __future__ import annotations
 
@@ -56,6 +57,13 @@ def test_objects_yaml_holds_every_object_of_every_namespace_at_the_storage_versi
         assert {o["apiVersion"] for o in mine} == {f"{group}/v2"}
         crds = yaml.safe_load((tmp_path / "crds.yaml").read_text())
         assert crd["metadata"]["name"] in {c["metadata"]["name"] for c in crds}
+        # written CRD by CRD, each file one entry per CRD
+        assert len(crds) == len(objects)
+        stored = yaml.safe_load((tmp_path / "etcd-stored-versions.yaml").read_text())
+        assert set(stored) == set(objects)
+        if cluster.etcd is not None:
+            keys = stored[crd["metadata"]["name"]]
+            assert len(keys) == 3 and {k["apiVersion"] for k in keys.values()} == {f"{group}/v2"}
     finally:
         cluster.kubectl("delete", "crd", crd["metadata"]["name"], "--wait=false", check=False)
         for ns in namespaces:

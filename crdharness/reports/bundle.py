@@ -8,9 +8,10 @@ end of the run.
 
 from __future__ import annotations
 
-import json
+import contextlib
 import shutil
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import yaml
@@ -39,31 +40,48 @@ def write(
     return bundle
 
 
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+LIST_PAGE = 500  # objects per list request, as kubectl pages them
+
+
+class _Unread(Exception):
+    """A list request the API server did not answer with a page: what it said instead."""
+
+
 def _write_cluster_state(cluster: Cluster, bundle: Path, with_objects: bool = True) -> None:
-    crds = cluster.kubectl("get", "crd", "-o", "json", check=False)
-    if crds.returncode != 0:
-        (bundle / "crds.error.txt").write_text(crds.stderr)
-        return
-    items = json.loads(crds.stdout)["items"]
-    (bundle / "crds.yaml").write_text(_dump(items))
-    objects, stored = {}, {}
-    for crd in items:
-        name, group = crd["metadata"]["name"], crd["spec"]["group"]
-        if with_objects:
-            objects[name] = _objects_of(cluster, crd)
-        if cluster.etcd is not None:
-            prefix = f"/registry/{group}/{crd['spec']['names']['plural']}/"
-            try:
-                stored[name] = {
-                    kv.key: {"apiVersion": kv.api_version, "mod_revision": kv.mod_revision}
-                    for kv in cluster.etcd.list(prefix)
-                }
-            except Exception as exc:
-                stored[name] = {"unreadable": {"error": str(exc)}}
-        stored.setdefault(name, {})
-    if with_objects:
-        (bundle / "objects.yaml").write_text(_dump(objects))
-    (bundle / "etcd-stored-versions.yaml").write_text(_dump(stored))
+    """crds.yaml, objects.yaml and etcd-stored-versions.yaml, written CRD by CRD: a
+    provider's thousand CRDs (66 MB of YAML) are never all in memory at once."""
+    files = ["crds.yaml", "etcd-stored-versions.yaml", *(["objects.yaml"] if with_objects else [])]
+    with contextlib.ExitStack() as stack:
+        out = {name: stack.enter_context((bundle / name).open("w")) for name in files}
+        try:
+            for crd in _pages(cluster, CRDS):
+                _write_crd(cluster, crd, out)
+        except (_Unread, OSError) as exc:  # requests' errors are OSErrors
+            (bundle / "crds.error.txt").write_text(f"{exc}\n")
+        for name, file in out.items():
+            if file.tell() == 0:
+                file.write("[]\n" if name == "crds.yaml" else "{}\n")
+
+
+def _write_crd(cluster: Cluster, crd: dict, out: dict) -> None:
+    """One CRD into each file: crds.yaml is a list, the others map CRD names to what they
+    hold, so each file is the concatenation of one entry per CRD."""
+    name, spec = crd["metadata"]["name"], crd["spec"]
+    out["crds.yaml"].write(_dump([crd]))
+    if "objects.yaml" in out:
+        out["objects.yaml"].write(_dump({name: _objects_of(cluster, crd)}))
+    stored: dict = {}
+    if cluster.etcd is not None:
+        prefix = f"/registry/{spec['group']}/{spec['names']['plural']}/"
+        try:
+            stored = {
+                kv.key: {"apiVersion": kv.api_version, "mod_revision": kv.mod_revision}
+                for kv in cluster.etcd.list(prefix)
+            }
+        except Exception as exc:
+            stored = {"unreadable": {"error": str(exc)}}
+    out["etcd-stored-versions.yaml"].write(_dump({name: stored}))
 
 
 def _objects_of(cluster: Cluster, crd: dict) -> list | str:
@@ -76,25 +94,28 @@ def _objects_of(cluster: Cluster, crd: dict) -> list | str:
     if not served:
         return "no version served: nothing to read"
     version = storage[0] if storage and storage[0] in served else served[0]
-    url = f"/apis/{spec['group']}/{version}/{spec['names']['plural']}"
-    items: list = []
+    try:
+        return list(_pages(cluster, f"/apis/{spec['group']}/{version}/{spec['names']['plural']}"))
+    except (_Unread, OSError) as exc:
+        return str(exc)
+
+
+def _pages(cluster: Cluster, url: str) -> Iterator[dict]:
+    """The items of a list, page by page (``LIST_PAGE`` each)."""
     params = {"limit": LIST_PAGE}
     while True:
         try:
             got = cluster.http.get(url, params=params)
-        except OSError as exc:  # requests' errors are OSErrors
-            return f"GET {url}: {exc}"
+        except OSError as exc:
+            raise _Unread(f"GET {url}: {exc}") from exc
         if got.status_code != 200:
-            return f"GET {url}: {got.status_code} {got.text.strip()}"
+            raise _Unread(f"GET {url}: {got.status_code} {got.text.strip()}")
         page = got.json()
-        items += page.get("items") or []
+        yield from page.get("items") or []
         cont = (page.get("metadata") or {}).get("continue")
         if not cont:
-            return items
+            return
         params = {"limit": LIST_PAGE, "continue": cont}
-
-
-LIST_PAGE = 500  # objects per list request, as kubectl pages them
 
 
 def _dump(data) -> str:
