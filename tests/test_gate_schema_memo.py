@@ -168,3 +168,25 @@ def test_drawn_values_are_drawn_once_per_leaf_schema_and_the_same_as_drawn_anew(
     assert drawn_bodies.values({"type": "integer", "minimum": 3}, 4, 0) == objects.drawn_from(
         objects.strategy({"type": "integer", "minimum": 3}), 4, 0
     )
+
+
+def test_a_value_kept_comes_back_equal_and_a_copy_each_time():
+    # Kept as compressed JSON where JSON gives it back equal; a tuple or a NaN as itself.
+    bodies = [{"spec": {"size": 1.0, "on": True, "tags": ["a"], "none": None}}] * 3
+    odd = [(1, 2), float("nan")]
+    calls: list[str] = []
+
+    @schema_memo.by_schema()
+    def drawn(schema: dict, which: str):
+        calls.append(which)
+        return bodies if which == "bodies" else odd
+
+    first = drawn({"type": "object"}, "bodies")
+    again = drawn({"type": "object"}, "bodies")
+    assert first == again == bodies and calls == ["bodies"]
+    assert type(again[0]["spec"]["size"]) is float and again[0]["spec"]["on"] is True
+    again[0]["spec"]["tags"].append("b")  # the caller's own copy
+    assert drawn({"type": "object"}, "bodies") == bodies
+    kept = drawn({"type": "object"}, "odd")
+    kept_again = drawn({"type": "object"}, "odd")
+    assert kept_again[0] == (1, 2) and kept_again is not kept and calls == ["bodies", "odd"]

@@ -15,7 +15,11 @@ release before only in its words (a deprecation notice, reworded docs: most of a
 provider's versions) is one schema, not two.
 
 Written here (not ``functools.lru_cache``): schemas are dicts, not hashable, and callers
-may change the value they get, so each gets its own copy.
+may change the value they get, so each gets its own copy. A value is kept as compressed JSON
+where JSON gives it back exactly (every body is JSON): twenty drawn bodies of a provider's
+large CRD are megabytes as Python objects and tens of kilobytes so, and the whole run keeps
+thousands of them (the gate's Python grew past 2 GB on upjet's whole release); ``json.loads``
+also makes the caller's copy faster than ``copy.deepcopy``.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import copy
 import hashlib
 import json
 import threading
+import zlib
 from collections import OrderedDict
 from collections.abc import Callable
 from functools import wraps
@@ -45,7 +50,7 @@ def by_schema(
 
     def decorate(fn: Callable[..., Result]) -> Callable[..., Result]:
         # schema digest -> (the value, or the remembered exception raised for it)
-        kept: OrderedDict[str, tuple[Any, Exception | None]] = OrderedDict()
+        kept: OrderedDict[str, tuple[_Packed | None, Exception | None]] = OrderedDict()
         lock = threading.Lock()
 
         @wraps(fn)
@@ -57,22 +62,48 @@ def by_schema(
                     kept.move_to_end(key)
             if found is None:
                 try:
-                    found = (fn(schema, *more), None)
+                    found = (_Packed.of(fn(schema, *more)), None)
                 except remembered as exc:
                     found = (None, exc)  # never returned: raised again
                 with lock:
                     kept[key] = found
                     while len(kept) > KEPT:
                         kept.popitem(last=False)
-            value, failure = found
+            packed, failure = found
             if failure is not None:
                 raise copy.copy(failure)
-            return cast(Result, copy.deepcopy(value))
+            assert packed is not None  # a value kept, or the exception its search raised
+            return cast(Result, packed.value())
 
         memoised.forget = kept.clear  # type: ignore[attr-defined]
         return memoised
 
     return decorate
+
+
+class _Packed:
+    """A value kept: compressed JSON where JSON gives it back equal (else the value itself,
+    copied for each caller: a tuple, a NaN)."""
+
+    __slots__ = ("_data", "_json")
+
+    def __init__(self, data: Any, is_json: bool) -> None:
+        self._data, self._json = data, is_json
+
+    @classmethod
+    def of(cls, value: Any) -> _Packed:
+        try:
+            text = json.dumps(value, separators=(",", ":"), allow_nan=False)
+        except (TypeError, ValueError):
+            return cls(value, False)
+        if json.loads(text) != value:  # a tuple, a key that is not a string
+            return cls(value, False)
+        return cls(zlib.compress(text.encode(), 1), True)
+
+    def value(self) -> Any:
+        if self._json:
+            return json.loads(zlib.decompress(self._data))
+        return copy.deepcopy(self._data)
 
 
 def _digest(schema: dict, more: tuple) -> str:
