@@ -13,7 +13,6 @@ these leaves (``coverage_objects``) reach every one, at any depth.
 from __future__ import annotations
 
 import functools
-import json
 import re
 from dataclasses import dataclass, field
 
@@ -22,7 +21,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample, Unsatisfiable
 
 from crdharness.gate import diff, go_regex
-from crdharness.gate.evidence import combinators, forbidden
+from crdharness.gate.evidence import combinators, forbidden, schema_memo
 from crdharness.gate.evidence.characters import CHARACTERS
 
 PATTERN_TRIES = 300  # strings drawn from a pattern in search of one the length bounds allow
@@ -126,12 +125,12 @@ def walk(schema: dict, path: str = "", refused: frozenset[tuple[str, ...]] = fro
         yield from walk(items, f"{path}[]", under("[]"))
 
 
-_LEAVES: dict[str, list[Leaf]] = {}  # a schema's JSON -> its leaves (pattern searches cost)
+_LEAVES: dict[str, list[Leaf]] = {}  # a schema's content key -> its leaves (pattern searches cost)
 
 
 def leaves(schema: dict) -> list[Leaf]:
     """Every declared leaf of ``schema`` with the values that exercise it."""
-    key = json.dumps(schema, sort_keys=True, default=str)
+    key = schema_memo.content_key(schema)
     if key not in _LEAVES:
         found = []
         for path, node in walk(schema):

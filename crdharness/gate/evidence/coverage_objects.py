@@ -16,7 +16,7 @@ import copy
 import json
 import re
 
-from crdharness.gate.evidence import coverage, objects
+from crdharness.gate.evidence import coverage, objects, schema_memo
 
 ITEMS = 4  # items per list (and values per map) a coverage object fills, bounds allowing
 MAX_OBJECTS = 12  # coverage objects per version for every value (each enum value, ...)
@@ -171,17 +171,19 @@ def _distinct(item, items: list, keys: list[str], index: int) -> bool:
     return False
 
 
-_BODIES: dict[str, list[dict]] = {}  # a schema's JSON -> its coverage bodies
+# a schema's content key -> its coverage bodies (compressed: a provider's are large)
+_BODIES: dict[str, schema_memo.Packed] = {}
 
 
 def bodies(version: dict) -> list[dict]:
     """The coverage bodies of a ``spec.versions`` entry, labelled and annotated (every
     object carries both), the same ones for the same schema."""
     schema = objects.body_schema(version)
-    key = json.dumps(schema, sort_keys=True, default=str)
+    key = schema_memo.content_key(schema)
     if key not in _BODIES:
-        _BODIES[key] = [{**b, objects.METADATA: copy.deepcopy(MARK)} for b in packed(schema)]
-    return copy.deepcopy(_BODIES[key])
+        made = [{**b, objects.METADATA: copy.deepcopy(MARK)} for b in packed(schema)]
+        _BODIES[key] = schema_memo.Packed.of(made)
+    return _BODIES[key].value()
 
 
 def packed(schema: dict, only: set[str] | None = None) -> list[dict]:

@@ -50,7 +50,7 @@ def by_schema(
 
     def decorate(fn: Callable[..., Result]) -> Callable[..., Result]:
         # schema digest -> (the value, or the remembered exception raised for it)
-        kept: OrderedDict[str, tuple[_Packed | None, Exception | None]] = OrderedDict()
+        kept: OrderedDict[str, tuple[Packed | None, Exception | None]] = OrderedDict()
         lock = threading.Lock()
 
         @wraps(fn)
@@ -62,7 +62,7 @@ def by_schema(
                     kept.move_to_end(key)
             if found is None:
                 try:
-                    found = (_Packed.of(fn(schema, *more)), None)
+                    found = (Packed.of(fn(schema, *more)), None)
                 except remembered as exc:
                     found = (None, exc)  # never returned: raised again
                 with lock:
@@ -81,7 +81,7 @@ def by_schema(
     return decorate
 
 
-class _Packed:
+class Packed:
     """A value kept: compressed JSON where JSON gives it back equal (else the value itself,
     copied for each caller: a tuple, a NaN)."""
 
@@ -91,7 +91,7 @@ class _Packed:
         self._data, self._json = data, is_json
 
     @classmethod
-    def of(cls, value: Any) -> _Packed:
+    def of(cls, value: Any) -> Packed:
         try:
             text = json.dumps(value, separators=(",", ":"), allow_nan=False)
         except (TypeError, ValueError):
@@ -104,6 +104,13 @@ class _Packed:
         if self._json:
             return json.loads(zlib.decompress(self._data))
         return copy.deepcopy(self._data)
+
+
+def content_key(value: Any) -> str:
+    """A short key for a JSON value by its content: a cache keyed by a provider's whole
+    schema as text keeps hundreds of kilobytes per key."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _digest(schema: dict, more: tuple) -> str:
