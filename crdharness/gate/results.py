@@ -26,6 +26,16 @@ class Form:
     at_b: frozenset[str] = frozenset()
 
 
+@dataclass(frozen=True)
+class RefusedWrite:
+    """A write the server refused (a 4xx), as ``evidence.hazard_errors`` matches a failure with a
+    release's hazards: ``ratcheted`` for an update of an existing object (the server does not
+    judge unchanged values again), not for a create."""
+
+    ratcheted: bool
+    message: str
+
+
 @dataclass
 class Found:
     """One failure of a check with its form: what ``checks.debt`` compares with the previous
@@ -39,6 +49,7 @@ class Found:
     # convertibility failure is the earlier release's debt when that release refused the
     # same write too (``checks.same_write``).
     written_as: str = ""
+    refused: RefusedWrite | None = None  # the refused write a convertibility failure is
 
 
 @dataclass
@@ -208,6 +219,7 @@ class RoundTripFailure(Exception):
         self.at_b: frozenset[str] = frozenset()  # of those, what differed already at B
         self.body: dict = {}  # the generated body that failed (set by the search)
         self.written_as = ""  # the body as written at A (``same_write.key``)
+        self.refused: RefusedWrite | None = None  # the write refused (a 4xx), where one was
         # A write, read or re-create the server refused after data was already lost (the
         # failure is the loss: ``Steps.or_else``), or a re-create refused beside a loss.
         self.refusal: NotConvertible | None = None

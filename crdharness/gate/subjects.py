@@ -47,6 +47,13 @@ def pair(crd: str, a: str, b: str) -> str:
     return f"{crd} {a}->{b}"
 
 
+def of_pair(subject: str) -> tuple[str, str, str]:
+    """A version pair's subject as (CRD, A, B): ``pair``'s inverse."""
+    crd, _, versions = subject.rpartition(" ")
+    a, _, b = versions.partition("->")
+    return crd, a, b
+
+
 def kubernetes_step(older_minor: str, newer_minor: str) -> str:
     """The subject of an in-place Kubernetes upgrade: "1.36->1.37"."""
     return f"{older_minor}->{newer_minor}"

@@ -36,6 +36,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from crdharness.gate import diff, subjects
 from crdharness.gate.checks import same_write
+from crdharness.gate.evidence import hazard_errors
 from crdharness.gate.results import CheckResult, Debt, Form, Found
 
 CHECKS = ("round-trip", "convertibility", "schemas-vs-strategy", "expected-conversion")
@@ -80,13 +81,16 @@ def settle(
     min_objects: int = 0,
     unchanged: Mapping[str, str] | None = None,
     writes: Mapping[str, tuple[same_write.Writes, same_write.Writes | None]] | None = None,
+    hazards: hazard_errors.Hazards | None = None,
 ) -> list[Debt]:
     """The debt of ``release`` (1-based) among the failing ``results``, whose failures
     ``previous`` (check:subject -> the forms of that release's failures, for each it was run
     through) already has; each result left with its other failures only (``fail_debt``:
     left as it is). A result that failed for a reason no form stands for keeps failing.
     ``unchanged``: CRDs the release did not change (-> why): all their failures are debt.
-    ``writes``: check:subject -> (the candidate's writes, that release's), ``same_write``."""
+    ``writes``: check:subject -> (the candidate's writes, that release's), ``same_write``.
+    ``hazards``: the field errors of the writes each release refused its own objects
+    (``evidence.hazard_errors``), for what ``same_write`` cannot decide."""
     listed: list[Debt] = []
     results = list(results)
     for result in results:
@@ -120,6 +124,11 @@ def settle(
                     remaining.append(same_write.noted(found, said, headline))
                     reshown = True
                     continue
+                hazarded = _hazarded(found, result, hazards, release)
+                if hazarded is not None:
+                    debts.append(Debt(release, *_at(result), *hazarded, fail_debt))
+                    owed.append(found)
+                    continue
                 found = same_write.noted(found, said)
             old, new = split(found.form, earlier)
             if old is not None:
@@ -143,6 +152,22 @@ def settle(
     if unchanged and not fail_debt:
         _owe_paths_behind_debt(results, listed, release, unchanged)
     return listed
+
+
+def _hazarded(
+    found: Found, result: CheckResult, hazards: hazard_errors.Hazards | None, release: int
+) -> tuple[Form, str] | None:
+    """(the debt's form, its evidence) where release ``release``'s own objects were refused
+    as ``found`` (a write at B the same-write check could not decide) is, field by field and
+    word for word (``evidence.hazard_errors``); else None."""
+    if hazards is None or found.refused is None:
+        return None
+    crd, _, version = subjects.of_pair(result.subject)
+    paths = hazards.covering(release - 1, crd, version, found.refused)
+    if not paths:
+        return None
+    said = hazard_errors.said(release, version, paths)
+    return Form(paths, found.form.pair, found.form.at_b & paths), f"{said}: {found.evidence}"
 
 
 def _at(result: CheckResult) -> tuple[str, str]:

@@ -29,7 +29,7 @@ from crdharness.gate.checks.round_trip_steps import (
 )
 from crdharness.gate.evidence import coverage, names, objects, pruning
 from crdharness.gate.given.manifests import Release
-from crdharness.gate.results import NotConvertible, RoundTripFailure
+from crdharness.gate.results import NotConvertible, RefusedWrite, RoundTripFailure
 from crdharness.gate.run.context import ROUND_TRIP_NS, GateContext
 
 
@@ -217,6 +217,7 @@ def _compare(
                 f"PUT at {b}",
                 updated,
                 shown,
+                update=True,
             )
         )
     if objects.has_status(release.entry(crd, b)):  # through its own endpoint
@@ -231,6 +232,7 @@ def _compare(
                     f"PUT {b}/status",
                     status,
                     shown,
+                    update=True,
                 )
             )
     back = call(ctx.cluster, "GET", resource.path(a, namespace, name))
@@ -302,13 +304,15 @@ def _created_again(
     )
     # The fields the server refused: a change's object is proven only by a refusal of its own.
     refused_paths = {diff.schema_path(p) for p in diff.named_paths(refused.message)}
-    return NotConvertible(
+    failure = NotConvertible(
         f"an object read at {b} cannot be created again as read (a restore, a re-apply, or "
         f"kubectl get -o yaml | kubectl create): {line}",
         [line],
         list(shown),
         refused_paths,
     )
+    failure.refused = RefusedWrite(ratcheted=False, message=refused.message)
+    return failure
 
 
 def _judged(
@@ -335,11 +339,17 @@ def _crd_of(ctx: GateContext, resource: Resource) -> str:
     return f"{resource.plural}.{resource.group}"
 
 
-def _not_convertible(what: str, request: str, answer: Answer, shown: list) -> NotConvertible:
-    """A step of the round trip the server refused or failed: ``what`` could not be done."""
-    return NotConvertible(
+def _not_convertible(
+    what: str, request: str, answer: Answer, shown: list, update: bool = False
+) -> NotConvertible:
+    """A step of the round trip the server refused or failed: ``what`` could not be done
+    (``update``: an update of the object, which the server ratchets)."""
+    failure = NotConvertible(
         f"{what}: {answer.message}", [f"{request}: {answer.status} {answer.message}"], shown
     )
+    if update and 400 <= answer.status < 500:
+        failure.refused = RefusedWrite(ratcheted=True, message=answer.message)
+    return failure
 
 
 def _version_of(obj: dict) -> str | None:

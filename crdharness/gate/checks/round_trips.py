@@ -289,7 +289,14 @@ def _record(
 ) -> None:
     result = round_trip if failure.check == "round-trip" else convertible
     shown = [(f"{label}: {title}", obj) for title, obj in failure.shown]
-    found = Found(form(failure), failure.evidence, list(failure.details), shown, failure.written_as)
+    found = Found(
+        form(failure),
+        failure.evidence,
+        list(failure.details),
+        shown,
+        failure.written_as,
+        failure.refused,
+    )
     result.fail(failure.evidence, *failure.details, found=[found])
     result.objects += shown
 

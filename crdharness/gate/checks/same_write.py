@@ -89,7 +89,8 @@ def judge(found: Found, earlier: Writes | None, release: int) -> tuple[str, str]
 def noted(found: Found, line: str, headline: str = "") -> Found:
     """``found`` with ``line`` among its details (and ``headline`` before its evidence)."""
     evidence = headline + found.evidence
-    return Found(found.form, evidence, [*found.details, line], found.objects, found.written_as)
+    details = [*found.details, line]
+    return Found(found.form, evidence, details, found.objects, found.written_as, found.refused)
 
 
 def went_through(release: int) -> str:

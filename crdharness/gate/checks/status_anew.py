@@ -9,7 +9,7 @@ from crdharness.gate import diff
 from crdharness.gate.checks import upgrade_writes
 from crdharness.gate.evidence import names, objects
 from crdharness.gate.given.manifests import Release
-from crdharness.gate.results import NotConvertible
+from crdharness.gate.results import NotConvertible, RefusedWrite
 from crdharness.gate.run.context import GateContext
 
 STATUSES_ANEW = 8  # distinct statuses read at B written anew on a new copy, per version pair
@@ -66,10 +66,12 @@ def written(
         f"its status written anew at {b} through /status on a new copy (as a controller setting "
         f"it, or a restore, would): {refused[0]} {upgrade_writes.as_named(refused[1], read)}"
     )
-    return NotConvertible(
+    failure = NotConvertible(
         f"an object read at {b} cannot have its status written anew at {b} (only the "
         f"object's own update of it passes, as the API server ratchets unchanged values): {line}",
         [line],
         list(shown),
         {diff.schema_path(p) for p in diff.named_paths(refused[1])},
     )
+    failure.refused = RefusedWrite(ratcheted=False, message=refused[1])  # a new copy's status
+    return failure

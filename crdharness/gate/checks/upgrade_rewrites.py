@@ -7,7 +7,12 @@ from __future__ import annotations
 
 from crdharness.gate import concurrency, diff, subjects
 from crdharness.gate.api import call
-from crdharness.gate.checks import upgrade_fresh, upgrade_reads, upgrade_repaired, upgrade_screen
+from crdharness.gate.checks import (
+    upgrade_fresh,
+    upgrade_reads,
+    upgrade_repaired,
+    upgrade_screen,
+)
 from crdharness.gate.checks.upgrade_objects import (
     WEBHOOKS_OWN,
     Written,
@@ -18,14 +23,16 @@ from crdharness.gate.checks.upgrade_objects import (
     other_writers,
 )
 from crdharness.gate.checks.upgrade_writes import (
+    RECREATE,
+    RECREATE_STATUS,
     TOUCHED,
     Refusal,
     settled,
     write_again,
 )
-from crdharness.gate.evidence import names, objects, schemas
+from crdharness.gate.evidence import hazard_errors, names, objects, schemas
 from crdharness.gate.given.manifests import Release
-from crdharness.gate.results import CheckResult
+from crdharness.gate.results import CheckResult, RefusedWrite
 from crdharness.gate.run.context import GateContext
 from crdharness.progress import Tally
 
@@ -57,6 +64,7 @@ def write_baseline(ctx: GateContext, release: Release, written: list[Written]) -
         # Lost by the candidate's webhook (any release naming none runs it): round-trip's.
         # Lost by strategy None, or by this release's own webhook: its own hazard.
         by_none = not ctx.by_webhook(release, obj.crd) or ctx.own_webhook(release, obj.crd)
+        own = ctx.hazard_errors if by_none else None
         # A source cluster's object is written only at versions the next release serves
         # too (those its writes are judged at): a write at any other version would leave a
         # managedFields entry the real object does not have.
@@ -64,7 +72,7 @@ def write_baseline(ctx: GateContext, release: Release, written: list[Written]) -
         versions: list[str] = []
         for version, refused in _written_again(ctx, release, obj, after):
             versions.append(version)
-            _remember(release, obj, version, refused, refused, hazards)
+            _remember(release, obj, version, refused, refused, hazards, own)
             _judge_baseline(ctx, part, hazards, release, obj, version, by_none)
         # Each version's writes leave what the writes at the versions before it did not
         # find (a server-side apply's managedFields entry at that version); the next
@@ -72,7 +80,7 @@ def write_baseline(ctx: GateContext, release: Release, written: list[Written]) -
         # own too, not the next release's doing: the earlier versions are written once more
         # (and read again: the next release's reads are judged from there).
         for version, refused in _written_again(ctx, release, obj, versions[:-1]):
-            _remember(release, obj, version, refused, refused, hazards, adding=True)
+            _remember(release, obj, version, refused, refused, hazards, own, adding=True)
             _judge_baseline(ctx, part, hazards, release, obj, version, by_none)
         return part, hazards
 
@@ -136,15 +144,22 @@ def _remember(
     refused: list[Refusal],
     known: list[Refusal],
     hazards: dict[str, str],
+    own: hazard_errors.Hazards | None,
     adding: bool = False,
 ) -> None:
     """The writes ``release`` refuses at ``version`` become the next transition's baseline
     (``adding``: added to what it refused there already); ``known``, refused under a release
     for objects it (or a release before it, which refused them too) accepted, are its
-    hazards (added to ``hazards``, reported apart)."""
+    hazards (added to ``hazards``, reported apart; and, where ``own`` is given because the
+    release converted them itself or by strategy None, to its field errors:
+    ``evidence.hazard_errors``)."""
     kept = obj.baseline if adding else {k for k in obj.baseline if k[1] != version}
     obj.baseline = kept | {r.key for r in refused}
     for refusal in known:
+        if own is not None:
+            ratcheted = refusal.write not in (RECREATE, RECREATE_STATUS)
+            written = RefusedWrite(ratcheted, refusal.message)
+            own.add(release.index, obj.crd, version, written)
         hazards.setdefault(
             f"{obj.crd}:{refusal.key}:{refusal.status}",
             f"release {release.index + 1}: {obj.crd} at {version}: {refusal.write} is refused "
@@ -173,6 +188,8 @@ def write_all_again(
     def write(obj: Written) -> tuple[CheckResult, dict[str, str], int, int]:
         tally.add()
         part, hazards, writes, known_count = result.part(), dict[str, str](), 0, 0
+        by_none = not ctx.by_webhook(release, obj.crd) or ctx.own_webhook(release, obj.crd)
+        own = ctx.hazard_errors if by_none else None
         for version, refused in _written_again(ctx, release, obj):
             writes += 4 + objects.has_status(release.entry(obj.crd, version))
             _check_unchanged_by_writes(ctx, part, hazards, release, obj, version, release.index)
@@ -191,7 +208,7 @@ def write_all_again(
             ]
             known_count += len(known)
             obj.hazarded |= {r.key for r in known}
-            _remember(release, obj, version, refused, known, hazards)
+            _remember(release, obj, version, refused, known, hazards, own)
             if new:
                 finding(
                     ctx,

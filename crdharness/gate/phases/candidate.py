@@ -110,6 +110,7 @@ def _settle_debt(ctx: GateContext) -> None:
         ctx.config.min_objects,
         ctx.unchanged,
         {k: (w, ctx.previous_writes.get(k)) for k, w in ctx.candidate_writes.items()},
+        ctx.hazard_errors,
     )
     if ctx.previous_not_evaluated and ctx.unchanged:
         ctx.previous_not_evaluated += (

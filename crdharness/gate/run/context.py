@@ -23,6 +23,7 @@ from crdharness.gate import diff, go_values, subjects
 from crdharness.gate.api import Answer, Resource, call, write_with_retry
 from crdharness.gate.evidence import names, objects, refusal, schemas, unchanged
 from crdharness.gate.evidence.changes import Change
+from crdharness.gate.evidence.hazard_errors import Hazards
 from crdharness.gate.given.config import GateConfig
 from crdharness.gate.given.manifests import Release, point_conversion
 from crdharness.gate.redaction import Redaction
@@ -84,6 +85,7 @@ class GateContext:
     probes: dict[int, list[Any]] = field(default_factory=dict)  # release -> crd_behaviour's
     pending: dict[int, list[Any]] = field(default_factory=dict)  # release -> singletons' kept
     hazards: dict[str, str] = field(default_factory=dict)  # writes a release itself refuses
+    hazard_errors: Hazards = field(default_factory=Hazards)  # the same, as field errors
     # (release, CRD, version, the sample as JSON) -> the server's refusal of a user's sample
     samples_refused: dict[tuple[int, str, str, str], str] = field(default_factory=dict)
     # (crd, A, B, schema paths) -> (a new object's round trip evidence losing them, or None;
