@@ -16,11 +16,11 @@ another release's webhook did is not its doing), is kept as its field errors: th
 written, each field the server named (as its schema spells it) with the server's words for
 it. A failure the same-write check could not decide is that release's debt only where
 **every** field error it names is among the hazards at the same version of the same CRD, word
-for word (never by path alone: a new rule on an old field says other words, and stays a
-finding), and only by a write no more lenient than its own: an update of an existing object
-is ratcheted (unchanged values are not judged again), so a refused re-create is no evidence
-about an update.
-"""
+for word but for the value refused (the same rule refusing another value is the same defect;
+never by path alone: a new rule on an old field says other words, and stays a finding), and
+only by a write no more lenient than its own: an update of an existing object is ratcheted
+(unchanged values are not judged again), so a refused re-create is no evidence about an
+update."""
 
 from __future__ import annotations
 
@@ -38,11 +38,15 @@ _FIELD_ERROR = re.compile(
     r"Required value|Duplicate value|Forbidden|Too long|Too many|Not found|Internal error)\b)"
 )
 _OBJECT_PREFIX = re.compile(r'^[\w.-]+ "[^"]*" is invalid: ')
+# The value refused, after the error's type: a rule's words are matched, not one object's
+# value (kube-apiserver names a string's value, an object's type: ``"matte"``, ``"object"``).
+_VALUE = re.compile(r'^((?:Invalid|Unsupported|Duplicate) value): (?:"(?:[^"\\]|\\.)*"|[^:"]*): ')
 
 
 def field_errors(message: str) -> frozenset[tuple[str, str]]:
     """The field errors of a refusal: (the field as its schema spells it, the server's words
-    for it); none where the message names no field (a webhook's refusal, a storage error)."""
+    for it, without the value refused); none where the message names no field (a webhook's
+    refusal, a storage error)."""
     text = _OBJECT_PREFIX.sub("", message.strip())
     if text.startswith("[") and text.endswith("]"):
         text = text[1:-1]
@@ -51,7 +55,8 @@ def field_errors(message: str) -> frozenset[tuple[str, str]]:
     for at, match in enumerate(found):
         end = found[at + 1].start() if at + 1 < len(found) else len(text)
         if match.group(1) != "<nil>":
-            errors.add((diff.schema_path(match.group(1)), text[match.end() : end].strip()))
+            words = _VALUE.sub(r"\1: …: ", text[match.end() : end].strip())
+            errors.add((diff.schema_path(match.group(1)), words))
     return frozenset(errors)
 
 
