@@ -67,3 +67,29 @@ def test_a_write_release_1_let_through_is_a_finding_though_its_refusals_named_th
     # the sample, refused under both, is still release 1's debt, listed apart
     owed = [d for d in report["debt"] if d["subject"] == PAIR]
     assert [d["same_object"] for d in owed] == [True], owed
+
+
+def test_a_refused_write_release_1s_round_trips_never_made_is_made_again_under_it(tmp_path):
+    # Release 1 keeps v1's spec schemaless, so its own round trips never draw a `glazing`
+    # there; the candidate declares it, and its Kilns glazed otherwise than with g are refused
+    # at v2. Those same writes, made again under release 1's CRD, are refused there too:
+    # release 1's debt by object, not a finding.
+    code, report, output = gate(tmp_path, "gate-preserved-before.yaml")
+    pair = "kilns.replay.example.com v1->v2"
+    conv = row(report, "convertibility", pair)
+    assert conv["status"] == "pass", conv
+    assert any("were made again under it" in d for d in conv["details"]), conv["details"]
+    owed = [d for d in report["debt"] if d["subject"] == pair]
+    assert [(d["same_object"], d["paths"]) for d in owed] == [(True, ["spec.glazing"])], owed
+    assert owed[0]["evidence"].startswith("already refused under release 1: "), owed
+    assert code != 1, output[-3000:]
+
+
+def test_a_refused_write_made_again_under_release_1_that_goes_through_is_a_finding(tmp_path):
+    # Release 1's v2 has no rule on `glazing` yet: the same writes go through under it, so
+    # the candidate's refusals are its own doing.
+    code, report, output = gate(tmp_path, "gate-preserved-rule-added.yaml")
+    conv = row(report, "convertibility", "kilns.replay.example.com v1->v2")
+    assert conv["status"] == "FAIL", conv
+    assert conv["evidence"].startswith("the same write went through under release 1"), conv
+    assert code == 1, output[-3000:]

@@ -17,10 +17,12 @@ check and subject the earlier release was not run through (a version pair it doe
 no history, the history deselected) has no debt: its failures stay findings.
 
 A convertibility failure is one object's write, replayable: it is known by its object where
-the earlier release's round trips wrote the same one (``same_write``): refused there too,
-it is that release's debt whatever paths it names; accepted there, it is the candidate's
-finding whatever paths the earlier release's other refusals name. Only an object the earlier
-release never wrote is decided by its paths (and says so).
+the earlier release's round trips wrote the same one, or it was made again under that
+release (``same_write``, ``same_write_replay``): refused there too, it is that release's debt
+whatever paths it names; accepted there, it is the candidate's finding whatever paths the
+earlier release's other refusals name. An object the earlier release could not be sent the
+same way is its debt where its own objects were refused at B for every same field in the same
+words (its hazards, ``evidence.hazard_errors``), else decided by its paths (and says so).
 
 A CRD the release did not change (``evidence.unchanged``: identical after documentation,
 under strategy None or behind the same webhook) owes every failure of its own checks to the

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections import Counter
 
 from crdharness.gate import concurrency, subjects
 from crdharness.gate.api import ensure_namespace
@@ -61,10 +60,7 @@ def run(ctx: GateContext, release: Release) -> None:
 def _run(ctx: GateContext, release: Release) -> None:
     ctx.report(f"gate: release {release.index + 1}: its own round trips (for its debt)")
     ensure_namespace(ctx.cluster, ROUND_TRIP_NS)
-    # Its refusals are no evidence about the candidate: the run's counts stay as they were.
-    refused, examples = Counter(ctx.refused), dict(ctx.refused_examples)
-    causes = Counter(ctx.refused_causes)
-    try:
+    with ctx.refusals_uncounted():  # no evidence about the candidate
         for name in ctx.live(release):
             if name not in ctx.candidate.crds or ctx.listed_only(name):
                 continue  # a CRD listed only: none of the candidate's checks to compare
@@ -103,9 +99,6 @@ def _run(ctx: GateContext, release: Release) -> None:
                     ctx.previous_forms[subjects.key(check, subject)] = [
                         f for c, f in forms[a, b] if c == check
                     ]
-    finally:
-        ctx.refused, ctx.refused_examples = refused, examples
-        ctx.refused_causes = causes
 
 
 def _through_a_webhook(ctx: GateContext, release: Release, name: str) -> bool:

@@ -19,9 +19,11 @@ failure whose object the earlier release:
   the earlier release's other refusals named; and every other object the candidate refused
   that the earlier release accepted is a finding too (``regressions``): one object shown for
   a failure must not hide another of the same paths;
-- never wrote (an object the candidate's own search found; one refused at A there): not
-  known, so the paths decide as before, and the failure says the per-object check was not
-  made.
+- never wrote (an object the candidate's own search found; one refused at A there): made
+  again under that release's CRD once the candidate's round trips are done
+  (``same_write_replay``), and decided as above; one it cannot make the same way (its schema
+  prunes or refuses part of the body) is decided by its hazards (``evidence.hazard_errors``),
+  else by the paths as before, and the failure says the per-object check was not made.
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ def note(written: dict, body: dict, found: RoundTripFailure | None) -> None:
     refusal = found if isinstance(found, NotConvertible) else getattr(found, "refusal", None)
     for failure in (found, refusal):
         if failure is not None:
-            failure.written_as = known
+            failure.written_as, failure.written_body = known, body
     written[known] = refusal
 
 

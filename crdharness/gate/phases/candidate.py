@@ -1,8 +1,9 @@
 """Phase *candidate*: the candidate release on its own. For every ordered pair of each CRD's
 served versions, *round-trip* and *convertibility* (``round_trips``); then
 *schemas-vs-strategy* (after the round trips: it ranks what they lost) and the user's
-*expected-conversion* pairs. Last, what the release before it already fails the same way
-is set apart as that release's debt (``checks.debt``).
+*expected-conversion* pairs. Then the refused writes the release before's own round trips
+never made are made again under its CRD (``same_write_replay``). Last, what the release before
+it already fails the same way is set apart as that release's debt (``checks.debt``).
 """
 
 from __future__ import annotations
@@ -11,7 +12,13 @@ import itertools
 
 from crdharness.gate import subjects
 from crdharness.gate.api import apply_crd, delete_crd, ensure_namespace, read_crd
-from crdharness.gate.checks import debt, expectations, round_trips, schemas_vs_strategy
+from crdharness.gate.checks import (
+    debt,
+    expectations,
+    round_trips,
+    same_write_replay,
+    schemas_vs_strategy,
+)
 from crdharness.gate.run.context import ROUND_TRIP_NS, GateContext
 from crdharness.gate.run.own_failures import contained
 from crdharness.scenarios import crds
@@ -20,6 +27,8 @@ from crdharness.scenarios import crds
 def run(ctx: GateContext) -> None:
     try:
         _run(ctx)
+        with ctx.timed("candidate: refused writes made again under the release before"):
+            same_write_replay.replay(ctx)
     finally:  # a failure of the gate's own mid-phase still sets apart what is debt
         with ctx.timed("candidate: debt"):
             _settle_debt(ctx)
@@ -112,6 +121,7 @@ def _settle_debt(ctx: GateContext) -> None:
         {k: (w, ctx.previous_writes.get(k)) for k, w in ctx.candidate_writes.items()},
         ctx.hazard_errors,
     )
+    same_write_replay.said(ctx)
     if ctx.previous_not_evaluated and ctx.unchanged:
         ctx.previous_not_evaluated += (
             f" (but for the {len(ctx.unchanged)} CRDs the release did not change: their own "

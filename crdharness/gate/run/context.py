@@ -100,6 +100,7 @@ class GateContext:
     # it ended, under the release before the candidate and under the candidate (same_write)
     previous_writes: dict[str, dict[str, Any]] = field(default_factory=dict)
     candidate_writes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    replay_notes: dict[str, list[str]] = field(default_factory=dict)  # same_write_replay
     # CRDs whose round trips cannot tell the previous release's debt (the candidate's webhook)
     debt_unknowable: list[str] = field(default_factory=list)
     debt: list[Debt] = field(default_factory=list)
@@ -151,6 +152,18 @@ class GateContext:
 
     def planned_check(self, check: str, subject: str) -> bool:
         return any(p.check == check and p.subject == subject for p in self.planned)
+
+    @contextlib.contextmanager
+    def refusals_uncounted(self):
+        """The run's refusal counts left as they were before the block: an earlier release's
+        refusals are no evidence about the candidate."""
+        refused, examples = Counter(self.refused), dict(self.refused_examples)
+        causes = Counter(self.refused_causes)
+        try:
+            yield
+        finally:
+            self.refused, self.refused_examples = refused, examples
+            self.refused_causes = causes
 
     def check_deadline(self, what: str) -> None:
         """Raise if the run's ``timeout:`` has passed (checked between steps)."""
