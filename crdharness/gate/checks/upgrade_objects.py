@@ -4,6 +4,7 @@ keys, and how a finding about one is recorded (excused by an ``allow`` entry or 
 from __future__ import annotations
 
 import json
+from collections.abc import MutableMapping
 from dataclasses import dataclass, field
 
 from crdharness.etcd import StoredObject, custom_resource_key
@@ -15,6 +16,7 @@ from crdharness.gate.checks.upgrade_writes import (
 )
 from crdharness.gate.evidence import coverage, objects
 from crdharness.gate.evidence.changes import Change
+from crdharness.gate.evidence.packed import PackedReads
 from crdharness.gate.results import CheckResult
 from crdharness.gate.run.context import GateContext
 
@@ -62,7 +64,8 @@ class Written:
     version: str  # written at
     name: str
     namespace: str | None
-    seen: dict[str, dict] = field(default_factory=dict)  # version -> object read at it
+    # version -> the object as read at it (kept compressed: ~10,000 of a provider's objects)
+    seen: MutableMapping[str, dict] = field(default_factory=PackedReads)
     sent: dict = field(default_factory=dict)  # the body written (fields, status)
     sample: bool = False  # one of the user's samples (an object clusters really hold)
     changes: tuple[Change, ...] = ()  # the changes it was built to hold (``targeted``)
@@ -90,7 +93,7 @@ class Written:
     # index): the next write at a version starts from one instead of reading it again. A
     # read the object has since moved past only costs a conflict (409) and a fresh read:
     # every update names the resourceVersion it read.
-    fresh: dict[str, dict] = field(default_factory=dict)
+    fresh: MutableMapping[str, dict] = field(default_factory=PackedReads)
     fresh_under: int = -1
 
     def holds(self, change: Change) -> bool:
@@ -100,7 +103,7 @@ class Written:
     def read_now(self, release: int, version: str, body: dict) -> None:
         """``body`` read at ``version`` just now, under release ``release``."""
         if self.fresh_under != release:
-            self.fresh, self.fresh_under = {}, release
+            self.fresh, self.fresh_under = PackedReads(), release
         self.fresh[version] = body
 
     def read_at(self, release: int, version: str) -> dict | None:
@@ -110,7 +113,7 @@ class Written:
 
     def written_now(self) -> None:
         """Written just now: no read before this is current."""
-        self.fresh = {}
+        self.fresh = PackedReads()
 
     @property
     def label(self) -> str:

@@ -17,6 +17,7 @@ import json
 import re
 
 from crdharness.gate.evidence import coverage, objects, schema_memo
+from crdharness.gate.evidence.packed import Packed
 
 ITEMS = 4  # items per list (and values per map) a coverage object fills, bounds allowing
 MAX_OBJECTS = 12  # coverage objects per version for every value (each enum value, ...)
@@ -172,7 +173,7 @@ def _distinct(item, items: list, keys: list[str], index: int) -> bool:
 
 
 # a schema's content key -> its coverage bodies (compressed: a provider's are large)
-_BODIES: dict[str, schema_memo.Packed] = {}
+_BODIES: dict[str, Packed] = {}
 
 
 def bodies(version: dict) -> list[dict]:
@@ -182,7 +183,7 @@ def bodies(version: dict) -> list[dict]:
     key = schema_memo.content_key(schema)
     if key not in _BODIES:
         made = [{**b, objects.METADATA: copy.deepcopy(MARK)} for b in packed(schema)]
-        _BODIES[key] = schema_memo.Packed.of(made)
+        _BODIES[key] = Packed.of(made)
     return _BODIES[key].value()
 
 

@@ -28,11 +28,12 @@ import copy
 import hashlib
 import json
 import threading
-import zlib
 from collections import OrderedDict
 from collections.abc import Callable
 from functools import wraps
 from typing import Any, TypeVar, cast
+
+from crdharness.gate.evidence.packed import Packed
 
 Result = TypeVar("Result")
 
@@ -79,31 +80,6 @@ def by_schema(
         return memoised
 
     return decorate
-
-
-class Packed:
-    """A value kept: compressed JSON where JSON gives it back equal (else the value itself,
-    copied for each caller: a tuple, a NaN)."""
-
-    __slots__ = ("_data", "_json")
-
-    def __init__(self, data: Any, is_json: bool) -> None:
-        self._data, self._json = data, is_json
-
-    @classmethod
-    def of(cls, value: Any) -> Packed:
-        try:
-            text = json.dumps(value, separators=(",", ":"), allow_nan=False)
-        except (TypeError, ValueError):
-            return cls(value, False)
-        if json.loads(text) != value:  # a tuple, a key that is not a string
-            return cls(value, False)
-        return cls(zlib.compress(text.encode(), 1), True)
-
-    def value(self) -> Any:
-        if self._json:
-            return json.loads(zlib.decompress(self._data))
-        return copy.deepcopy(self._data)
 
 
 def content_key(value: Any) -> str:

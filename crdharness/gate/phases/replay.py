@@ -18,6 +18,7 @@ from crdharness.gate.api import Resource, apply_crd, ensure_namespace
 from crdharness.gate.checks import migration, upgrade_screen
 from crdharness.gate.checks.upgrade import Written
 from crdharness.gate.evidence import objects
+from crdharness.gate.evidence.packed import PackedReads
 from crdharness.gate.given.cluster_source import Capture, CapturedObject
 from crdharness.gate.given.manifests import Release
 from crdharness.gate.phases import replay_etcd
@@ -116,7 +117,7 @@ def write_captured(ctx: GateContext, release: Release, write: Writer) -> list[Wr
     tally.finish()
     screened = [w for w in written if w.screened]
     for obj, reads in upgrade_screen.read_by_list(ctx, release, screened).items():
-        obj.seen = reads
+        obj.seen = PackedReads(reads)
     ctx.report(
         f"gate: the source cluster's {len(written)} objects replayed"
         + (f" ({len(screened)} to be screened by dry runs)" if screened else "")
