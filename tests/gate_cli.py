@@ -57,6 +57,18 @@ def report_of(done: subprocess.CompletedProcess, report_file: Path) -> dict:
     return json.loads(report_file.read_text())
 
 
+def gate_example(gate_file: Path, tmp_path: Path, *args: str) -> tuple[int, dict, str]:
+    """An example's gate file run as a user runs it: (exit code, report.json, what it said)."""
+    artifacts = tmp_path / "gate"
+    done = run_gate(gate_file, artifacts, *args, cwd=tmp_path)
+    return done.returncode, report_of(done, artifacts / "report.json"), done.stdout
+
+
+def row(report: dict, check: str, subject: str) -> dict:
+    """One check's row of a report."""
+    return next(c for c in report["checks"] if (c["check"], c["subject"]) == (check, subject))
+
+
 def two_version_crd(group: str, kind: str, schema: dict, status: bool = False) -> dict:
     """A CRD serving ``v1`` (stored) and ``v2`` with the same ``schema``, converted by a
     webhook (the gate points it at the one it runs)."""

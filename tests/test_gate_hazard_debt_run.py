@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.gate_cli import report_of, run_gate
+from tests.gate_cli import gate_example, row
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "gate" / "hazard-debt"
 PAIR = "kilns.hazards.example.com v1->v2"
@@ -16,15 +16,11 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
 def gate(tmp_path: Path, example: str) -> tuple[int, dict, str]:
-    artifacts = tmp_path / "gate"
-    done = run_gate(EXAMPLES / example, artifacts, cwd=tmp_path)
-    return done.returncode, report_of(done, artifacts / "report.json"), done.stdout
+    return gate_example(EXAMPLES / example, tmp_path)
 
 
 def convertibility(report: dict) -> dict:
-    return next(
-        c for c in report["checks"] if (c["check"], c["subject"]) == ("convertibility", PAIR)
-    )
+    return row(report, "convertibility", PAIR)
 
 
 def test_a_refusal_in_the_words_of_release_1s_own_hazards_is_its_debt(tmp_path):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.gate_cli import report_of, run_gate
+from tests.gate_cli import gate_example, row
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "gate" / "same-write"
 PAIR = "kilns.samewrite.example.com v1->v2"
@@ -16,13 +16,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
 def gate(tmp_path: Path, example: str) -> tuple[int, dict, str]:
-    artifacts = tmp_path / "gate"
-    done = run_gate(EXAMPLES / example, artifacts, cwd=tmp_path)
-    return done.returncode, report_of(done, artifacts / "report.json"), done.stdout
-
-
-def row(report: dict, check: str, subject: str) -> dict:
-    return next(c for c in report["checks"] if (c["check"], c["subject"]) == (check, subject))
+    return gate_example(EXAMPLES / example, tmp_path)
 
 
 def test_a_write_release_1_refused_too_is_its_debt_though_refused_for_another_field(tmp_path):

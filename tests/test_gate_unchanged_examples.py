@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.gate_cli import report_of, run_gate
+from tests.gate_cli import gate_example
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "gate" / "unchanged"
 CHECKUP = "checkups.unchanged.gate.example.com"
@@ -16,8 +16,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
 def gate(tmp_path: Path, gate_file: str, *args: str) -> tuple[int, dict, str]:
-    done = run_gate(EXAMPLE / gate_file, tmp_path / "gate", *args, cwd=tmp_path)
-    return done.returncode, report_of(done, tmp_path / "gate" / "report.json"), done.stdout
+    return gate_example(EXAMPLE / gate_file, tmp_path, *args)
 
 
 def rows(report: dict) -> dict[str, dict]:

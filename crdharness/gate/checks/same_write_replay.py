@@ -91,6 +91,14 @@ def _undecided(ctx: GateContext, previous: Release) -> dict[str, dict[str, list]
             for k, refusal in mine.items()
             if refusal is not None and k not in theirs and refusal.written_body is not None
         ]
+        if len(bodies) > PER_PAIR:
+            _say(
+                ctx,
+                {key: bodies},
+                f"{len(bodies) - PER_PAIR} more of the candidate's refused writes not made "
+                f"again under release {previous.index + 1} (at most {PER_PAIR} per pair): "
+                f"decided by its hazards, or else the paths they name",
+            )
         if bodies:
             found[crd][key] = bodies[:PER_PAIR]
     return found
