@@ -456,3 +456,18 @@ def test_an_object_refused_for_no_field_both_times_is_named_as_the_same_object_a
     )
     assert result.passed is True, result
     assert "not a finding: the same object already refused under release 1" in result.evidence
+
+
+def test_an_earlier_releases_refusals_are_kept_by_what_judging_them_reads():
+    from crdharness.gate.checks import same_write
+
+    before = refusal("spec.firing")
+    kept = same_write.kept({"kiln": before, "other": None})
+    assert kept["other"] is None
+    assert (kept["kiln"].evidence, kept["kiln"].paths) == (before.evidence, before.paths)
+    assert kept["kiln"].shown == [] and before.shown  # the objects it showed are not kept
+    now = refusal("spec.shelf")
+    result = convertibility(kiln=now)
+    forms = previous("spec.firing", check="convertibility")
+    debts = debt.settle([result], forms, 1, writes=writes({"kiln": now}, kept))
+    assert [d.same_object for d in debts] == [True] and result.passed is True

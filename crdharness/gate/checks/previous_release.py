@@ -25,6 +25,7 @@ from crdharness.gate.checks import (
     debt,
     object_round_trip,
     round_trips,
+    same_write,
     schemas_vs_strategy,
 )
 from crdharness.gate.checks.pair_record import PairRecord
@@ -165,7 +166,7 @@ def _pair(
     outcomes = concurrency.each(round_trip, bodies, ctx.config.concurrency)
     first: dict[tuple[str, Form], dict] = {}  # one body per form, as the candidate keeps one
     for (found, seen), (body, _) in zip(outcomes, bodies, strict=True):
-        written.update(seen.written)
+        written.update(same_write.kept(seen.written))
         for failure in found:
             first.setdefault((failure.check, round_trips.form(failure)), body)
     return set(first), list(first.values())

@@ -58,6 +58,20 @@ def note(written: dict, body: dict, found: RoundTripFailure | None) -> None:
     written[known] = refusal
 
 
+def kept(written: Writes) -> dict[str, NotConvertible | None]:
+    """An earlier release's writes as kept for the run: each refusal by what ``judge`` reads
+    (its evidence and paths), without the objects it showed (a provider's thousands of
+    refused writes held every object read along the way: hundreds of megabytes)."""
+    light: dict[str, NotConvertible | None] = {}
+    for key, refusal in written.items():
+        if refusal is not None:
+            slim = NotConvertible(refusal.evidence, [], [], refusal.paths)
+            slim.written_as = refusal.written_as
+            refusal = slim
+        light[key] = refusal
+    return light
+
+
 def judge(found: Found, earlier: Writes | None, release: int) -> tuple[str, str]:
     """(DEBT, FINDING or NOT_KNOWN, the line saying why) for one failure of the candidate's,
     by what release ``release`` (1-based) did with the same write (``earlier``)."""

@@ -25,7 +25,7 @@ from collections import defaultdict
 
 from crdharness.gate import subjects
 from crdharness.gate.api import apply_crd
-from crdharness.gate.checks import migration, object_round_trip, status_anew
+from crdharness.gate.checks import migration, object_round_trip, same_write, status_anew
 from crdharness.gate.checks.pair_record import PairRecord
 from crdharness.gate.given.manifests import Release
 from crdharness.gate.run.context import GateContext
@@ -125,7 +125,7 @@ def _replay_pair(ctx: GateContext, previous: Release, key: str, bodies: list) ->
         seen = PairRecord()
         object_round_trip.run(ctx, manifest, entry, a, b, body, seen, release=previous)
         if written_as in seen.written:
-            theirs[written_as] = seen.written[written_as]
+            theirs[written_as] = same_write.kept(seen.written)[written_as]
         else:
             other += 1
     if len(bodies) > other:
