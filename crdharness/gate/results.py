@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from crdharness.gate import subjects
 
@@ -220,7 +220,8 @@ class RoundTripFailure(Exception):
         self.body: dict = {}  # the generated body that failed (set by the search)
         self.written_as = ""  # the body as written at A (``same_write.key``)
         self.refused: RefusedWrite | None = None  # the write refused (a 4xx), where one was
-        self.written_body: dict | None = None  # the body as written at A (``same_write.note``)
+        # The body as written at A, kept compressed (``same_write.note``; a ``Packed``).
+        self.written_body: Any = None
         # A write, read or re-create the server refused after data was already lost (the
         # failure is the loss: ``Steps.or_else``), or a re-create refused beside a loss.
         self.refusal: NotConvertible | None = None

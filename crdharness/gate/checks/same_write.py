@@ -32,6 +32,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 
+from crdharness.gate.evidence.packed import Packed
 from crdharness.gate.results import Form, Found, NotConvertible, RoundTripFailure
 
 CHECKS = ("convertibility",)  # the checks whose failures are one object's replayable write
@@ -52,9 +53,10 @@ def note(written: dict, body: dict, found: RoundTripFailure | None) -> None:
     convertibility failure it is, or that a loss found first hid), or not."""
     known = key(body)
     refusal = found if isinstance(found, NotConvertible) else getattr(found, "refusal", None)
+    kept = Packed.of(body) if found is not None else None  # for ``same_write_replay``
     for failure in (found, refusal):
         if failure is not None:
-            failure.written_as, failure.written_body = known, body
+            failure.written_as, failure.written_body = known, kept
     written[known] = refusal
 
 

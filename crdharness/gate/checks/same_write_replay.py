@@ -97,7 +97,7 @@ def _undecided(ctx: GateContext, previous: Release) -> dict[str, dict[str, list]
         if crd in ctx.unchanged or not {a, b} <= set(previous.served(crd)):
             continue
         bodies = [
-            (k, refusal.written_body)
+            (k, refusal.written_body.value())
             for k, refusal in mine.items()
             if refusal is not None and k not in theirs and refusal.written_body is not None
         ]
