@@ -64,14 +64,16 @@ def kept(written: Writes) -> dict[str, NotConvertible | None]:
     """An earlier release's writes as kept for the run: each refusal by what ``judge`` reads
     (its evidence and paths), without the objects it showed (a provider's thousands of
     refused writes held every object read along the way: hundreds of megabytes)."""
-    light: dict[str, NotConvertible | None] = {}
-    for key, refusal in written.items():
-        if refusal is not None:
-            slim = NotConvertible(refusal.evidence, [], [], refusal.paths)
-            slim.written_as = refusal.written_as
-            refusal = slim
-        light[key] = refusal
-    return light
+    return {key: light(refusal) for key, refusal in written.items()}
+
+
+def light(refusal: NotConvertible | None) -> NotConvertible | None:
+    """One refusal as ``kept`` keeps it (None: the write went through)."""
+    if refusal is None:
+        return None
+    slim = NotConvertible(refusal.evidence, [], [], refusal.paths)
+    slim.written_as = refusal.written_as
+    return slim
 
 
 def judge(found: Found, earlier: Writes | None, release: int) -> tuple[str, str]:

@@ -125,7 +125,7 @@ def _replay_pair(ctx: GateContext, previous: Release, key: str, bodies: list) ->
         seen = PairRecord()
         object_round_trip.run(ctx, manifest, entry, a, b, body, seen, release=previous)
         if written_as in seen.written:
-            theirs[written_as] = same_write.kept(seen.written)[written_as]
+            theirs[written_as] = same_write.light(seen.written[written_as])
         else:
             other += 1
     if len(bodies) > other:

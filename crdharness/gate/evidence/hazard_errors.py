@@ -29,6 +29,7 @@ import threading
 from dataclasses import dataclass, field
 
 from crdharness.gate import diff
+from crdharness.gate.evidence import refusal
 from crdharness.gate.results import RefusedWrite
 
 # kube-apiserver's field errors (apimachinery's field.Error): ``path: Type: detail``, several
@@ -37,7 +38,6 @@ _FIELD_ERROR = re.compile(
     r"(?:^|, )(<nil>|[A-Za-z_][A-Za-z0-9_.\[\]/-]*): (?=(?:Invalid value|Unsupported value|"
     r"Required value|Duplicate value|Forbidden|Too long|Too many|Not found|Internal error)\b)"
 )
-_OBJECT_PREFIX = re.compile(r'^[\w.-]+ "[^"]*" is invalid: ')
 # The value refused, after the error's type: a rule's words are matched, not one object's
 # value (kube-apiserver names a string's value, an object's type: ``"matte"``, ``"object"``).
 _VALUE = re.compile(r'^((?:Invalid|Unsupported|Duplicate) value): (?:"(?:[^"\\]|\\.)*"|[^:"]*): ')
@@ -47,7 +47,7 @@ def field_errors(message: str) -> frozenset[tuple[str, str]]:
     """The field errors of a refusal: (the field as its schema spells it, the server's words
     for it, without the value refused); none where the message names no field (a webhook's
     refusal, a storage error)."""
-    text = _OBJECT_PREFIX.sub("", message.strip())
+    text = refusal.without_object(message)
     if text.startswith("[") and text.endswith("]"):
         text = text[1:-1]
     found = list(_FIELD_ERROR.finditer(text))

@@ -105,10 +105,15 @@ def reason(schema: dict, message: str, tried: int, unconverted: bool = False) ->
 _OBJECT_PREFIX = re.compile(r'^[\w.-]+ "[^"]*" is invalid: ')
 
 
+def without_object(message: str) -> str:
+    """A refusal's message without the prefix naming the object refused."""
+    return _OBJECT_PREFIX.sub("", message.strip())
+
+
 def cause(message: str) -> str:
     """A refusal's message without the object it names: the same rule refusing many
     objects is one cause."""
-    return _shortened(_OBJECT_PREFIX.sub("", message.strip()))
+    return _shortened(without_object(message))
 
 
 def summary(causes: dict[str, int], refused: int, tried: int, shown: int = 3) -> str:
