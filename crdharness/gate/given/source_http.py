@@ -36,6 +36,11 @@ class ReadOnlyHttp(ApiHttp):
             raise HarnessError(f"the gate never writes to the source cluster (refused: {method})")
         return super().request(method, url, *args, **kwargs)
 
+    def exchange(self, method, path, *args, **kwargs):
+        if method.upper() != "GET":
+            raise HarnessError(f"the gate never writes to the source cluster (refused: {method})")
+        return super().exchange(method, path, *args, **kwargs)
+
 
 def _kubeconfig(path: Path) -> dict:
     if not path.is_file():
