@@ -745,6 +745,22 @@ def test_a_failure_to_be_shown_as_found_is_returned_unshrunk_at_once(monkeypatch
     assert len(calls) == first + 1, "no round trip after the first failure"
 
 
+def test_the_failures_a_search_keeps_hold_no_frames_of_it(monkeypatch):
+    # Raised through hypothesis, each failure's traceback held the search's engine alive for
+    # as long as the run kept the failure (to the end: results, same_write).
+    kept: list = []
+
+    def attempt(body):
+        failure = _fails_from(7, [])(body)
+        if failure is not None:
+            kept.append(failure)
+        return failure
+
+    found = _search_with(attempt, monkeypatch, stall=3600.0, shrink_seconds=3600)
+    assert found is not None and len(kept) > 1
+    assert [f for f in kept if f.__traceback__ is not None or f.__context__ is not None] == []
+
+
 def test_the_search_stops_shrinking_once_nothing_smaller_is_found(monkeypatch):
     calls: list = []
     found = _search_with(_fails_from(7, calls), monkeypatch, stall=0.0)

@@ -227,6 +227,16 @@ class RoundTripFailure(Exception):
         self.refusal: NotConvertible | None = None
         self.at = 0.0  # when it was found (time.monotonic)
 
+    def untraced(self) -> RoundTripFailure:
+        """This failure without the frames it was raised through: it is kept to the end of
+        the run (results, ``same_write``), and its traceback would keep every frame's
+        objects alive with it (a drawn search's: hypothesis's whole engine)."""
+        for failure in (self, self.refusal):
+            if failure is not None:
+                failure.__traceback__ = None
+                failure.__context__ = failure.__cause__ = None
+        return self
+
     @property
     def size(self) -> int:
         """How big the failing object is (the search keeps the smallest): its generated body,

@@ -81,10 +81,13 @@ def search(
     try:
         run()
     except RoundTripFailure as failure:
-        return failure  # hypothesis re-raises the minimal example's failure last
+        return failure.untraced()  # hypothesis re-raises the minimal example's failure last
     except (Flaky, ShrinkBudgetSpent):
         # Out of time, or a failure that did not repeat on replay: the smallest seen.
         return min(seen, key=lambda f: f.size) if seen else None
+    finally:
+        for raised in seen:  # raised through the search; kept (``same_write``)
+            raised.untraced()
     return None
 
 

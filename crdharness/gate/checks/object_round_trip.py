@@ -93,6 +93,7 @@ def _run_named(
         for answer in refusals or []:
             ctx.count_refusal(answer)
     except NotConvertible as failure:
+        failure.untraced()
         if refusals is not None and failure.answer is not None:
             # The caller may try another value: a webhook that fails on "gate-value" (a Go
             # duration's field, `type: string` in the schema) may take "1h".
