@@ -123,41 +123,39 @@ def write(directory: Path, run: Report) -> Path:
     _write_objects(directory / "objects", results)
     verdict = run.verdict
     accepted = [(r, a) for r in results if (a := run.acceptance(r)) is not None]
-    (directory / "report.json").write_text(
-        json.dumps(
-            {
-                "verdict": verdict,
-                "answer": run.answer,
-                "objects_to_fix": run.objects_to_fix,
-                "objects_not_replayed": run.not_replayed,
-                "kubernetes": run.kubernetes,
-                "checks": [r.as_json() for r in results],
-                "changes": [c.as_json() for c in run.changes],
-                "documentation_ignored": {
-                    f"release {t}->{t + 1}": counts for t, counts in sorted(run.ignored.items())
-                },
-                "version_pair_differences": [c.as_json() for c in run.pair_changes],
-                "hazards": run.hazards,
-                "debt": [d.as_json() for d in run.debt],
-                "debt_not_evaluated": run.debt_note,
-                "accepted_not_proven": [
-                    {"check": r.check, "subject": r.subject, "reason": a.reason}
-                    for r, a in accepted
-                ],
-                "refused_objects": run.refused,
-                "objects_made": run.objects_made,
-                "objects_not_judged_locally": run.not_judged_locally,
-                "refused_examples": run.refused_examples,
-                "notes": run.notes,
-                "seconds": run.timings,
-                "stored_versions_after_release": {
-                    f"release {i + 1}": crds for i, crds in run.stored_after.items()
-                },
-                **({"shard": run.shard} if run.shard else {}),
-            },
-            indent=2,
-        )
-    )
+    data = {
+        "verdict": verdict,
+        "answer": run.answer,
+        "objects_to_fix": run.objects_to_fix,
+        "objects_not_replayed": run.not_replayed,
+        "kubernetes": run.kubernetes,
+        "checks": [r.as_json() for r in results],
+        "changes": [c.as_json() for c in run.changes],
+        "documentation_ignored": {
+            f"release {t}->{t + 1}": counts for t, counts in sorted(run.ignored.items())
+        },
+        "version_pair_differences": [c.as_json() for c in run.pair_changes],
+        "hazards": run.hazards,
+        "debt": [d.as_json() for d in run.debt],
+        "debt_not_evaluated": run.debt_note,
+        "accepted_not_proven": [
+            {"check": r.check, "subject": r.subject, "reason": a.reason} for r, a in accepted
+        ],
+        "refused_objects": run.refused,
+        "objects_made": run.objects_made,
+        "objects_not_judged_locally": run.not_judged_locally,
+        "refused_examples": run.refused_examples,
+        "notes": run.notes,
+        "seconds": run.timings,
+        "stored_versions_after_release": {
+            f"release {i + 1}": crds for i, crds in run.stored_after.items()
+        },
+        **({"shard": run.shard} if run.shard else {}),
+    }
+    # Written as it is encoded: a provider's report is tens of megabytes, and its text held
+    # whole (twice, while joined) was the gate's peak.
+    with (directory / "report.json").open("w") as out:
+        json.dump(data, out, indent=2)
     md = [f"# Upgrade gate: {verdict}", ""]
     if run.answer:
         md += [run.answer[0], "", *run.answer[1:], ""]
