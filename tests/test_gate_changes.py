@@ -192,12 +192,15 @@ def test_a_rule_variant_keeps_the_samples_own_values():
 
 def test_a_change_no_object_can_hold_says_why():
     def impossible(p):
-        p["spec"]["properties"]["name"].update(pattern=".*")  # matches every string
+        # Matches every string; a flag leaves inclusion undecided, so the search says why.
+        p["spec"]["properties"]["name"].update(pattern="(?i).*")
 
     (change,) = changed(impossible)
     entry = release(0, SCHEMA).entry("widgets.example.com", "v1")
-    with pytest.raises(old_values.NoObject, match="no string valid under the old schema"):
+    with pytest.raises(old_values.NoObject, match="no string valid under the old schema") as raised:
         targeted.bodies(change, entry, [])
+    assert not isinstance(raised.value, old_values.Harmless)
+    assert "flag" in str(raised.value), raised.value  # what kept it from being decided
 
 
 def test_a_removed_default_is_a_change_its_object_leaves_the_field_absent():
@@ -286,3 +289,55 @@ def test_a_path_under_another_changed_path_is_not_shared():
     found = changed(nest)
     assert len(found) >= 2
     assert all(len(group) == 1 for group in targeted.groups(found))
+
+
+def _pattern_change(old: str | None, new: str, **string) -> changes.Change:
+    """The change of ``spec.mode``'s pattern from ``old`` (None: none) to ``new``."""
+    before = copy.deepcopy(SCHEMA)
+    mode = before["properties"]["spec"]["properties"]["mode"]
+    mode.update(string)
+    if old is not None:
+        mode["pattern"] = old
+    after = copy.deepcopy(before)
+    after["properties"]["spec"]["properties"]["mode"]["pattern"] = new
+    found = changes.between(release(0, before), release(1, after), "widgets.example.com")
+    assert rows(found) == {("spec.mode", "pattern changed")}
+    return found[0]
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [("^[a-z]+$", "^[a-z0-9-]+$"), ("^[a-z]{1,10}$", "^[a-z]{1,20}$"), ("^a$", "a")],
+)
+def test_a_relaxed_pattern_is_harmless_proven_with_no_object(old, new):
+    change = _pattern_change(old, new)
+    entry = release(0, SCHEMA).entry("widgets.example.com", "v1")
+    with pytest.raises(old_values.Harmless, match="matches too"):
+        targeted.bodies(change, entry, [])
+
+
+def test_a_tightened_pattern_gets_a_string_the_old_takes_and_the_new_refuses():
+    change = _pattern_change("^[a-z0-9-]+$", "^[a-z]+$", maxLength=63)
+    value = _at(targeted.bodies(change, SCHEMA_ENTRY(), [])[0], "spec.mode")
+    assert re.search("^[a-z0-9-]+$", value) and not re.search("^[a-z]+$", value)
+    assert len(value) <= 63
+
+
+def test_a_pattern_added_where_none_was_is_judged_against_every_string():
+    # No old pattern: every string; the new one refuses some, so it is never harmless.
+    change = _pattern_change(None, "^[a-z]+$")
+    value = _at(targeted.bodies(change, SCHEMA_ENTRY(), [])[0], "spec.mode")
+    assert isinstance(value, str) and not re.search("^[a-z]+$", value)
+
+
+def test_a_witness_too_long_for_the_old_schema_leaves_the_search_to_decide():
+    # The only string ^a{5}$ takes, which ^a{0,4}$ refuses, is five a's: over maxLength 4, the
+    # old schema allows none, so no object, and not "harmless" (inclusion fails).
+    change = _pattern_change("^a{5}$", "^a{0,4}$", maxLength=4)
+    with pytest.raises(old_values.NoObject) as raised:
+        targeted.bodies(change, SCHEMA_ENTRY(), [])
+    assert not isinstance(raised.value, old_values.Harmless)
+
+
+def SCHEMA_ENTRY() -> dict:
+    return release(0, SCHEMA).entry("widgets.example.com", "v1")

@@ -25,6 +25,9 @@ def round_trip_holding(
     proven (no object could be built or created)."""
     try:
         bodies = targeted.bodies(change, entry, ctx.sample_bodies(change.crd, entry["name"]))
+    except old_values.Harmless as exc:
+        change.decide(changes.CLEARED, str(exc))
+        return None
     except old_values.NoObject as exc:
         change.decide(changes.NOT_PROVEN, f"no object holding it could be built: {exc}")
         return None

@@ -24,8 +24,10 @@ def decide(ctx: GateContext, release: Release, written: list[Written]) -> None:
         if ctx.source is not None and change.crd not in ctx.refused_crds:
             _decide_on_the_source(ctx, release, change, written)
             continue
-        if change.decision == changes.NOT_PROVEN and not any(w.holds(change) for w in written):
-            continue  # decided when its objects could not be built or created
+        if change.decision in (changes.NOT_PROVEN, changes.CLEARED) and not any(
+            w.holds(change) for w in written
+        ):
+            continue  # decided when its objects could not be built (or need not be: Harmless)
         if change.crd in ctx.refused_crds:
             refusal = next(
                 (

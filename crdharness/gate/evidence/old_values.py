@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample, Unsatisfiable
 
 from crdharness.gate import diff, go_regex
-from crdharness.gate.evidence import coverage, objects
+from crdharness.gate.evidence import coverage, objects, pattern_inclusion
 from crdharness.gate.evidence.schema_memo import by_schema
 
 FILLED_DEPTH = 3  # levels of optional fields the "most fields" variant fills
@@ -23,6 +23,11 @@ _FIND = coverage.search_settings(PATTERN_TRIES)
 
 class NoObject(Exception):
     """No object that holds the change could be built (the reason is the message)."""
+
+
+class Harmless(NoObject):
+    """No object can hold the change: it refuses no value the old schema allows, proven
+    (the message says how). The change is cleared without one."""
 
 
 # Searched once per distinct schema (``schema_memo``): the search is repeatable (derandomized),
@@ -119,7 +124,19 @@ def _within_old(old: dict, forced: dict) -> bool:
 
 def old_not_new_pattern(old: dict, pattern: str) -> str:
     """A string valid under the old schema that the new pattern does not match (patterns
-    are searched for, not anchored, as the API server applies them)."""
+    are searched for, not anchored, as the API server applies them). Raises ``Harmless``
+    where the new pattern matches every string the old one does (``pattern_inclusion``):
+    no search could find one then, and "not proven" would hold back a relaxed pattern."""
+    before = str(old.get("pattern", ""))  # none: every string
+    inclusion = pattern_inclusion.compare(before, pattern)
+    if inclusion.included:
+        raise Harmless(
+            f"every string the old pattern {before!r} matches, the new {pattern!r} matches "
+            f"too (the two decided as automata with Go's RE2 meaning, {inclusion.why}): no "
+            "value the old schema allows is refused by it"
+        )
+    if inclusion.witness is not None and _within_lengths(old, inclusion.witness):
+        return inclusion.witness  # a shortest such string; the server judges the rest
     try:
         compiled = go_regex.compile(pattern)  # the API server's RE2 syntax
     except re.error as exc:
@@ -134,8 +151,16 @@ def old_not_new_pattern(old: dict, pattern: str) -> str:
     except (NoSuchExample, Unsatisfiable):
         raise NoObject(
             f"no string valid under the old schema and not matching {pattern!r} was found "
-            f"({PATTERN_TRIES} tried)"
+            f"({PATTERN_TRIES} tried; {inclusion.why})"
         ) from None
+
+
+def _within_lengths(old: dict, value: str) -> bool:
+    """Whether ``value`` meets what else the old schema says of a string that a witness of
+    the patterns alone may not: its lengths; with an enum or a format, the search decides."""
+    if "enum" in old or "format" in old:
+        return False
+    return old.get("minLength", 0) <= len(value) <= old.get("maxLength", len(value))
 
 
 def duplicated_items(old: dict) -> list:

@@ -7,7 +7,7 @@ from crdharness.gate import concurrency
 from crdharness.gate.api import Answer
 from crdharness.gate.checks.upgrade import Written
 from crdharness.gate.evidence import changes, old_values, schemas, targeted
-from crdharness.gate.evidence.changes import NOT_PROVEN, Change
+from crdharness.gate.evidence.changes import CLEARED, NOT_PROVEN, Change
 from crdharness.gate.given.manifests import Release
 from crdharness.gate.phases import singletons
 from crdharness.gate.phases.history_writes import object_name, write_one
@@ -182,6 +182,8 @@ def _bodies(ctx: GateContext, change: Change, entry: dict) -> list[dict]:
     decided "not proven" saying why, where none can be built."""
     try:
         return targeted.bodies(change, entry, ctx.sample_bodies(change.crd, change.version))
+    except old_values.Harmless as exc:
+        change.decide(CLEARED, str(exc))
     except old_values.NoObject as exc:
         change.decide(NOT_PROVEN, f"no object holding it could be built: {exc}")
     except Exception as exc:  # the gate's own failure for this change: undecided, said so
