@@ -93,7 +93,9 @@ class ApiHttp(requests.Session):
         the session's settings for each (a fifth of the gate's own CPU on a provider's
         release). No redirects, retries or compression, as ``request`` here. Failures raise
         ``requests``' own exceptions, as ``request`` would."""
-        headers = {"Accept": "application/json"}
+        # The User-Agent ``request`` sends: the API server names an update's field manager
+        # after it, and the gate knows its own writes by that name (``GATE_MANAGERS``).
+        headers = {"Accept": "application/json", "User-Agent": str(self.headers["User-Agent"])}
         if data is not None:
             headers["Content-Type"] = content_type
         if self._token:

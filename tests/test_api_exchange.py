@@ -42,6 +42,7 @@ class _Echo(http.server.BaseHTTPRequestHandler):
                     "path": self.path,
                     "contentType": self.headers.get("Content-Type"),
                     "authorization": self.headers.get("Authorization"),
+                    "userAgent": self.headers.get("User-Agent"),
                     "received": received,
                     "clientCert": bool(peer),
                 }
@@ -98,6 +99,9 @@ def test_an_exchange_sends_the_body_with_the_kubeconfigs_credentials(server):
     assert echoed["method"] == "PUT" and echoed["path"] == "/apis/x?status=201"
     assert echoed["received"] == '{"a": 1}' and echoed["contentType"] == "application/json"
     assert echoed["authorization"] == "Bearer a-token" and echoed["clientCert"]
+    # The API server names an update's field manager after the agent: the gate knows its own
+    # writes by it (``upgrade_objects.GATE_MANAGERS``).
+    assert echoed["userAgent"].startswith("python-requests/"), echoed
     # Both Warning headers, joined as requests joins them: ``api`` parses each out.
     assert answer.headers.get("Warning") == '299 - "first warning", 299 - "second, with a comma"'
 

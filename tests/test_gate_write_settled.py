@@ -82,17 +82,17 @@ def test_a_refusal_of_the_servers_own_validation_is_not_written_twice(
     ctx = GateContext(cluster, config, [Release(0, "r1", {name: tightened})], {}, print)
     obj = Written(name, "v1", "w", namespace)
     sent: list[tuple[str, str]] = []
-    original = cluster.http.request
+    original = cluster.http.exchange
 
-    def request(method, url, *args, **kwargs):
-        sent.append((method, url))
-        return original(method, url, *args, **kwargs)
+    def exchange(method, path, *args, **kwargs):
+        sent.append((method, path))
+        return original(method, path, *args, **kwargs)
 
-    cluster.http.request = request
+    cluster.http.exchange = exchange
     try:
         found = list(upgrade_rewrites._written_again(ctx, ctx.releases[0], obj))
     finally:
-        cluster.http.request = original
+        del cluster.http.exchange  # the method again
     assert [(v, [(r.write, r.status) for r in refused]) for v, refused in found] == [
         ("v1", [(RECREATE, 422)])
     ], found
