@@ -471,3 +471,26 @@ def test_an_earlier_releases_refusals_are_kept_by_what_judging_them_reads():
     forms = previous("spec.firing", check="convertibility")
     debts = debt.settle([result], forms, 1, writes=writes({"kiln": now}, kept))
     assert [d.same_object for d in debts] == [True] and result.passed is True
+
+
+def test_the_candidates_refusals_release_1_made_too_are_kept_light_the_others_whole():
+    from crdharness.gate.checks import same_write
+
+    refused_both, through_before, never_made = (
+        refusal("spec.firing"),
+        refusal("spec.shelf"),
+        refusal("spec.glaze"),
+    )
+    mine = {"both": refused_both, "through": through_before, "new": never_made, "ok": None}
+    kept = same_write.kept_against(mine, {"both": refusal("spec.firing"), "through": None})
+    assert kept["both"].shown == [] and kept["both"].paths == refused_both.paths  # debt
+    # Shown if they become findings (went through before; made again later): whole.
+    assert kept["through"] is through_before and kept["new"] is never_made
+    assert kept["ok"] is None
+    result = convertibility(both=refused_both, through=through_before)
+    forms = previous("spec.firing", check="convertibility")
+    theirs = {"both": refusal("spec.firing"), "through": None}
+    debts = debt.settle([result], forms, 1, writes=writes(kept, theirs))
+    assert [d.same_object for d in debts] == [True]  # "both", from its light copy
+    assert result.passed is False  # the write that went through under release 1 is a finding
+    assert [f.written_as for f in result.found] == ["through"], result.found

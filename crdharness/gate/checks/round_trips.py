@@ -18,6 +18,7 @@ from crdharness.gate.checks import (
     object_round_trip,
     pair_differences,
     path_coverage,
+    same_write,
     seen_at_b,
     status_anew,
 )
@@ -163,7 +164,9 @@ def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
     round_trip.unseen_at_b = seen.unseen_at_b
     if seen.counts[seen_at_b.NOT_PROBED]:
         round_trip.unseen_at_b.append(seen_at_b.not_probed(seen.counts[seen_at_b.NOT_PROBED], a, b))
-    ctx.candidate_writes[convertible.key] = seen.written  # for its debt (``same_write``)
+    # For its debt (``same_write``): release N-1's round trips of this pair ran before.
+    theirs = ctx.previous_writes.get(convertible.key)
+    ctx.candidate_writes[convertible.key] = same_write.kept_against(seen.written, theirs)
     ctx.timings[f"round trips {subject}"] = round(time.perf_counter() - started, 2)
     alone = (
         " (the candidate installed on its own: the history could not apply it)"

@@ -67,6 +67,19 @@ def kept(written: Writes) -> dict[str, NotConvertible | None]:
     return {key: light(refusal) for key, refusal in written.items()}
 
 
+def kept_against(mine: Writes, earlier: Writes | None) -> dict[str, NotConvertible | None]:
+    """The candidate's writes as kept until its debt is settled: a refusal the earlier
+    release (``earlier``) made of the same write too is kept ``light`` (it is debt, never
+    shown); the others whole (one the earlier release let through is a finding that shows
+    its objects; one it never made is made again, ``same_write_replay``)."""
+    if not earlier:
+        return dict(mine)
+    return {
+        key: light(refusal) if refusal is not None and earlier.get(key) is not None else refusal
+        for key, refusal in mine.items()
+    }
+
+
 def light(refusal: NotConvertible | None) -> NotConvertible | None:
     """One refusal as ``kept`` keeps it (None: the write went through)."""
     if refusal is None:
