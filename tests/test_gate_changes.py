@@ -341,3 +341,23 @@ def test_a_witness_too_long_for_the_old_schema_leaves_the_search_to_decide():
 
 def SCHEMA_ENTRY() -> dict:
     return release(0, SCHEMA).entry("widgets.example.com", "v1")
+
+
+def test_a_rule_on_a_list_of_strings_meets_its_literal_alone_and_beside_another_item():
+    # Refuses a "*" only with company: an object holding "*" alone would clear it.
+    rule = "!('*' in self && self.size() > 1)"
+    before = copy.deepcopy(SCHEMA)
+    before["properties"]["spec"]["properties"]["headers"] = {
+        "type": "array",
+        "items": {"type": "string"},
+    }
+    after = copy.deepcopy(before)
+    after["properties"]["spec"]["properties"]["headers"]["x-kubernetes-validations"] = [
+        {"rule": rule}
+    ]
+    found = changes.between(release(0, before), release(1, after), "widgets.example.com")
+    assert rows(found) == {("spec.headers", "rule added")}
+    lists = [_at(b, "spec.headers") for b in targeted.bodies(found[0], SCHEMA_ENTRY(), [])]
+    together = [h for h in lists if isinstance(h, list) and "*" in h and len(h) > 1]
+    assert together and all(len(set(h)) == len(h) for h in together), lists
+    assert ["*"] in lists

@@ -531,6 +531,13 @@ def test_a_new_rule_forbidding_an_old_field_fails_and_an_allowance_excuses_it(tm
     assert any("our validating webhook has refused legacyMode" in a for a in upgrade["allowed"])
 
 
+def test_a_new_rule_refusing_a_listed_literal_beside_others_fails(tmp_path):
+    code, report, output = gate(tmp_path, "tightened/gate-list-rule.yaml")
+    assert code == 1, output[-3000:]
+    assert changes(report) == {("spec.tags", "rule added"): "proven"}
+    assert 'a "*" tag stands alone' in evidence(report, "spec.tags", "rule added")
+
+
 def test_tightened_bounds_and_pattern_are_each_proven_with_the_servers_message(tmp_path):
     code, report, _ = gate(tmp_path, "tightened/gate-bounds.yaml")
     assert code == 1

@@ -239,7 +239,15 @@ def _variants(old: dict, rule: str = "") -> list[Holding]:
     (the API server says which the new rule refuses)."""
     most = filled(old)
     fill = [Holding("fill", most)] if isinstance(most, dict) else []
-    found = [KEEP, *_enumerated(old), *_literals(old, rule), *fill, put(minimal(old)), put(most)]
+    found = [
+        KEEP,
+        *_enumerated(old),
+        *_literals(old, rule),
+        *_listed_literals(old, rule),
+        *fill,
+        put(minimal(old)),
+        put(most),
+    ]
     drawn: list = []  # draw's own text seeds hypothesis (derandomize): kept as it was
 
     @settings(
@@ -286,6 +294,29 @@ def _literals(node: dict, rule: str) -> list[Holding]:
 
     combined = itertools.islice(itertools.product(*choices), COMBINATIONS)
     return [Holding("keep", below=tuple(assignment)) for assignment in combined]
+
+
+def _listed_literals(node: dict, rule: str) -> list[Holding]:
+    """For a rule on a list of strings: each of its literals alone in the list, and beside
+    another item, first and last. ``!('*' in self && self.size() > 1)`` refuses only a
+    ``*`` with company, which an old list may well hold (gateway-api's CORS headers)."""
+    items = node.get("items")
+    if node.get("type") != "array" or not isinstance(items, dict):
+        return []
+    if items.get("type") != "string":
+        return []
+    literals = [a or b for a, b in LITERAL.findall(rule)][:ENUM_VALUES]
+    try:
+        others = [present(items), minimal(items), "gate-value"]
+    except NoObject:
+        others = ["gate-value"]
+    found: list[Holding] = []
+    for literal in literals:
+        found.append(put([literal]))
+        other = next((o for o in others if isinstance(o, str) and o != literal), None)
+        if other is not None:  # the API server says whether the old schema takes it
+            found += [put([literal, other]), put([other, literal])]
+    return found
 
 
 def _leaves(node: dict, parts: tuple[str, ...] = (), depth: int = 0):
