@@ -131,7 +131,7 @@ def old_not_new_pattern(old: dict, pattern: str) -> str:
     inclusion = pattern_inclusion.compare(before, pattern)
     if inclusion.included:
         raise Harmless(
-            f"every string the old pattern {before!r} matches, the new {pattern!r} matches "
+            f"every string the old pattern `{before}` matches, the new `{pattern}` matches "
             f"too (the two decided as automata with Go's RE2 meaning, {inclusion.why}): no "
             "value the old schema allows is refused by it"
         )
@@ -150,7 +150,7 @@ def old_not_new_pattern(old: dict, pattern: str) -> str:
         )
     except (NoSuchExample, Unsatisfiable):
         raise NoObject(
-            f"no string valid under the old schema and not matching {pattern!r} was found "
+            f"no string valid under the old schema and not matching `{pattern}` was found "
             f"({PATTERN_TRIES} tried; {inclusion.why})"
         ) from None
 

@@ -190,9 +190,9 @@ def _pattern_and_format(node: Node, _: Counter) -> None:
         if canon(before) == canon(after):
             continue
         if after is _MISSING or after == "":
-            node.add(dropped, f"{key} {shown(before)} no longer checked", key)
+            node.add(dropped, f"{key} {verbatim(before)} no longer checked", key)
         else:
-            node.add(changed, f"{shown(before, 'none')} -> {after}", key)
+            node.add(changed, f"{verbatim(before)} -> {verbatim(after)}", key)
 
 
 def _validations(node: Node, _: Counter) -> None:
@@ -348,6 +348,14 @@ def canon(value) -> str:
 
 def shown(value, absent: str = "absent") -> str:
     return absent if value is _MISSING or value is None else short(value)
+
+
+def verbatim(value) -> str:
+    """A pattern or format as written, whole, between backquotes (escaped as JSON, a
+    regular expression's backslashes double and no longer copy as the pattern)."""
+    if value is _MISSING or value is None:
+        return "none"
+    return f"`{value}`" if isinstance(value, str) else short(value)
 
 
 def short(value, limit: int = 80) -> str:
