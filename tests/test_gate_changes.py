@@ -361,3 +361,13 @@ def test_a_rule_on_a_list_of_strings_meets_its_literal_alone_and_beside_another_
     together = [h for h in lists if isinstance(h, list) and "*" in h and len(h) > 1]
     assert together and all(len(set(h)) == len(h) for h in together), lists
     assert ["*"] in lists
+
+
+def test_with_samples_a_change_also_gets_an_object_on_the_smallest_base():
+    # A sample's other fields can break a rule the change's value meets: the smallest
+    # object holding the value stands beside the samples'.
+    found = changed(lambda p: p["spec"]["properties"]["name"].update(maxLength=20))
+    sample = {"spec": {"size": "small", "mode": "m"}}
+    built = targeted.bodies(found[0], SCHEMA_ENTRY(), [sample])
+    assert built[0]["spec"]["size"] == "small"  # the sample's first
+    assert any("size" not in b.get("spec", {}) and _at(b, "spec.name") for b in built), built

@@ -62,6 +62,18 @@ def bodies(change: Change, entry: dict, samples: list[dict]) -> list[dict]:
             _place(body, base_schema, change.parts, holding)
             if body not in built:
                 built.append(body)
+    if samples and change.kind not in RULE_KINDS:
+        # And once on the smallest object: a sample's other fields can break a rule the
+        # change's value then meets (gateway-api's filter of another type beside it), and
+        # samples must never leave a change with less evidence than none. Not for a rule
+        # (its first holding is the base as it is: too thin to clear a rule on).
+        try:
+            body = copy.deepcopy(minimal(base_schema))
+        except NoObject:
+            return built
+        _place(body, base_schema, change.parts, holdings[0])
+        if body not in built:
+            built.append(body)
     return built
 
 
