@@ -38,13 +38,13 @@ def _widgets(group: str) -> dict:
 def counted(cluster, monkeypatch):
     """The requests the gate sends to the API server, as (method, path) in order."""
     sent: list[tuple[str, str]] = []
-    original = cluster.http.request
+    original = cluster.http.exchange
 
-    def request(method, url, *args, **kwargs):
-        sent.append((method, url.split("?")[0]))
-        return original(method, url, *args, **kwargs)
+    def exchange(method, path, *args, **kwargs):
+        sent.append((method, path.split("?")[0]))
+        return original(method, path, *args, **kwargs)
 
-    monkeypatch.setattr(cluster.http, "request", request)
+    monkeypatch.setattr(cluster.http, "exchange", exchange)
     return sent
 
 
