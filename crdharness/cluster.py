@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ssl
 import subprocess
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -73,6 +74,7 @@ class ApiHttp(requests.Session):
             self.headers["Authorization"] = token
         self._token = token
         self._pool: urllib3.PoolManager | None = None
+        self._pool_lock = threading.Lock()
 
     def request(self, method, url, *args, **kwargs):
         if url.startswith("/"):
@@ -123,11 +125,12 @@ class ApiHttp(requests.Session):
         return Exchange(answer.status, answer.headers, answer.data)
 
     def _pooled(self) -> urllib3.PoolManager:
-        if self._pool is None:
-            self._pool = urllib3.PoolManager(
-                maxsize=POOL_SIZE, ssl_context=self._ssl_context(), block=False
-            )
-        return self._pool
+        with self._pool_lock:  # the gate's threads start at once: one pool for them all
+            if self._pool is None:
+                self._pool = urllib3.PoolManager(
+                    maxsize=POOL_SIZE, ssl_context=self._ssl_context(), block=False
+                )
+            return self._pool
 
     def _ssl_context(self) -> ssl.SSLContext:
         """What ``verify`` and ``cert`` say, as one context (``requests``' default CAs where
