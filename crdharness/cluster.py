@@ -72,7 +72,6 @@ class ApiHttp(requests.Session):
         token = configuration.get_api_key_with_prefix("authorization")
         if token:
             self.headers["Authorization"] = token
-        self._token = token
         self._pool: urllib3.PoolManager | None = None
         self._pool_lock = threading.Lock()
 
@@ -100,8 +99,8 @@ class ApiHttp(requests.Session):
         headers = {"Accept": "application/json", "User-Agent": str(self.headers["User-Agent"])}
         if data is not None:
             headers["Content-Type"] = content_type
-        if self._token:
-            headers["Authorization"] = self._token
+        if "Authorization" in self.headers:
+            headers["Authorization"] = str(self.headers["Authorization"])
         try:
             answer = self._pooled().request(
                 method,
