@@ -69,9 +69,11 @@ class ApiHttp(requests.Session):
         self.verify = configuration.ssl_ca_cert or configuration.verify_ssl
         if configuration.cert_file:
             self.cert = (configuration.cert_file, configuration.key_file)
-        token = configuration.get_api_key_with_prefix("authorization")
-        if token:
-            self.headers["Authorization"] = token
+        # A kubeconfig's token, as the official client sends it (it keeps it as "BearerToken"
+        # since v25; "authorization" before).
+        bearer = configuration.auth_settings().get("BearerToken")
+        if bearer and bearer["value"]:
+            self.headers["Authorization"] = bearer["value"]
         self._pool: urllib3.PoolManager | None = None
         self._pool_lock = threading.Lock()
 

@@ -5,18 +5,21 @@ stands for the API server."""
 
 from __future__ import annotations
 
+import base64
 import http.server
 import json
 import socket
 import ssl
 import threading
+from pathlib import Path
 
 import pytest
 import requests
 import trustme
 from kubernetes import client
 
-from crdharness.cluster import ApiHttp
+from crdharness import kubeconfig
+from crdharness.cluster import ApiHttp, new_api_client
 from crdharness.errors import HarnessError
 from crdharness.gate import api
 from crdharness.gate.given.source_http import ReadOnlyHttp
@@ -147,3 +150,23 @@ def test_a_source_cluster_is_never_written_to(server):
             http.exchange("PUT", "/apis/x", b"{}")
     finally:
         http.close()
+
+
+def test_a_kubeconfigs_token_is_sent_as_the_official_client_reads_it(server, tmp_path):
+    # The local control plane's kubeconfig holds a token (no client certificate): the official
+    # loader keeps it as "BearerToken", which the gate's requests must send too (they went
+    # out anonymous when only "authorization" was looked for).
+    path = kubeconfig.write(
+        tmp_path / "kubeconfig",
+        "t",
+        server.host,
+        base64.b64encode(Path(server.ssl_ca_cert).read_bytes()).decode(),
+        token="a-local-token",
+    )
+    http = ApiHttp(new_api_client(path, tmp_path).configuration)
+    try:
+        echoed = json.loads(http.exchange("GET", "/apis/x").data)
+    finally:
+        http.close()
+    assert echoed["authorization"] == "Bearer a-local-token"
+    assert not echoed["clientCert"]
