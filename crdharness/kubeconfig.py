@@ -35,7 +35,24 @@ def b64_file(path: Path) -> str:
     return base64.b64encode(path.read_bytes()).decode()
 
 
-def write(path: Path, name: str, server: str, ca_bundle_b64: str, user: KeyPair) -> Path:
+def write(
+    path: Path,
+    name: str,
+    server: str,
+    ca_bundle_b64: str,
+    user: KeyPair | None = None,
+    token: str | None = None,
+) -> Path:
+    """A kubeconfig for one cluster and one user, who authenticates with ``user``'s client
+    certificate or with a bearer ``token`` (one of them)."""
+    if (user is None) == (token is None):
+        raise ValueError("a kubeconfig's user has a client certificate or a token")
+    credentials: dict[str, str | None] = {"token": token}
+    if user is not None:
+        credentials = {
+            "client-certificate-data": b64_file(user.cert),
+            "client-key-data": b64_file(user.key),
+        }
     config = {
         "apiVersion": "v1",
         "kind": "Config",
@@ -48,15 +65,12 @@ def write(path: Path, name: str, server: str, ca_bundle_b64: str, user: KeyPair)
         "users": [
             {
                 "name": f"{name}-admin",
-                "user": {
-                    "client-certificate-data": b64_file(user.cert),
-                    "client-key-data": b64_file(user.key),
-                },
+                "user": credentials,
             }
         ],
         "contexts": [{"name": name, "context": {"cluster": name, "user": f"{name}-admin"}}],
         "current-context": name,
         "preferences": {},
     }
-    # It embeds a private key: owner-only, like the key file itself.
+    # It embeds a private key or a token: owner-only, like the key file itself.
     return write_private(path, yaml.safe_dump(config, sort_keys=False).encode())

@@ -9,6 +9,7 @@ half-done start is undone: whatever was started is stopped and the workspace rem
 from __future__ import annotations
 
 import json
+import secrets
 import shutil
 import time
 from pathlib import Path
@@ -40,6 +41,7 @@ from crdharness.workspace import Workspace, sweep_stale
 
 ADMIN_USER = "crdharness-admin"
 ADMIN_GROUPS = ("system:masters",)
+ADMIN_TOKENS = "admin-tokens.csv"  # in pki/: kube-apiserver's --token-auth-file
 
 
 # Starts tried when a port the harness chose is taken before its server binds it.
@@ -301,17 +303,29 @@ class ControlPlane:
         self.ca.save_key()  # for processes that attach and start kube-controller-manager
         self.serving = self.ca.issue_server("apiserver", *certs.LOOPBACK_NAMES)
         self.admin = self.ca.issue_client("admin", ADMIN_USER, ADMIN_GROUPS)
+        token = secrets.token_urlsafe(32)
+        groups = ",".join(ADMIN_GROUPS)
+        certs.write_private(
+            pki / ADMIN_TOKENS, f'{token},{ADMIN_USER},{ADMIN_USER},"{groups}"\n'.encode()
+        )
         self.service_account = certs.service_account_keys(pki)
         server_url = f"https://{ports.LOOPBACK}:{self._apiserver_port}"
+        # The clients authenticate with the token, not the certificate (see APIServerPKI).
         kubeconfig.write(
-            self.kubeconfig, "crdharness-local", server_url, self.ca.bundle_b64, self.admin
+            self.kubeconfig, "crdharness-local", server_url, self.ca.bundle_b64, token=token
         )
 
     def _new_apiserver(
         self, assets: Assets, release: Release, port: int | None = None
     ) -> APIServer:
         assert self.ca and self.admin and self.serving and self.service_account and self.etcd
-        pki = APIServerPKI(self.ca.cert_path, self.serving, self.service_account, self.admin)
+        pki = APIServerPKI(
+            self.ca.cert_path,
+            self.serving,
+            self.service_account,
+            self.admin,
+            self.path / "pki" / ADMIN_TOKENS,
+        )
         port = port or self.apiserver_port
         assert port is not None  # claimed by _prepare_workspace
         flags = APIServerFlags(self.options.watch_cache, list(self.options.extra_apiserver_flags))

@@ -27,10 +27,16 @@ class ServerProcess:
     def healthy(self) -> bool:
         raise NotImplementedError
 
+    def environment(self) -> dict[str, str] | None:
+        """The process's environment: None, the caller's."""
+        return None
+
     def launch(self, started: Callable[[ManagedProcess], None] = lambda process: None):
         """Start the process without waiting for it; ``started`` sees it at once (the
         control plane adopts it into its workspace and guardian before anything can fail)."""
-        self.process = ManagedProcess(self.name, self.args(), self.log_path).start()
+        self.process = ManagedProcess(
+            self.name, self.args(), self.log_path, env=self.environment()
+        ).start()
         started(self.process)
         return self
 
