@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from crdharness.gate import json_values
+
 # Written by the API server on every write, or by the gate itself: never a finding.
 SERVER_METADATA = (
     "metadata.resourceVersion",
@@ -260,9 +262,7 @@ def schema_path(path: str) -> str:
 def comparable(obj: dict, ignore_annotations: tuple[str, ...] = ()) -> dict:
     """``obj`` without what the server changes on any write (resourceVersion, managedFields,
     ...) and without annotations the gate set itself."""
-    import copy
-
-    result = copy.deepcopy(obj)
+    result = json_values.copied(obj)
     metadata = result.get("metadata") or {}
     for path in SERVER_METADATA:
         metadata.pop(path.split(".", 1)[1], None)

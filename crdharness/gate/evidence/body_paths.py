@@ -3,8 +3,9 @@ repair search's one way of changing an object, always on a copy."""
 
 from __future__ import annotations
 
-import copy
 import re
+
+from crdharness.gate import json_values
 
 SEGMENT = re.compile(r"\.?([^.\[\]]+)|\[([^\]]*)\]")
 
@@ -46,7 +47,7 @@ def resolve(body: dict, root: dict, segments: list[str]):
 
 def at(body: dict, segments: list[str], change) -> dict | None:
     """A copy of ``body`` with ``change(container, key)`` done at ``segments``."""
-    copied = copy.deepcopy(body)
+    copied = json_values.copied(body)
     target = copied
     for part in segments[:-1]:
         try:
@@ -65,7 +66,7 @@ def at(body: dict, segments: list[str], change) -> dict | None:
 
 def set(body: dict, segments: list[str], value) -> dict | None:
     def put(container, key):
-        container[key] = copy.deepcopy(value)
+        container[key] = json_values.copied(value)
 
     return at(body, segments, put) if segments else value
 

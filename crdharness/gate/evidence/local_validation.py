@@ -20,8 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
+import orjson
+
 from crdharness.binaries import validator as validator_build
 from crdharness.errors import HarnessError
+from crdharness.gate.api import encoded
 from crdharness.processes import identity, kill_if_same
 from crdharness.progress import Reporter, to_stderr
 
@@ -110,14 +113,14 @@ class LocalValidator:
             raise HarnessError("the local CRD validator is not running")
         with self._lock:
             try:
-                process.stdin.write(json.dumps(request) + "\n")
+                process.stdin.write(encoded(request).decode() + "\n")
                 process.stdin.flush()
                 line = process.stdout.readline()
             except OSError:
                 line = ""
         if not line:
             raise HarnessError(f"the local CRD validator stopped: {self._stderr_tail()}")
-        answer = json.loads(line)
+        answer = orjson.loads(line)
         if "error" in answer:
             raise HarnessError(f"the local CRD validator: {answer['error']}")
         return answer

@@ -22,7 +22,7 @@ import re
 
 from hypothesis import strategies as st
 
-from crdharness.gate import go_durations, go_regex
+from crdharness.gate import go_durations, go_regex, json_values
 from crdharness.gate.evidence import combinators, coverage
 from crdharness.gate.evidence.characters import CHARACTERS
 
@@ -308,8 +308,8 @@ def manifest(crd: dict, version: str, name: str, namespace: str | None, body: di
     obj = {
         "apiVersion": f"{spec['group']}/{version}",
         "kind": spec["names"]["kind"],
-        "metadata": {"name": name, **copy.deepcopy(body.get(METADATA) or {})},
-        **copy.deepcopy(intent(body)),
+        "metadata": {"name": name, **json_values.copied(body.get(METADATA) or {})},
+        **json_values.copied(intent(body)),
     }
     if namespace and spec.get("scope", "Namespaced") == "Namespaced":
         obj["metadata"]["namespace"] = namespace

@@ -19,9 +19,9 @@ against CEL rules; the checks are the API server's, the search is ours.
 
 from __future__ import annotations
 
-import json
 import re
 
+from crdharness.gate import json_values
 from crdharness.gate.evidence import body_paths, combinators, coverage, objects, rule_fixes
 from crdharness.gate.evidence.local_validation import CEL, FieldError, LocalValidator
 
@@ -143,7 +143,7 @@ def _pruned(root: dict, body: dict, error: FieldError) -> dict | None:
 
 
 def _key(body: dict) -> str:
-    return json.dumps(body, sort_keys=True, default=str)
+    return json_values.content_text(body).decode()
 
 
 # -- proposals ---------------------------------------------------------------------------

@@ -26,13 +26,13 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import json
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from functools import wraps
 from typing import Any, TypeVar, cast
 
+from crdharness.gate import json_values
 from crdharness.gate.evidence.packed import Packed
 
 Result = TypeVar("Result")
@@ -85,13 +85,11 @@ def by_schema(
 def content_key(value: Any) -> str:
     """A short key for a JSON value by its content: a cache keyed by a provider's whole
     schema as text keeps hundreds of kilobytes per key."""
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode()).hexdigest()
+    return hashlib.sha256(json_values.content_text(value)).hexdigest()
 
 
 def _digest(schema: dict, more: tuple) -> str:
-    text = json.dumps([schema, more], sort_keys=True, separators=(",", ":"), default=repr)
-    return hashlib.sha256(text.encode()).hexdigest()
+    return hashlib.sha256(json_values.content_text([schema, more], default=repr)).hexdigest()
 
 
 # The keywords whose values are schemas (or lists or maps of them); every other keyword's
