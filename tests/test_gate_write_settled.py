@@ -93,9 +93,14 @@ def test_a_refusal_of_the_servers_own_validation_is_not_written_twice(
         found = list(upgrade_rewrites._written_again(ctx, ctx.releases[0], obj))
     finally:
         del cluster.http.exchange  # the method again
-    assert [(v, [(r.write, r.status) for r in refused]) for v, refused in found] == [
+    assert [(v, [(r.write, r.status) for r in refused]) for v, refused, _ in found] == [
         ("v1", [(RECREATE, 422)])
     ], found
+    # The last write's answer stands for the read after the writes at that version
+    # (``upgrade_writes.rewrite``): it is what a GET there answers now.
+    (_, _, now), read = found[0], call(cluster, "GET", f"{collection}/w")
+    assert now is not None and read.ok
+    assert now == read.body, (now, read.body)
     recreates = [url for method, url in sent if method == "POST" and "dryRun=All" in url]
     # Without a webhook, one re-create: its refusal is the schema's, the same every time.
     # With one taking part, the writes are all made twice, as before.

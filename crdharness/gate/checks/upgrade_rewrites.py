@@ -27,8 +27,8 @@ from crdharness.gate.checks.upgrade_writes import (
     RECREATE_STATUS,
     TOUCHED,
     Refusal,
+    rewrite,
     settled,
-    write_again,
 )
 from crdharness.gate.evidence import hazard_errors, names, objects, schemas
 from crdharness.gate.given.manifests import Release
@@ -70,18 +70,18 @@ def write_baseline(ctx: GateContext, release: Release, written: list[Written]) -
         # managedFields entry the real object does not have.
         after = ctx.releases[release.index + 1].served(obj.crd) if obj.captured else None
         versions: list[str] = []
-        for version, refused in _written_again(ctx, release, obj, after):
+        for version, refused, now in _written_again(ctx, release, obj, after):
             versions.append(version)
             _remember(release, obj, version, refused, refused, hazards, own)
-            _judge_baseline(ctx, part, hazards, release, obj, version, by_none)
+            _judge_baseline(ctx, part, hazards, release, obj, version, by_none, now)
         # Each version's writes leave what the writes at the versions before it did not
         # find (a server-side apply's managedFields entry at that version); the next
         # release's writes start from all of it. What this release refuses from there is its
         # own too, not the next release's doing: the earlier versions are written once more
         # (and read again: the next release's reads are judged from there).
-        for version, refused in _written_again(ctx, release, obj, versions[:-1]):
+        for version, refused, now in _written_again(ctx, release, obj, versions[:-1]):
             _remember(release, obj, version, refused, refused, hazards, own, adding=True)
-            _judge_baseline(ctx, part, hazards, release, obj, version, by_none)
+            _judge_baseline(ctx, part, hazards, release, obj, version, by_none, now)
         return part, hazards
 
     for part, hazards in concurrency.each(write, written, ctx.config.concurrency):
@@ -89,7 +89,9 @@ def write_baseline(ctx: GateContext, release: Release, written: list[Written]) -
         _add_hazards(ctx, hazards)
 
 
-def _judge_baseline(ctx, part, hazards, release: Release, obj: Written, version, by_none) -> None:
+def _judge_baseline(
+    ctx, part, hazards, release: Release, obj: Written, version, by_none, now: dict | None
+) -> None:
     """What a baseline write at ``version`` lost: by strategy None or through the release's
     own webhook (``by_none``), this release's hazard; through the candidate's webhook,
     round-trip's finding (noted)."""
@@ -99,7 +101,7 @@ def _judge_baseline(ctx, part, hazards, release: Release, obj: Written, version,
         hazards,
         release,
         obj,
-        version,
+        (version, now),
         release.index + 1,
         hazard=by_none,
         webhooks_own=not by_none,
@@ -116,7 +118,8 @@ def _written_again(ctx: GateContext, release: Release, obj: Written, only: list[
     """``obj`` written again at each version ``release`` serves (of ``only``, if given;
     ``upgrade_writes``):
     (version, the writes the server refused twice in a row, or once where a second try
-    cannot answer otherwise: ``settled``). A refusal it does not repeat (a 429 or a timeout on
+    cannot answer otherwise: ``settled``; the object as the last write answered, or None).
+    A refusal it does not repeat (a 429 or a timeout on
     a busy machine) is neither a finding nor a hazard that would excuse the next release's
     real refusal of the same write."""
     resource = ctx.resource(obj.crd)
@@ -129,12 +132,14 @@ def _written_again(ctx: GateContext, release: Release, obj: Written, only: list[
         has_status, rule = objects.has_status(entry), names.rule(entry)
         path = resource.path(version, obj.namespace, obj.name)
         read = obj.read_at(release.index, version)
-        refused = write_again(ctx.cluster, path, version, has_status, rule, read)
+        done = rewrite(ctx.cluster, path, version, has_status, rule, read)
         obj.written_now()
+        refused, now = done.refused, done.now
         if refused and not settled(refused, webhooks):
-            repeated = {r.key for r in write_again(ctx.cluster, path, version, has_status, rule)}
-            refused = [r for r in refused if r.key in repeated]
-        yield version, refused
+            again = rewrite(ctx.cluster, path, version, has_status, rule)
+            repeated = {r.key for r in again.refused}
+            refused, now = [r for r in refused if r.key in repeated], again.now
+        yield version, refused, now
 
 
 def _remember(
@@ -190,9 +195,11 @@ def write_all_again(
         part, hazards, writes, known_count = result.part(), dict[str, str](), 0, 0
         by_none = not ctx.by_webhook(release, obj.crd) or ctx.own_webhook(release, obj.crd)
         own = ctx.hazard_errors if by_none else None
-        for version, refused in _written_again(ctx, release, obj):
+        for version, refused, now in _written_again(ctx, release, obj):
             writes += 4 + objects.has_status(release.entry(obj.crd, version))
-            _check_unchanged_by_writes(ctx, part, hazards, release, obj, version, release.index)
+            _check_unchanged_by_writes(
+                ctx, part, hazards, release, obj, (version, now), release.index
+            )
             obj.refused |= {r.write for r in refused}  # the operator's advice: what passed
             known = [r for r in refused if r.key in obj.baseline]  # refused before: hazards
             new = [r for r in refused if r not in known]
@@ -251,30 +258,36 @@ def _check_unchanged_by_writes(
     hazards: dict[str, str],
     release: Release,
     obj: Written,
-    version: str,
+    written: tuple[str, dict | None],
     stored: int,
     hazard: bool = False,
     webhooks_own: bool = False,
 ) -> None:
-    """An old object written again at ``version`` with what was read there must read as it
-    did before at every served version: a webhook that loses a field on the way to
-    ``version`` loses it from storage on the first controller update at that version.
-    Differences ``ctx.excused`` between ``version`` and the storage version are not
-    findings. Each loss is named once, at the version whose writes made it: ``obj.seen``
-    moves on to what is read now."""
+    """An old object written again at a version (``written``: it, and the object as the
+    last write there answered, or None) with what was read there must read as it did
+    before at every served version: a webhook that loses a field on the way to that version
+    loses it from storage on the first controller update at it. Differences ``ctx.excused``
+    between the version and the storage version are not findings. Each loss is named once,
+    at the version whose writes made it: ``obj.seen`` moves on to what is read now."""
+    version, now = written
     resource = ctx.resource(obj.crd)
     storage = release.storage(obj.crd)
     was = obj.seen.get(version)  # read at the version written, before these writes
     for at in release.served(obj.crd):
-        got = call(ctx.cluster, "GET", resource.path(at, obj.namespace, obj.name))
-        if not got.ok:
-            continue  # unreadable: the next release's reads report it
+        # At the version written, the last write's answer is that read (``rewrite``).
+        if at == version and now is not None:
+            body = now
+        else:
+            got = call(ctx.cluster, "GET", resource.path(at, obj.namespace, obj.name))
+            if not got.ok:
+                continue  # unreadable: the next release's reads report it
+            body = got.body
         before = obj.seen.get(at)
-        obj.seen[at] = got.body  # the next writes, and the next release, are judged from here
-        obj.read_now(release.index, at, got.body)
+        obj.seen[at] = body  # the next writes, and the next release, are judged from here
+        obj.read_now(release.index, at, body)
         if before is None:
             continue
-        writers = other_writers(before, got.body)
+        writers = other_writers(before, body)
         if writers:  # another client wrote it beside the gate's writes: not theirs to judge
             note_written_meanwhile(
                 result, obj, f"written again at {version}, read at {at}", writers
@@ -284,7 +297,7 @@ def _check_unchanged_by_writes(
             d
             for d in diff.differences(
                 diff.comparable(before, ignore_annotations=(TOUCHED,)),
-                diff.comparable(got.body, ignore_annotations=(TOUCHED,)),
+                diff.comparable(body, ignore_annotations=(TOUCHED,)),
             )
             if ctx.excused(d, version, storage, obj.crd, release) is None
         ]
@@ -365,7 +378,7 @@ def _check_unchanged_by_writes(
                 paths=[d.path for d in found],
             )
             result.objects.append((f"{obj.label} at {at} before the writes", before))
-            result.objects.append((f"{obj.label} at {at} after the writes at {version}", got.body))
+            result.objects.append((f"{obj.label} at {at} after the writes at {version}", body))
 
 
 def note_growth(obj: Written, version: str, at: str, grown) -> None:

@@ -103,6 +103,15 @@ RECREATE_STATUS = (
 )
 
 
+@dataclass(frozen=True)
+class Rewrite:
+    """What writing an object again did: the writes refused, and the object as the last
+    write answered (None if that write was refused)."""
+
+    refused: list[Refusal]
+    now: dict | None
+
+
 def write_again(
     cluster: Cluster,
     path: str,
@@ -111,11 +120,25 @@ def write_again(
     names: NameRule | None = None,
     read: dict | None = None,
 ) -> list[Refusal]:
-    """Write the object at ``path`` (at ``version``) again; each write refused. ``names``:
-    what the schema at ``version`` requires of names (the re-create's must meet it).
-    ``read``: the object as the caller read it there since its last write, under the CRDs
-    installed now (the first update starts from it: one read fewer; if the object moved on
-    since, the server answers 409 and it is read again)."""
+    """``rewrite``'s refusals."""
+    return rewrite(cluster, path, version, has_status, names, read).refused
+
+
+def rewrite(
+    cluster: Cluster,
+    path: str,
+    version: str,
+    has_status: bool,
+    names: NameRule | None = None,
+    read: dict | None = None,
+) -> Rewrite:
+    """Write the object at ``path`` (at ``version``) again. ``names``: what the schema at
+    ``version`` requires of names (the re-create's must meet it). ``read``: the object as the
+    caller read it there since its last write, under the CRDs installed now (the first update
+    starts from it: one read fewer; if the object moved on since, the server answers 409 and
+    it is read again). The last write's answer is the object as stored and read back at
+    ``version`` (the server decodes what it wrote, defaults and converts it, as for a GET):
+    the caller's read after the writes, at that version, is that answer."""
     refused: list[Refusal] = []
 
     # Each write's answer is the object as it now is: the next write starts from it.
@@ -166,7 +189,7 @@ def write_again(
             refusal = status_written_anew(cluster, collection, again, content["status"])
             if refusal is not None and refusal[0] != CONFLICT:
                 refused.append(Refusal(RECREATE_STATUS, version, *refusal))
-    return refused
+    return Rewrite(refused, latest)
 
 
 def recreate_dry_run(
