@@ -55,3 +55,44 @@ def test_the_first_failure_in_the_items_order_is_raised():
 def test_a_limit_of_one_runs_on_the_calling_thread():
     threads = concurrency.each(lambda _: threading.current_thread(), [1, 2, 3], limit=1)
     assert set(threads) == {threading.current_thread()}
+
+
+def test_each_item_runs_in_the_callers_context():
+    import contextvars
+
+    belongs: contextvars.ContextVar[str] = contextvars.ContextVar("belongs", default="none")
+    belongs.set("pair A")
+    assert concurrency.each(lambda _: belongs.get(), list(range(6)), limit=3) == ["pair A"] * 6
+
+
+def test_a_pairs_refusal_causes_are_its_own_while_another_crds_pair_runs_beside_it():
+    # Two CRDs' pairs side by side (``CRDS_AT_ONCE``), each with its objects on threads of
+    # its own: what a pair reports as its refusals' causes (``round_trips``) is what its own
+    # objects were refused for, not the other's.
+    from collections import Counter
+    from pathlib import Path
+
+    from crdharness.gate.given.config import GateConfig
+    from crdharness.gate.run.context import PAIR_CAUSES, GateContext
+
+    ctx = GateContext(None, GateConfig(Path("gate.yaml"), crds=[]), [], {}, lambda line: None)
+    both = threading.Barrier(2, timeout=10)
+
+    def pair(message: str) -> Counter:
+        counted: Counter[str] = Counter()
+        token = PAIR_CAUSES.set(counted)
+        try:
+            both.wait()  # the two pairs are in flight together
+
+            def refuse(_: int) -> None:
+                ctx.count("refused by the API server's validation (422)", message)
+
+            concurrency.each(refuse, list(range(5)), limit=3)
+        finally:
+            PAIR_CAUSES.reset(token)
+        return counted
+
+    first, second = concurrency.each(pair, ["spec.a: Required value", "spec.b: Too long"], 2)
+    assert sum(first.values()) == sum(second.values()) == 5
+    assert set(first).isdisjoint(second), (first, second)
+    assert sum(ctx.refused_causes.values()) == 10  # and the run's counts have both

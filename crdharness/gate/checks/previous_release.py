@@ -62,6 +62,7 @@ def _run(ctx: GateContext, release: Release) -> None:
     ctx.report(f"gate: release {release.index + 1}: its own round trips (for its debt)")
     ensure_namespace(ctx.cluster, ROUND_TRIP_NS)
     with ctx.refusals_uncounted():  # no evidence about the candidate
+        tripped = []
         for name in ctx.live(release):
             if name not in ctx.candidate.crds or ctx.listed_only(name):
                 continue  # a CRD listed only: none of the candidate's checks to compare
@@ -76,30 +77,37 @@ def _run(ctx: GateContext, release: Release) -> None:
                     f"webhook's, not release {release.index + 1}'s: none is its debt"
                 )
                 continue
-            pairs = list(itertools.permutations(release.served(name), 2))
-            forms: dict[tuple[str, str], set[tuple[str, Form]]] = {}
-            failed: dict[tuple[str, str], list[dict]] = {}  # pair -> the bodies that failed
-            for a, b in pairs:
-                ctx.check_deadline(f"release {release.index + 1}'s round trips of {name}")
-                written = ctx.previous_writes.setdefault(
-                    subjects.key("convertibility", subjects.pair(name, a, b)), {}
-                )
-                forms[a, b], failed[a, b] = _pair(
-                    ctx, release, name, a, b, _bodies(ctx, release, name, a, b), written
-                )
-            # As the candidate's pairs start from what other pairs found: those bodies too.
-            for a, b in pairs:
-                found = [
-                    body for pair, bodies in failed.items() if pair != (a, b) for body in bodies
-                ]
-                subject = subjects.pair(name, a, b)
-                again = [(body, False) for body in found]
-                written = ctx.previous_writes[subjects.key("convertibility", subject)]
-                forms[a, b] |= _pair(ctx, release, name, a, b, again, written)[0]
-                for check in ("round-trip", "convertibility"):
-                    ctx.previous_forms[subjects.key(check, subject)] = [
-                        f for c, f in forms[a, b] if c == check
-                    ]
+            tripped.append(name)
+        # CRDs side by side, as the candidate's (each writes only its own subjects' forms).
+        concurrency.each(
+            lambda name: _round_trips(ctx, release, name), tripped, concurrency.CRDS_AT_ONCE
+        )
+
+
+def _round_trips(ctx: GateContext, release: Release, name: str) -> None:
+    """``name``'s round trips under ``release``, pair by pair: their failures' forms."""
+    pairs = list(itertools.permutations(release.served(name), 2))
+    forms: dict[tuple[str, str], set[tuple[str, Form]]] = {}
+    failed: dict[tuple[str, str], list[dict]] = {}  # pair -> the bodies that failed
+    for a, b in pairs:
+        ctx.check_deadline(f"release {release.index + 1}'s round trips of {name}")
+        written = ctx.previous_writes.setdefault(
+            subjects.key("convertibility", subjects.pair(name, a, b)), {}
+        )
+        forms[a, b], failed[a, b] = _pair(
+            ctx, release, name, a, b, _bodies(ctx, release, name, a, b), written
+        )
+    # As the candidate's pairs start from what other pairs found: those bodies too.
+    for a, b in pairs:
+        found = [body for pair, bodies in failed.items() if pair != (a, b) for body in bodies]
+        subject = subjects.pair(name, a, b)
+        again = [(body, False) for body in found]
+        written = ctx.previous_writes[subjects.key("convertibility", subject)]
+        forms[a, b] |= _pair(ctx, release, name, a, b, again, written)[0]
+        for check in ("round-trip", "convertibility"):
+            ctx.previous_forms[subjects.key(check, subject)] = [
+                f for c, f in forms[a, b] if c == check
+            ]
 
 
 def _through_a_webhook(ctx: GateContext, release: Release, name: str) -> bool:

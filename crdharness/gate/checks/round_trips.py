@@ -25,7 +25,7 @@ from crdharness.gate.checks import (
 from crdharness.gate.checks.pair_record import PairRecord
 from crdharness.gate.evidence import changes, drawn_bodies, refusal
 from crdharness.gate.results import Form, Found, RoundTripFailure
-from crdharness.gate.run.context import GateContext
+from crdharness.gate.run.context import PAIR_CAUSES, GateContext
 
 MAX_FINDINGS = 3  # distinct failures searched for per version pair
 CARRYING = "carrying the webhook's own annotations"  # counted objects (annotation_objects)
@@ -38,13 +38,22 @@ def pairs(ctx: GateContext, name: str) -> list[str]:
 
 
 def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
+    """*round-trip* and *convertibility* of the candidate's ``name`` from ``a`` to ``b``."""
+    counted: Counter[str] = Counter()  # the refusals' causes of this pair's own objects
+    token = PAIR_CAUSES.set(counted)
+    try:
+        _check_pair(ctx, name, a, b, counted)
+    finally:
+        PAIR_CAUSES.reset(token)
+
+
+def _check_pair(ctx: GateContext, name: str, a: str, b: str, counted: Counter[str]) -> None:
     subject = subjects.pair(name, a, b)
     round_trip = ctx.result("round-trip", subject)
     convertible = ctx.result("convertibility", subject)
     manifest = ctx.candidate.crds[name]
     entry = ctx.candidate.entry(name, a)
     seen = PairRecord()
-    causes_before = Counter(ctx.refused_causes)
     started = time.perf_counter()
     ctx.report(f"gate: {subject}: round trips ({ctx.config.generate} generated objects)")
 
@@ -97,7 +106,7 @@ def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
     # the schemas are refused, and so only counted.
     replay = ctx.found.get((name, a), []) + [
         body
-        for (crd, version), bodies in ctx.found.items()
+        for (crd, version), bodies in list(ctx.found.items())  # other CRDs' grow meanwhile
         if crd == name and version != a
         for body in bodies
     ]
@@ -212,7 +221,7 @@ def check_pair(ctx: GateContext, name: str, a: str, b: str) -> None:
             + alone
         )
     compared, created = seen.counts["compared"], seen.counts["created"]
-    causes = dict(Counter(ctx.refused_causes) - causes_before)
+    causes = dict(counted)
     tried = created + seen.counts["refused"]
     meanwhile = seen.counts["written meanwhile"]
     for result, count in ((round_trip, compared), (convertible, created)):

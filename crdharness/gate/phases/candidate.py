@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 
-from crdharness.gate import subjects
+from crdharness.gate import concurrency, subjects
 from crdharness.gate.api import apply_crd, delete_crd, ensure_namespace, read_crd
 from crdharness.gate.checks import (
     debt,
@@ -56,6 +56,7 @@ def _run(ctx: GateContext) -> None:
             continue
         crds.wait_settled(ctx.cluster.api_client, manifest)
     ensure_namespace(ctx.cluster, ROUND_TRIP_NS)
+    judged = []
     for name in ctx.candidate.crds:
         if name in uninstallable:
             continue
@@ -63,24 +64,35 @@ def _run(ctx: GateContext) -> None:
             _listed(ctx, name)
             if ctx.listed_only(name):
                 continue
-        for a, b in itertools.permutations(ctx.candidate.served(name), 2):
-            ctx.check_deadline(f"the round trips of {name} {a}->{b}")
-            subject = subjects.pair(name, a, b)
-            ctx.working_on(
-                subjects.key("round-trip", subject), subjects.key("convertibility", subject)
-            )
-            with contained(
-                ctx.result("round-trip", subject), ctx.result("convertibility", subject)
-            ):
-                round_trips.check_pair(ctx, name, a, b)
-        with (
-            ctx.timed("candidate: schemas vs strategy"),
-            contained(ctx.result("schemas-vs-strategy", name)),
-        ):
-            schemas_vs_strategy.check(ctx, name)  # after the round trips: ranks what they lost
+        judged.append(name)
+    # CRDs side by side, each its pairs in order (a pair starts from what the pairs before it
+    # found); the pairs' differences in the CRDs' order, as one at a time would list them.
+    concurrency.each(lambda name: _judge(ctx, name), judged, concurrency.CRDS_AT_ONCE)
+    order = {name: i for i, name in enumerate(ctx.candidate.crds)}
+    ctx.pair_changes.sort(key=lambda change: order.get(change.crd, len(order)))
     ctx.working_on(*(subjects.key("expected-conversion", e.subject) for e in ctx.config.expect))
     expectations.check(ctx)
     ctx.working_on()
+
+
+def _judge(ctx: GateContext, name: str) -> None:
+    """The round trips of each ordered pair of ``name``'s served versions, then its
+    schemas-vs-strategy (which ranks what they lost)."""
+    for a, b in itertools.permutations(ctx.candidate.served(name), 2):
+        ctx.check_deadline(f"the round trips of {name} {a}->{b}")
+        subject = subjects.pair(name, a, b)
+        with (
+            ctx.working(
+                subjects.key("round-trip", subject), subjects.key("convertibility", subject)
+            ),
+            contained(ctx.result("round-trip", subject), ctx.result("convertibility", subject)),
+        ):
+            round_trips.check_pair(ctx, name, a, b)
+    with (
+        ctx.timed("candidate: schemas vs strategy"),
+        contained(ctx.result("schemas-vs-strategy", name)),
+    ):
+        schemas_vs_strategy.check(ctx, name)
 
 
 def _listed(ctx: GateContext, name: str) -> None:

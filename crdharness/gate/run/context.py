@@ -7,6 +7,7 @@ nothing about the order phases run in (``gate.phases.runner``).
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import itertools
 import json
 import math
@@ -38,6 +39,12 @@ if TYPE_CHECKING:
 
 
 HISTORY_NS = "gate-history"  # where the history phase writes its objects
+# The refusal causes counted for the version pair being judged (``round_trips``): that pair's
+# own while other CRDs' pairs run beside it (``concurrency.each`` carries it into the threads
+# its objects go out on).
+PAIR_CAUSES: contextvars.ContextVar[Counter[str] | None] = contextvars.ContextVar(
+    "pair_causes", default=None
+)
 ROUND_TRIP_NS = "gate-round-trip"  # where the candidate phase writes and deletes its objects
 
 
@@ -177,6 +184,16 @@ class GateContext:
         """The checks the phase is deciding now (``check:subject``): if it raises, these fail
         even where they already hold some evidence."""
         self.in_progress = set(keys)
+
+    @contextlib.contextmanager
+    def working(self, *keys: str):
+        """``working_on`` for a block that runs beside others (each adds its own keys): they
+        stay in progress if it raises."""
+        with self._counting:
+            self.in_progress = self.in_progress | set(keys)
+        yield
+        with self._counting:
+            self.in_progress = self.in_progress - set(keys)
 
     def listed_only(self, crd: str) -> bool:
         """Whether the candidate's ``crd`` is unchanged and not judged again (no ``full``):
@@ -391,4 +408,8 @@ class GateContext:
         with self._counting:
             self.refused[why] += 1
             self.refused_examples.setdefault(why, message[:300])
-            self.refused_causes[refusal.cause(message)] += 1
+            cause = refusal.cause(message)
+            self.refused_causes[cause] += 1
+            pair = PAIR_CAUSES.get()
+            if pair is not None:
+                pair[cause] += 1
