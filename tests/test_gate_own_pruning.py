@@ -265,7 +265,7 @@ def test_the_upgrade_writes_send_only_what_was_read_at_the_same_version(monkeypa
     monkeypatch.setattr(upgrade_writes, "call", call)
     monkeypatch.setattr(upgrade_writes, "apply", apply)
     path = "/apis/example.com/v2/namespaces/n/widgets/w"
-    assert upgrade_writes.write_again(None, path, "v2", has_status=True) == []
+    assert upgrade_writes.rewrite(None, path, "v2", has_status=True).refused == []
     assert len(sent) >= 6
     for method, where, body in sent:
         assert body["apiVersion"] == f"example.com/{at(where)}", (method, where)

@@ -1,4 +1,4 @@
-"""An old object's writes start from the gate's last read of it (``upgrade_writes.write_again``
+"""An old object's writes start from the gate's last read of it (``upgrade_writes.rewrite``
 with ``read``): one request fewer per object and release, never a write from a stale copy —
 the server refuses an update naming a resourceVersion the object has moved past (409), and
 the gate reads it again."""
@@ -53,7 +53,7 @@ def test_the_writes_start_from_a_current_read_and_read_again_past_a_stale_one(
     cluster, make_crd, namespace, group, counted
 ):
     from crdharness.gate.api import call
-    from crdharness.gate.checks.upgrade_writes import write_again
+    from crdharness.gate.checks.upgrade_writes import rewrite
 
     crd = make_crd(_widgets(group))
     crd.create_object("v1", namespace, "w", spec={"size": 1})
@@ -62,11 +62,11 @@ def test_the_writes_start_from_a_current_read_and_read_again_past_a_stale_one(
 
     # Current: the first update is sent from it, no read before it; every write passes.
     counted.clear()
-    assert write_again(cluster, path, "v1", has_status=True, read=read) == []
+    assert rewrite(cluster, path, "v1", has_status=True, read=read).refused == []
     assert counted[0] == ("PUT", path), counted[:3]
     without_read = len(counted)
     counted.clear()
-    assert write_again(cluster, path, "v1", has_status=True) == []
+    assert rewrite(cluster, path, "v1", has_status=True).refused == []
     assert counted[0] == ("GET", path) and len(counted) == without_read + 1, counted
 
     # Stale: the object moved on (another client's update) since the gate's read. The server
@@ -76,6 +76,6 @@ def test_the_writes_start_from_a_current_read_and_read_again_past_a_stale_one(
     newer = call(cluster, "PUT", path, {**stale, "spec": {"size": 7}})
     assert newer.ok, newer.message
     counted.clear()
-    assert write_again(cluster, path, "v1", has_status=True, read=stale) == []
+    assert rewrite(cluster, path, "v1", has_status=True, read=stale).refused == []
     assert counted[:3] == [("PUT", path), ("GET", path), ("PUT", path)], counted[:3]
     assert call(cluster, "GET", path).body["spec"] == {"size": 7}

@@ -112,18 +112,6 @@ class Rewrite:
     now: dict | None
 
 
-def write_again(
-    cluster: Cluster,
-    path: str,
-    version: str,
-    has_status: bool,
-    names: NameRule | None = None,
-    read: dict | None = None,
-) -> list[Refusal]:
-    """``rewrite``'s refusals."""
-    return rewrite(cluster, path, version, has_status, names, read).refused
-
-
 def rewrite(
     cluster: Cluster,
     path: str,
