@@ -74,9 +74,9 @@ def test_a_gate_started_by_a_test_stops_when_the_test_process_is_killed(tmp_path
         assert any(p.name() == "kube-apiserver" for p in started), started
         worker.send_signal(signal.SIGKILL)
         worker.wait()
-        # The gate stops its children on SIGTERM: each with a grace period, so on a loaded
-        # machine (a CI run beside a provider's gate once took more than 60 s) it takes longer;
-        # a gate that never stops still fails here.
+        # The gate stops its children on SIGTERM, each with a grace period (longer on a loaded
+        # machine). A gate that never stops fails here: one did on a loaded CI run, its proxy's
+        # accept loop held by a connection that never sent its TLS hello (test_gate_proxy).
         wait_for(
             lambda: not [p for p in started if _alive(p)],
             300,

@@ -139,3 +139,25 @@ def test_reviews_after_the_webhook_died_name_its_exit_and_first_crash(tmp_path):
     said = dead[2].decode()
     assert "the webhook is no longer running (its process exited, exit code 2)" in said, said
     assert "panic: runtime error: index out of range" in said and "tas.Assignment()" in said
+
+
+def test_a_client_that_never_speaks_tls_neither_holds_other_clients_nor_the_stop(tmp_path):
+    # A connection that never sends its TLS hello once held the proxy's accept loop: every
+    # review after it waited, and ``stop()`` (the gate's exit on SIGTERM) never returned,
+    # leaving its kube-apiserver and etcd behind (a loaded CI run). The handshake is each
+    # connection's own now.
+    ca = certs.CertificateAuthority(tmp_path)
+    proxy = RecordingProxy(ca, "https://127.0.0.1:9", None, tmp_path / "exchanges.jsonl")
+    silent = socket.create_connection(("127.0.0.1", proxy.port))
+    stopped = threading.Event()
+    try:
+        # Another client is served beside it (the target is down: the proxy's own 502).
+        context = ssl.create_default_context(cadata=ca.pem.decode())
+        raw = socket.create_connection(("127.0.0.1", proxy.port), timeout=30)
+        with context.wrap_socket(raw, server_hostname="127.0.0.1") as client:
+            client.sendall(b"POST /convert HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}")
+            assert client.recv(64).startswith(b"HTTP/1.1 502"), "no answer beside it"
+        threading.Thread(target=lambda: (proxy.stop(), stopped.set()), daemon=True).start()
+        wait_for(stopped.is_set, 60, "the proxy to stop with a silent client connected")
+    finally:
+        silent.close()

@@ -114,7 +114,12 @@ class RecordingProxy:
         self.server = _QuietServer((ports.LOOPBACK, 0), Handler)
         self.server.error_log = log.with_name("proxy-errors.log")
         self.server.daemon_threads = True
-        self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+        # The handshake is each connection's own (``_QuietServer.finish_request``), not the
+        # accept loop's: a client that connects and never speaks TLS held the loop, and with it
+        # ``stop()`` and the gate's exit, forever (seen on a loaded CI run).
+        self.server.socket = context.wrap_socket(
+            self.server.socket, server_side=True, do_handshake_on_connect=False
+        )
         self.port = self.server.server_address[1]
         self._thread = threading.Thread(
             target=self.server.serve_forever, name="gate-proxy", daemon=True
@@ -208,6 +213,9 @@ class RecordingProxy:
         self.server.server_close()
 
 
+HANDSHAKE_SECONDS = 60
+
+
 class _QuietServer(ThreadingHTTPServer):
     """A client hanging up mid-exchange (the API server timing out, or closing its
     connections at teardown: ``SSLEOFError``, ``BrokenPipeError``) is the gate's plumbing, not
@@ -215,6 +223,15 @@ class _QuietServer(ThreadingHTTPServer):
     (socketserver's default prints one to stderr)."""
 
     error_log: Path | None = None
+
+    def finish_request(self, request, client_address) -> None:
+        """The TLS handshake, on the connection's own thread: a client that never completes
+        it is dropped after ``HANDSHAKE_SECONDS`` (past the longest a webhook call may take:
+        kube-apiserver's timeoutSeconds is at most 30)."""
+        request.settimeout(HANDSHAKE_SECONDS)
+        request.do_handshake()
+        request.settimeout(None)
+        super().finish_request(request, client_address)
 
     def handle_error(self, request, client_address) -> None:
         exc = sys.exc_info()[1]
