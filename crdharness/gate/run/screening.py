@@ -59,15 +59,23 @@ class Screening:
         return self.made.setdefault((crd, version), Made())
 
     def screen(
-        self, manifest: dict, entry: dict, body: dict, name: str, namespace: str | None
+        self,
+        manifest: dict,
+        entry: dict,
+        body: dict,
+        name: str,
+        namespace: str | None,
+        counted: bool = True,
     ) -> tuple[dict, Answer | None]:
         """The body to send for generated ``body`` (repaired if need be), or the refusal
-        that stands for the API server's when no body near it is accepted locally."""
+        that stands for the API server's when no body near it is accepted locally.
+        ``counted``: among the objects made (``objects_made``); a check's probe is not."""
         if objects.NAME in body:  # a sample (or one made from a sample): sent as given
             return body, None
         crd, version = manifest["metadata"]["name"], entry["name"]
-        with self._lock:
-            self._made(crd, version).generated += 1
+        if counted:
+            with self._lock:
+                self._made(crd, version).generated += 1
         if self.validator is None:
             return body, None
         if crd in self.not_judged:
@@ -83,8 +91,9 @@ class Screening:
                 fixed = {**fixed, objects.METADATA: body[objects.METADATA]}
             return fixed, None
         first = errors[0]
-        with self._lock:
-            self._made(crd, version).refused[first.who[:REASON]] += 1
+        if counted:
+            with self._lock:
+                self._made(crd, version).refused[first.who[:REASON]] += 1
         message = f"{LOCALLY}: {'; '.join(f'{e.field}: {e.message}' for e in errors[:3])}"
         return body, Answer(422, {"message": message, "reason": "Invalid"}, [], message)
 
