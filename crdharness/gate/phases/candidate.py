@@ -93,6 +93,7 @@ def _judge(ctx: GateContext, name: str) -> None:
         contained(ctx.result("schemas-vs-strategy", name)),
     ):
         schemas_vs_strategy.check(ctx, name)
+    ctx.screening.memo.forget(name)  # its screens are not asked for again: memory back
 
 
 def _listed(ctx: GateContext, name: str) -> None:

@@ -19,6 +19,7 @@ from crdharness.errors import HarnessError
 from crdharness.gate.api import Answer
 from crdharness.gate.evidence import coverage, objects, repair
 from crdharness.gate.evidence.local_validation import LocalValidator
+from crdharness.gate.run.screen_memo import ScreenMemo
 
 REASON = 160  # characters of a refusing rule kept as a reason
 LOCALLY = "refused before sending (the API server's validation, run locally)"
@@ -53,6 +54,7 @@ class Screening:
     made: dict[tuple[str, str], Made] = field(default_factory=dict)  # (crd, version) ->
     off: str = ""  # why nothing (or some CRDs' objects) is judged locally
     not_judged: dict[str, str] = field(default_factory=dict)  # crd -> why not, locally
+    memo: ScreenMemo = field(default_factory=ScreenMemo, repr=False)  # the same body again
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def _made(self, crd: str, version: str) -> Made:
@@ -80,8 +82,16 @@ class Screening:
             return body, None
         if crd in self.not_judged:
             return body, None
+        validator = self.validator
         try:
-            fixed, errors = repair.repaired(self.validator, manifest, entry, body, name, namespace)
+            fixed, errors = self.memo.screened(
+                manifest,
+                entry,
+                body,
+                name,
+                namespace,
+                lambda: repair.repaired(validator, manifest, entry, body, name, namespace),
+            )
         except HarnessError as exc:  # the validator failed here: the API server alone judges
             self.not_judged[crd] = str(exc)
             self.off = "; ".join(f"{c}: {why}" for c, why in sorted(self.not_judged.items()))
