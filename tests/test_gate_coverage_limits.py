@@ -290,6 +290,8 @@ def test_a_value_laid_under_a_sample_with_an_empty_list_on_its_path():
     assert body["spec"]["rules"][0]["mutators"][0]["handler"] == "x"
 
 
+STRING_ = {"type": "string"}
+
 SELECTOR = obj(
     {
         "allowed": {"type": "array", "items": {"type": "string"}},
@@ -364,6 +366,42 @@ def test_paths_lost_whole_with_a_field_the_other_version_lacks_are_judged_and_sa
     )
     assert f"judged without going round: spec.classes.matchLabels.*: {why}" in result.details
     assert found.as_json()["lost_whole"] == {"spec.classes.matchLabels.*": why}
+
+
+def test_a_path_no_object_held_below_a_field_pruned_at_b_is_judged_with_that_field():
+    # Corpus (kueue v0.19.2 upgraded to itself): v1beta2's `slices` (v1beta1 has no such
+    # field) was lost whole on every object; below it a rule wants exactly one of `universal`
+    # and `individual`, so no object held `individual`'s paths, and the pair, whose loss of
+    # `slices` is release 1's debt, stayed "not proven" for them. Under strategy None the API
+    # server prunes `slices` at v1beta1 whatever it holds.
+    choice = obj({"universal": {"type": "string"}, "individual": obj({"prefix": STRING_})})
+    entry = {
+        "name": "v1beta2",
+        "schema": {"openAPIV3Schema": obj({"spec": obj({"slices": choice, "kept": STRING_})})},
+    }
+    held = {"spec.kept"}
+    lost_whole = {"spec.slices.universal": "lost whole with spec.slices, which v1beta1 ..."}
+    gone = {"spec.slices": "v1beta1"}
+    found = path_coverage.judge(entry, held, {}, set(), lost_whole, gone=gone)
+    assert found.uncovered == {}
+    assert found.lost_whole["spec.slices.individual.prefix"] == (
+        "lost whole with spec.slices, which v1beta1 does not declare (no object held this path "
+        "itself: that field is pruned at v1beta1 whatever it holds)"
+    )
+    # Without a loss of that field seen (or through a webhook, which records none): not held.
+    alone = path_coverage.judge(entry, held, {}, set(), lost_whole)
+    assert list(alone.uncovered) == ["spec.slices.individual.prefix"]
+    # A field lost whole that is not an ancestor judges nothing.
+    other = path_coverage.judge(entry, held, {}, set(), lost_whole, gone={"spec.kep": "v1"})
+    assert list(other.uncovered) == ["spec.slices.individual.prefix"]
+
+
+def test_the_fields_gone_are_those_b_does_not_declare():
+    from crdharness.gate.checks.round_trip_steps import fields_gone
+
+    b_schema = obj({"spec": obj({"route": obj({"key": STRING_})})})
+    lost = frozenset({"spec.classes", "spec.route", "spec.route.key.x"})
+    assert fields_gone(lost, b_schema) == ["spec.classes", "spec.route.key.x"]
 
 
 def test_a_path_stopped_below_its_own_lost_parent_is_said_so_with_what_would_show_it():

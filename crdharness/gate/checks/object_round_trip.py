@@ -21,6 +21,7 @@ from crdharness.gate.checks.pair_record import PairRecord
 from crdharness.gate.checks.respelling import TOUCH, respelt
 from crdharness.gate.checks.round_trip_steps import (
     Steps,
+    fields_gone,
     judged_with,
     lost_beyond_b,
     lost_on_write,
@@ -135,9 +136,15 @@ def _run_named(
             seen.held |= held - below
             seen.stopped |= below
             seen.parents_lost.update(parents)
-            if below and found is not None:
-                b_schema = objects.body_schema(release.entry(_crd_of(ctx, resource), b))
-                seen.lost_whole.update(lost_beyond_b(below, found.lost, b_schema, b))
+            if found is not None and found.lost:
+                crd = _crd_of(ctx, resource)
+                b_schema = objects.body_schema(release.entry(crd, b))
+                if below:
+                    seen.lost_whole.update(lost_beyond_b(below, found.lost, b_schema, b))
+                # Pruned at B whatever it holds: not so through a webhook, which may carry
+                # one content where it fails on another.
+                if not ctx.by_webhook(release, crd):
+                    seen.gone.update(dict.fromkeys(fields_gone(found.lost, b_schema), b))
         elif found is not None:
             went = judged_with(held, found.paths)
             seen.held |= went

@@ -23,6 +23,10 @@ class PairRecord:
     stopped: set[str] = field(default_factory=set)  # held only by objects stopped early
     # Of those, paths below a field B does not declare, lost whole: path -> why judged.
     lost_whole: dict[str, str] = field(default_factory=dict)
+    # Fields B does not declare that a round trip lost whole, under strategy None (pruned
+    # at B whatever they hold): field -> B. What is below them is judged with them, held or
+    # not (``path_coverage.judge``).
+    gone: dict[str, str] = field(default_factory=dict)
     # Paths stopped short of because a field above them was lost whole: path -> that field.
     parents_lost: dict[str, str] = field(default_factory=dict)
     pruned: list[str] = field(default_factory=list)  # the gate's own request's, not the webhook's
@@ -46,6 +50,7 @@ class PairRecord:
         self.held |= other.held
         self.stopped |= other.stopped
         self.lost_whole.update(other.lost_whole)
+        self.gone.update(other.gone)
         self.parents_lost.update(other.parents_lost)
         self.note_pruned(other.pruned)
         named = set(other.hidden.values())

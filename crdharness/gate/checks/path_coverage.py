@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Set
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from crdharness.gate import concurrency
+from crdharness.gate import concurrency, diff
 from crdharness.gate.api import Answer
 from crdharness.gate.checks.pair_record import PairRecord
 from crdharness.gate.evidence import (
@@ -351,6 +351,7 @@ def judge(
     lost_whole: Mapping[str, str] = MappingProxyType({}),
     parents: Mapping[str, str] = MappingProxyType({}),
     unconverted: Set[str] = frozenset(),
+    gone: Mapping[str, str] = MappingProxyType({}),
 ) -> Coverage:
     """Every declared leaf path of ``entry``'s version, and for each one ``held`` lacks,
     why: lost whole with a field the other version does not declare (``lost_whole``: judged,
@@ -363,6 +364,17 @@ def judge(
             continue
         if leaf.path in lost_whole:
             found.lost_whole[leaf.path] = lost_whole[leaf.path]
+            continue
+        above = next((f for f in sorted(gone) if diff.at_or_under(leaf.path, f)), None)
+        if above is not None and leaf.path != above:
+            # Below a field B does not declare, which round trips lost whole under strategy
+            # None: the API server prunes it at B whatever it holds (a choice's other branch,
+            # which no object could hold beside the one built, included).
+            found.lost_whole[leaf.path] = (
+                f"lost whole with {above}, which {gone[above]} does not declare (no object "
+                f"held this path itself: that field is pruned at {gone[above]} whatever it "
+                "holds)"
+            )
             continue
         if leaf.path in refused:
             why = refused[leaf.path]

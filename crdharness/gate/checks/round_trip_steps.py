@@ -93,13 +93,19 @@ def lost_beyond_b(held: set[str], lost: frozenset[str], b_schema: dict, b: str) 
     webhook's own annotation could carry it), so the field's loss, reported, is its loss too.
     A field B does declare may be dropped for one value only (an item with an empty key), so
     what is below it stays not judged (issue 43)."""
-    gone = sorted(f for f in lost if coverage.node_at(b_schema, f) is None)
+    gone = fields_gone(lost, b_schema)
     found: dict[str, str] = {}
     for path in sorted(held):
         field = next((f for f in gone if path != f and diff.at_or_under(path, f)), None)
         if field is not None:
             found[path] = f"lost whole with {field}, which {b} does not declare"
     return found
+
+
+def fields_gone(lost: frozenset[str], b_schema: dict) -> list[str]:
+    """Of the fields lost whole (``lost``), those B's schema does not declare at all: the
+    API server prunes them at B whatever they hold."""
+    return sorted(f for f in lost if coverage.node_at(b_schema, f) is None)
 
 
 def lost_on_write(

@@ -258,6 +258,7 @@ def _check_pair(ctx: GateContext, name: str, a: str, b: str, counted: Counter[st
             seen.lost_whole,
             seen.parents_lost,
             unconverted,
+            seen.gone,
         ),
         a,
     )
