@@ -136,6 +136,9 @@ def test_a_webhook_that_drops_status_conditions_fails_and_names_them(tmp_path):
     # v1 is stored: a spec update at v1alpha1 loses the conditions written at v1.
     spec_update = checks(report)["round-trip[backups.gate.example.com v1->v1alpha1]"]
     assert "status.conditions" in spec_update["evidence"]
+    # The user's sample is shown by the name the user gave it (the gate names its copy anew).
+    back = checks(report)["round-trip[backups.gate.example.com v1alpha1->v1]"]
+    assert "your sample nightly: sent at v1alpha1" in back["objects"], back["objects"]
 
 
 def test_objects_refused_by_the_users_admission_webhook_are_counted_not_findings(tmp_path):

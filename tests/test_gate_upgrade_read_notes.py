@@ -64,3 +64,10 @@ def test_only_an_annotation_that_appeared_is_the_webhooks_own():
     assert not own(diff.Difference("metadata.annotations.example.com/k", "lost", "x", None))
     assert not own(diff.Difference("metadata.annotations.example.com/k", "changed", "x", "y"))
     assert not own(diff.Difference("spec.x", "added", None, "x"))
+
+
+def test_a_sample_is_named_as_the_user_knows_it_too():
+    obj = Written("apirules.example.com", "v1beta1", "r1-v1beta1-0", "ns", sample=True)
+    obj.sample_name = "checkout-route"
+    assert obj.label == "r1-v1beta1-0 (your sample checkout-route)"
+    assert Written("apirules.example.com", "v1beta1", "r1-v1beta1-1", "ns").label == "r1-v1beta1-1"

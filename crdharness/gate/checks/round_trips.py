@@ -23,7 +23,7 @@ from crdharness.gate.checks import (
     status_anew,
 )
 from crdharness.gate.checks.pair_record import PairRecord
-from crdharness.gate.evidence import changes, drawn_bodies, refusal
+from crdharness.gate.evidence import changes, drawn_bodies, objects, refusal
 from crdharness.gate.results import Form, Found, RoundTripFailure
 from crdharness.gate.run.context import PAIR_CAUSES, GateContext
 
@@ -79,7 +79,7 @@ def _check_pair(ctx: GateContext, name: str, a: str, b: str, counted: Counter[st
     for body in ctx.sample_bodies(name, a):
         failure = attempt(body, sample=True)
         if failure is not None and new(failure):
-            remember(failure, "sample")
+            remember(failure, f"your sample {body.get(objects.NAME, '(unnamed)')}")
     # Each path the two schemas differ in gets an object of its own, before any search: one
     # early failure cannot hide another, and the headline is the first path whose data is
     # lost.

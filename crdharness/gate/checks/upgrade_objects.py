@@ -68,6 +68,7 @@ class Written:
     seen: MutableMapping[str, dict] = field(default_factory=PackedReads)
     sent: dict = field(default_factory=dict)  # the body written (fields, status)
     sample: bool = False  # one of the user's samples (an object clusters really hold)
+    sample_name: str = ""  # a sample's own name, as the user knows it (the gate names it anew)
     changes: tuple[Change, ...] = ()  # the changes it was built to hold (``targeted``)
     baseline: set[tuple[str, str]] = field(default_factory=set)  # writes refused before
     findings: list[str] = field(default_factory=list)  # this transition's, about it
@@ -117,9 +118,12 @@ class Written:
 
     @property
     def label(self) -> str:
-        """How findings name it: a source cluster's object as ``namespace/name``."""
+        """How findings name it: a source cluster's object as ``namespace/name``, one of the
+        user's samples with the name the user gave it too."""
         if self.captured and self.namespace:
             return f"{self.namespace}/{self.name}"
+        if self.sample_name:
+            return f"{self.name} (your sample {self.sample_name})"
         return self.name
 
 

@@ -204,6 +204,7 @@ def _write_version(
                     ctx.note_sample_refused(release.index, name, version, body, answer)
             if record is not None:
                 record.sample = sample
+                record.sample_name = str(body.get(objects.NAME, "")) if sample else ""
                 accepted += not sample
                 written.append(record)
                 bodies.append((body, sample))
@@ -252,6 +253,7 @@ def _kept_as_stored(
         record = write_one(ctx, release, name, entry, body, obj_name, None)
         if record is not None:
             record.sample, record.kept_from = sample, release.index
+            record.sample_name = str(body.get(objects.NAME, "")) if sample else ""
             kept.append(record)
     return kept
 

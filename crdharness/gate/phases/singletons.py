@@ -23,7 +23,7 @@ from crdharness.gate.api import CRDS, Answer, apply_crd, call, delete_crd, read_
 from crdharness.gate.checks.upgrade_objects import Written, etcd_snapshot
 from crdharness.gate.checks.upgrade_reads import check_listed, check_untouched, read_again
 from crdharness.gate.checks.upgrade_rewrites import write_all_again, write_baseline
-from crdharness.gate.evidence import names
+from crdharness.gate.evidence import names, objects
 from crdharness.gate.evidence.changes import NOT_PROVEN, UNDECIDED, Change
 from crdharness.gate.given.manifests import Release
 from crdharness.gate.run.context import GateContext
@@ -100,6 +100,7 @@ def judge(ctx: GateContext, release: Release, stored_before: dict, write_one: Wr
                 refusals.setdefault(id(item.change), []).extend(a.message for a in answers)
             continue
         obj.sample = item.sample
+        obj.sample_name = str(item.body.get(objects.NAME, "")) if item.sample else ""
         obj.changes = (item.change,) if item.change is not None else ()
         accepted[(crd, version)] += drawn
         write_baseline(ctx, previous, [obj])
