@@ -906,3 +906,22 @@ def test_a_pair_the_gate_fails_in_stops_only_that_pair_and_the_debt_is_still_set
     assert crashed.status == "not proven" and "KeyError" in crashed.evidence
     assert ctx.result("convertibility", "things.example.com v1->v2").status == "not proven"
     assert settled == [True]
+
+
+def test_too_few_objects_says_what_to_do_about_its_larger_cause():
+    from crdharness.gate.checks.round_trips import too_few
+
+    refused = "5 of 49 objects refused (10 %), by: spec: Invalid value"
+    thin = too_few(4, 10, refused, 0)
+    assert thin == (
+        "not proven: only 4 objects reached this check (at least 10 needed, `min_objects`); "
+        f"{refused}: add samples the API server and your admission webhooks accept"
+    )
+    # kueue's manager runs its controllers beside its webhook: they wrote 31 of the objects.
+    busy = too_few(4, 10, refused, 31)
+    assert busy.startswith("not proven: only 4 objects reached this check (at least 10 needed")
+    assert "; 31 written meanwhile by another client (your controllers" in busy
+    assert busy.endswith(
+        "run the webhook without the controllers that write these objects (a webhook-only "
+        "mode), or add samples the API server and your admission webhooks accept"
+    )

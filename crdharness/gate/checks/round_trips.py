@@ -227,17 +227,11 @@ def _check_pair(ctx: GateContext, name: str, a: str, b: str, counted: Counter[st
     for result, count in ((round_trip, compared), (convertible, created)):
         if created and count < ctx.config.min_objects and result.passed:
             result.passed = None
-            result.evidence = (
-                f"not proven: only {count} objects reached this check (at least "
-                f"{ctx.config.min_objects} needed, `min_objects`); "
-                f"{refusal.summary(causes, seen.counts['refused'], tried)}"
-                + (
-                    f"; {meanwhile} written meanwhile by another client (your controllers, "
-                    "if the webhook's process runs them)"
-                    if meanwhile
-                    else ""
-                )
-                + ": add samples the API server and your admission webhooks accept"
+            result.evidence = too_few(
+                count,
+                ctx.config.min_objects,
+                refusal.summary(causes, seen.counts["refused"], tried),
+                meanwhile,
             )
     # The gate's own want of objects is no finding: "not proven", saying what refused them.
     for result in (round_trip, convertible):
@@ -261,6 +255,24 @@ def _check_pair(ctx: GateContext, name: str, a: str, b: str, counted: Counter[st
             seen.gone,
         ),
         a,
+    )
+
+
+def too_few(count: int, wanted: int, refused: str, meanwhile: int) -> str:
+    """A pair's "not proven" for too few objects: what refused the others (``refused``) and
+    how many another client wrote meanwhile, with what to do about the larger cause."""
+    advice = "add samples the API server and your admission webhooks accept"
+    if meanwhile:  # the user's controllers, running in the webhook's process, wrote them
+        advice = (
+            f"; {meanwhile} written meanwhile by another client (your controllers, if the "
+            "webhook's process runs them): run the webhook without the controllers that "
+            f"write these objects (a webhook-only mode), or {advice}"
+        )
+    else:
+        advice = f": {advice}"
+    return (
+        f"not proven: only {count} objects reached this check (at least {wanted} needed, "
+        f"`min_objects`); {refused}{advice}"
     )
 
 
