@@ -106,9 +106,11 @@ def is_leaf(node: dict) -> bool:
 def walk(schema: dict, path: str = "", refused: frozenset[tuple[str, ...]] = frozenset()):
     """(path, node) of every leaf below ``schema`` (a body schema: ``objects.body_schema``),
     but those a rule forbids outright (``forbidden``: ``!has(self.claimNames)``, a field a
-    version keeps declared but refuses): no valid object holds them, none is built."""
+    version keeps declared but refuses) or keeps empty (``self.size() == 0``): no valid object
+    holds data there, none is built."""
     if path and is_leaf(schema):
-        yield path, schema
+        if not forbidden.emptied(schema):
+            yield path, schema
         return
     refused = refused | forbidden.below(schema)
 
@@ -352,10 +354,29 @@ def _string(node: dict) -> tuple[str | None, str]:
             tuple(node.get(combinators.PATTERNS, ())),
             tuple(node.get(combinators.EXCLUDED_PATTERNS, ())),
         )
-    text = FORMATS.get(node.get("format", ""), TEXT)
+    text = FORMATS.get(node.get("format", "") or _rule_format(node), TEXT)
     if not low <= len(text) <= high:
         text = (TEXT * (1 + low // len(TEXT)))[: max(low, min(high, len(TEXT)))]
     return text, ""
+
+
+# CEL functions whose argument must be a string of a format (Kubernetes' CEL libraries):
+# ``url(self).getScheme() in ['http', 'https']`` refuses every other text.
+RULE_FORMATS = {
+    "url(self)": "uri",
+    "isURL(self)": "uri",
+    "ip(self)": "ipv4",
+    "isIP(self)": "ipv4",
+    "cidr(self)": "cidr",
+    "isCIDR(self)": "cidr",
+}
+
+
+def _rule_format(node: dict) -> str:
+    """The format a rule of ``node`` itself reads its text as ("" if none)."""
+    rules = " ".join(str(r.get("rule", "")) for r in node.get("x-kubernetes-validations") or [])
+    compact = rules.replace(" ", "")
+    return next((fmt for call, fmt in RULE_FORMATS.items() if call in compact), "")
 
 
 @functools.lru_cache(maxsize=4096)  # a derandomized search: the same answer every time

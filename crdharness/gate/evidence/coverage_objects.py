@@ -128,7 +128,9 @@ class Builder:
         cap = max(min(node.get("maxProperties", ITEMS), ITEMS), low)
         out: dict = {}
         while len(out) < cap and (len(out) < low or self.waiting(f"{path}.*")):
-            out[f"gate-{len(out)}"] = self.build(node["additionalProperties"], f"{path}.*", True)
+            out[map_key(node, len(out))] = self.build(
+                node["additionalProperties"], f"{path}.*", True
+            )
         return out
 
     def _list(self, node: dict, path: str) -> list:
@@ -213,10 +215,24 @@ def packed(schema: dict, only: set[str] | None = None) -> list[dict]:
     return built
 
 
+# A rule over a map's keys that reads each as a number: ``self.all(key, 0 < int(key) && ...)``.
+NUMBERED_KEYS = re.compile(r"\ball\(\s*(\w+)\s*,.*\bint\(\s*\1\s*\)")
+
+
+def map_key(node: dict, index: int) -> str:
+    """The key of the ``index``-th entry the gate builds in a map (``node``'s schema):
+    ``gate-N``, or a number where a rule of the map reads its keys as numbers (istio's
+    ``portLevelMtls``: ports 1 to 65535)."""
+    for rule in node.get("x-kubernetes-validations") or []:
+        if NUMBERED_KEYS.search(str(rule.get("rule", ""))):
+            return str(index + 1)
+    return f"gate-{index}"
+
+
 def single(schema: dict, path: str, value, base: dict | None = None) -> dict:
     """A body holding ``value`` at ``path`` and otherwise what the schema requires, laid
     under ``base`` (a sample body: its own values kept, what it lacks filled in), with
-    ``value`` at ``path`` (a list's first item, a map's ``gate-0``)."""
+    ``value`` at ``path`` (a list's first item, a map's first key: ``map_key``)."""
     body = Builder(schema, {path: [value]}).body()
     if base is None:
         return body
@@ -224,7 +240,7 @@ def single(schema: dict, path: str, value, base: dict | None = None) -> dict:
     target, node = merged, schema
     parts = re.findall(r"[^.\[\]]+|\[\]", path)
     for i, part in enumerate(parts):
-        key = 0 if part == "[]" else "gate-0" if part == "*" else part
+        key = 0 if part == "[]" else map_key(node, 0) if part == "*" else part
         if isinstance(target, dict) and "maxProperties" in node:
             _room_for(target, node, key)
         if i == len(parts) - 1:

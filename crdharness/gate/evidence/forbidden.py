@@ -10,7 +10,8 @@ left to the objects, which try):
 - a list's items emptied: ``!has(self.a) || size(self.a) == 0`` (``self.a.size() == 0``);
 - the same for every item of a list: ``self.all(r, !has(r.cost) || !has(r.cost.response))``;
 - a field that asks for a value another rule forbids: ``self.type == 'ReplaceFullPath'``
-  beside ``has(self.x) ? self.type == 'ReplacePrefixMatch' : true``.
+  beside ``has(self.x) ? self.type == 'ReplacePrefixMatch' : true``;
+- a leaf whose own rule keeps it empty: ``self.size() == 0`` (``emptied``).
 
 Written here: a handful of regular shapes, not a CEL evaluator (the local validator judges
 objects; this only says which paths no object needs to be tried for).
@@ -58,6 +59,19 @@ def below(node: dict) -> set[Path]:
         ):
             found.add(on)
     return found
+
+
+SELF_EMPTY = re.compile(
+    r"(?:size\(\s*self\s*\)|self\.size\(\s*\))\s*==\s*0|self\s*==\s*(?:''|\"\")"
+)
+
+
+def emptied(node: dict) -> bool:
+    """Whether a rule of ``node`` itself lets it hold nothing but an empty value
+    (``self.size() == 0``: istio keeps a targetRef's ``namespace`` declared and refuses any
+    other, "cross namespace referencing is not currently supported")."""
+    rules = [str(r.get("rule", "")) for r in node.get("x-kubernetes-validations") or []]
+    return any(SELF_EMPTY.fullmatch(_bare(rule)) for rule in rules)
 
 
 def _forbids(rule: str, var: str) -> set[Path]:
