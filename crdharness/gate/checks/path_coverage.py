@@ -359,13 +359,14 @@ def judge(
     webhook's failure) of every object tried for it alone, a round trip that stopped at
     another path's failure (``stopped``), or none found."""
     found = Coverage(coverage.declared(objects.body_schema(entry)))
+    pruned_at_b = sorted(gone)
     for leaf in coverage.leaves(objects.body_schema(entry)):
         if leaf.path in held:
             continue
         if leaf.path in lost_whole:
             found.lost_whole[leaf.path] = lost_whole[leaf.path]
             continue
-        above = next((f for f in sorted(gone) if diff.at_or_under(leaf.path, f)), None)
+        above = next((f for f in pruned_at_b if diff.at_or_under(leaf.path, f)), None)
         if above is not None and leaf.path != above:
             # Below a field B does not declare, which round trips lost whole under strategy
             # None: the API server prunes it at B whatever it holds (a choice's other branch,
