@@ -371,3 +371,52 @@ def test_with_samples_a_change_also_gets_an_object_on_the_smallest_base():
     built = targeted.bodies(found[0], SCHEMA_ENTRY(), [sample])
     assert built[0]["spec"]["size"] == "small"  # the sample's first
     assert any("size" not in b.get("spec", {}) and _at(b, "spec.name") for b in built), built
+
+
+def _two_versions_storage_moved(old_shape: dict, new_shape: dict) -> tuple[Release, Release]:
+    """Release 1 serves v1 (stored) and v2; release 2 stores v2. ``spec.creds`` has
+    ``old_shape`` at v1 and ``new_shape`` at v2 in both releases."""
+
+    def crd(storage: str) -> dict:
+        def version(name: str, shape: dict) -> dict:
+            schema = copy.deepcopy(SCHEMA)
+            schema["properties"]["spec"]["properties"]["creds"] = shape
+            return {
+                "name": name,
+                "served": True,
+                "storage": name == storage,
+                "schema": {"openAPIV3Schema": schema},
+            }
+
+        made = copy.deepcopy(release(0, SCHEMA).crds["widgets.example.com"])
+        made["spec"]["versions"] = [version("v1", old_shape), version("v2", new_shape)]
+        return made
+
+    return (
+        Release(0, "r1", {"widgets.example.com": crd("v1")}),
+        Release(1, "r2", {"widgets.example.com": crd("v2")}),
+    )
+
+
+def test_a_field_required_below_one_whose_type_the_new_storage_version_changes_is_that_row():
+    secret = {"type": "object", "properties": {"name": {"type": "string"}}}
+    listed = {"type": "array", "items": {"type": "object", "properties": {"secret": secret}}}
+    single = {"type": "object", "required": ["secret"], "properties": {"secret": secret}}
+    old, new = _two_versions_storage_moved(listed, single)
+    found = changes.between(old, new, "widgets.example.com")
+    # The list at v1 is an object at v2: one row for it, none for what v2 requires inside
+    # (no v1 object holds spec.creds.secret; the gate once failed building one).
+    assert ("spec.creds", "storage version changed under None") in rows(found)
+    assert not [c for c in found if c.path.startswith("spec.creds.")], rows(found)
+
+
+def test_a_path_spelt_for_another_version_has_no_object_and_says_why():
+    (change,) = changed(
+        lambda p: p["status"]["properties"]["conditions"]["items"].update(
+            required=["type", "reason"]
+        )
+    )
+    entry = release(0, SCHEMA).entry("widgets.example.com", "v1")
+    change.parts = ("status", "conditions", "reason")  # an object's spelling; a list here
+    with pytest.raises(old_values.NoObject, match=r"status\.conditions is a list at this version"):
+        targeted.bodies(change, entry, [])

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from crdharness.gate import diff
 from crdharness.gate.evidence import crd_diff, schema_rules, schema_walk, schemas
 from crdharness.gate.given.manifests import Release
 
@@ -154,7 +155,8 @@ def _storage_under_none(previous: Release, release: Release, crd: str) -> list[C
     if before not in previous.served(crd):
         return []
     found = []
-    for path, text in schemas.grouped_differences(release, crd, before, after):
+    differing = schemas.grouped_differences(release, crd, before, after)
+    for path, text in differing:
         parts = _parts(path)
         node = _node_at(_root(previous.entry(crd, before)), parts)
         found.append(
@@ -177,6 +179,11 @@ def _storage_under_none(previous: Release, release: Release, crd: str) -> list[C
         change.keys = ()  # two versions compared, not two releases: no spec path of the diff
         if change.kind in ("field removed", "type changed") or on_the_crd(change):
             continue  # the rows above: what the new storage version cannot hold
+        if any(diff.at_or_under(change.path, top) for top, _ in differing):
+            # Below a field the rows above name (an array at the old version, an object at
+            # the new: upjet's v1beta1 -> v1beta2): no object at the old version holds this
+            # path, and every one holding its field is that row's.
+            continue
         if change.kind == schema_rules.SAME_MEANING:
             continue
         change.detail = f"at {after}, the new storage version: {change.detail}"

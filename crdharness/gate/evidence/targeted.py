@@ -367,6 +367,12 @@ def _place(body: dict, schema: dict, parts: tuple[str, ...], holding: Holding) -
     for i, part in enumerate(parts):
         parent = node
         last = i == len(parts) - 1
+        if not isinstance(target, list if part == "[]" else dict):
+            # The path is another version's spelling (a list here, an object there): no
+            # object of this version holds it.
+            where = ".".join(parts[:i]) or "the object"
+            shape = type(target).__name__.replace("dict", "an object").replace("list", "a list")
+            raise NoObject(f"{where} is {shape} at this version: no object of it holds this path")
         if part == "[]":
             node = node.get("items") or {}
             key: object = 0
