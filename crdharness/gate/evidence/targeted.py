@@ -367,7 +367,7 @@ def _place(body: dict, schema: dict, parts: tuple[str, ...], holding: Holding) -
     for i, part in enumerate(parts):
         parent = node
         last = i == len(parts) - 1
-        if not isinstance(target, list if part == "[]" else dict):
+        if not _fits(target, part):
             # The path is another version's spelling (a list here, an object there): no
             # object of this version holds it.
             where = ".".join(parts[:i]) or "the object"
@@ -391,6 +391,11 @@ def _place(body: dict, schema: dict, parts: tuple[str, ...], holding: Holding) -
             _hold(target, key, node, parent, holding)
             return
         target = target[key]
+
+
+def _fits(target: Any, part: str) -> bool:
+    """Whether ``target`` is what ``part`` walks into: a list for ``[]``, else an object."""
+    return isinstance(target, list if part == "[]" else dict)
 
 
 def _hold(target, key, node: dict, parent: dict, holding: Holding) -> None:
