@@ -25,7 +25,7 @@ from crdharness.gate.given.config import GateConfig
 from crdharness.gate.given.manifests import Release
 from crdharness.gate.redaction import Redaction
 from crdharness.gate.reporting import operator, report, stored, summary
-from crdharness.gate.run import floor, plan, preflight, shards
+from crdharness.gate.run import collector, floor, plan, preflight, shards
 from crdharness.gate.webhook import launch
 from crdharness.gate.webhook.user_webhook import UserWebhook
 from crdharness.progress import to_stderr
@@ -88,6 +88,7 @@ def pytest_configure(config: pytest.Config) -> None:
             parsed.expect = shards.expectations_of(parsed.expect, releases, shard["crds"])
             releases = shards.restrict(releases, shard["crds"])
             samples = {n: s for n, s in samples.items() if n in shard["crds"]}
+        collector.settle()  # the releases, loaded: kept to the end, never scanned again
         if source is not None and parsed.release_webhooks:
             first = min(parsed.release_webhooks)
             raise HarnessError(

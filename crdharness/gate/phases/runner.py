@@ -17,6 +17,7 @@ from crdharness.gate import subjects
 from crdharness.gate.checks import conduct
 from crdharness.gate.phases import candidate, history, kubernetes_upgrade
 from crdharness.gate.results import CheckResult
+from crdharness.gate.run import collector
 from crdharness.gate.run.context import GateContext, GateTimeout
 from crdharness.gate.run.own_failures import cause_of, where_raised
 from crdharness.gate.run.plan import PlannedCheck
@@ -56,6 +57,7 @@ class GateRun:
         finally:
             self.running_phase = outer
             self.ctx.timings[phase] = round(time.perf_counter() - started, 2)
+            collector.phase_done()
 
     def _fail_undecided(self, phase: str, exc: BaseException) -> None:
         """After ``phase`` raised: every check of it not decided, or under way, is "not
