@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ssl
 import subprocess
 import threading
 from collections.abc import Callable, Mapping
@@ -10,11 +9,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-import certifi
 import requests
-import urllib3
 from kubernetes import client, config
 
+from crdharness import curl_http
 from crdharness.binaries.versions import Release
 from crdharness.errors import HarnessError
 from crdharness.etcd import EtcdReader, StoredObject
@@ -74,7 +72,7 @@ class ApiHttp(requests.Session):
         bearer = configuration.auth_settings().get("BearerToken")
         if bearer and bearer["value"]:
             self.headers["Authorization"] = bearer["value"]
-        self._pool: urllib3.PoolManager | None = None
+        self._pool: curl_http.Handles | None = None
         self._pool_lock = threading.Lock()
 
     def request(self, method, url, *args, **kwargs):
@@ -91,11 +89,11 @@ class ApiHttp(requests.Session):
         content_type: str = "application/json",
         timeout: float = 30.0,
     ) -> Exchange:
-        """One request on a pool whose TLS is set up once, for the gate's hundreds of
-        thousands of requests: ``request`` re-checks the CA and key files on disk and merges
-        the session's settings for each (a fifth of the gate's own CPU on a provider's
-        release). No redirects, retries or compression, as ``request`` here. Failures raise
-        ``requests``' own exceptions, as ``request`` would."""
+        """One request through libcurl handles whose TLS is set up once, for the gate's
+        hundreds of thousands of requests (``curl_http``: ``request`` re-checks the CA and key
+        files on disk and merges the session's settings for each, a fifth of the gate's own
+        CPU on a provider's release). No redirects, retries, proxies or compression, as
+        ``request`` here. Failures raise ``requests``' own exceptions, as ``request`` would."""
         # The User-Agent ``request`` sends: the API server names an update's field manager
         # after it, and the gate knows its own writes by that name (``GATE_MANAGERS``).
         headers = {"Accept": "application/json", "User-Agent": str(self.headers["User-Agent"])}
@@ -103,55 +101,22 @@ class ApiHttp(requests.Session):
             headers["Content-Type"] = content_type
         if "Authorization" in self.headers:
             headers["Authorization"] = str(self.headers["Authorization"])
-        try:
-            answer = self._pooled().request(
-                method,
-                self.base_url + path,
-                body=data,
-                headers=headers,
-                timeout=urllib3.Timeout(connect=timeout, read=timeout),
-                retries=False,
-                redirect=False,
-            )
-        except urllib3.exceptions.NewConnectionError as exc:  # a ConnectTimeoutError too
-            raise requests.ConnectionError(exc) from exc
-        except urllib3.exceptions.ConnectTimeoutError as exc:
-            raise requests.ConnectTimeout(exc) from exc
-        except urllib3.exceptions.TimeoutError as exc:
-            raise requests.ReadTimeout(exc) from exc
-        except urllib3.exceptions.SSLError as exc:
-            raise requests.exceptions.SSLError(exc) from exc
-        except urllib3.exceptions.HTTPError as exc:
-            raise requests.ConnectionError(exc) from exc
-        return Exchange(answer.status, answer.headers, answer.data)
+        status, answered, body = self._handles().exchange(
+            method, self.base_url + path, data, headers, timeout
+        )
+        return Exchange(status, answered, body)
 
-    def _pooled(self) -> urllib3.PoolManager:
+    def _handles(self) -> curl_http.Handles:
         with self._pool_lock:  # the gate's threads start at once: one pool for them all
             if self._pool is None:
-                self._pool = urllib3.PoolManager(
-                    maxsize=POOL_SIZE, ssl_context=self._ssl_context(), block=False
-                )
+                verify = self.verify if isinstance(self.verify, (str, bool)) else True
+                cert, key = self.cert if isinstance(self.cert, tuple) else (self.cert, None)
+                self._pool = curl_http.Handles(curl_http.Tls(verify, cert, key))
             return self._pool
-
-    def _ssl_context(self) -> ssl.SSLContext:
-        """What ``verify`` and ``cert`` say, as one context (``requests``' default CAs where
-        the kubeconfig names none)."""
-        if self.verify is False:
-            context = ssl.create_default_context()
-            context.check_hostname = False
-            context.verify_mode = ssl.CERT_NONE
-        else:
-            cafile = self.verify if isinstance(self.verify, str) else certifi.where()
-            context = ssl.create_default_context(cafile=cafile)
-        if isinstance(self.cert, tuple):
-            context.load_cert_chain(*self.cert)
-        elif self.cert:
-            context.load_cert_chain(self.cert)
-        return context
 
     def close(self) -> None:
         if self._pool is not None:
-            self._pool.clear()
+            self._pool.close()
         super().close()
 
 

@@ -48,6 +48,7 @@ class _Echo(http.server.BaseHTTPRequestHandler):
                     "userAgent": self.headers.get("User-Agent"),
                     "received": received,
                     "clientCert": bool(peer),
+                    "clientPort": self.client_address[1],
                 }
             ).encode()
         self.send_response(status)
@@ -170,3 +171,47 @@ def test_a_kubeconfigs_token_is_sent_as_the_official_client_reads_it(server, tmp
         http.close()
     assert echoed["authorization"] == "Bearer a-local-token"
     assert not echoed["clientCert"]
+
+
+def test_a_connection_made_once_serves_later_requests_from_any_thread(server):
+    # The gate's worker threads come and go with each batch: a connection (and its TLS
+    # handshake) per thread would be one per batch.
+    http = ApiHttp(server)
+    ports = []
+
+    def one() -> None:
+        ports.append(json.loads(http.exchange("GET", "/apis/x").data)["clientPort"])
+
+    try:
+        for _ in range(5):
+            thread = threading.Thread(target=one)
+            thread.start()
+            thread.join()
+    finally:
+        http.close()
+    assert len(ports) == 5 and len(set(ports)) == 1, ports
+
+
+def test_a_proxy_in_the_environment_is_not_used_for_the_api_server(server, monkeypatch):
+    # libcurl reads https_proxy by itself; the API server is reached directly, as before.
+    for name in ("https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"):
+        monkeypatch.setenv(name, "http://127.0.0.1:9")
+    http = ApiHttp(server)
+    try:
+        assert http.exchange("GET", "/apis/x").status == 200
+    finally:
+        http.close()
+
+
+def test_a_server_that_never_answers_is_a_read_timeout(server):
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(1)  # accepts the connection, never says a word
+        server.host = f"https://127.0.0.1:{silent.getsockname()[1]}"
+        server.verify_ssl = False
+        http = ApiHttp(server)
+        try:
+            with pytest.raises((requests.ReadTimeout, requests.ConnectTimeout)):
+                http.exchange("GET", "/version", timeout=1)
+        finally:
+            http.close()
