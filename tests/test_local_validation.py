@@ -3,11 +3,13 @@ code, run without an API server. What it says is held against a real API server 
 ``test_local_validation_agrees``; here only its own behaviour."""
 
 import copy
+from pathlib import Path
 
 import psutil
 import pytest
 
 from crdharness.errors import HarnessError
+from crdharness.gate.evidence import local_validation
 from crdharness.gate.evidence.local_validation import LocalValidator
 
 GROUP = "local.gate.example.com"
@@ -125,3 +127,17 @@ def test_the_process_is_stopped_when_the_block_ends():
         running.validate(CRD, "v1", [thing({"port": 1, "mode": "Fast", "speed": 1})])
         pid = running._process.pid
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+def test_the_validator_collects_garbage_less_often_unless_the_caller_says(monkeypatch):
+    def gogc_of(running: LocalValidator) -> str:
+        assert running._process is not None
+        environ = Path(f"/proc/{running._process.pid}/environ").read_bytes().split(b"\0")
+        return next(v for v in environ if v.startswith(b"GOGC=")).decode()
+
+    monkeypatch.delenv("GOGC", raising=False)
+    with LocalValidator() as running:
+        assert gogc_of(running) == f"GOGC={local_validation.GOGC}" != "GOGC=100"
+    monkeypatch.setenv("GOGC", "150")
+    with LocalValidator() as running:
+        assert gogc_of(running) == "GOGC=150"
