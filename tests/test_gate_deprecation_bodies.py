@@ -41,7 +41,7 @@ def test_repaired_draws_are_tried_before_raw_ones_and_not_counted_as_objects_mad
     ctx = GateContext(None, GateConfig(Path("gate.yaml"), crds=[]), [release], {}, print)
     screen = _Repairing()
     ctx.screening = screen  # type: ignore[assignment]
-    bodies = deprecation._acceptable_bodies(ctx, name, release, "v1", "deprecation-0")
+    bodies = list(deprecation._acceptable_bodies(ctx, name, release, "v1", "deprecation-0"))
     assert bodies[0] == {}  # then the repaired draws, then the raw ones
     repaired = bodies[1 : 1 + len(screen.counted)]
     assert repaired and all(b["spec"] == {"rules": [{}]} for b in repaired), bodies
