@@ -25,3 +25,10 @@ def test_a_value_json_cannot_give_back_exactly_is_kept_as_it_is_and_copied():
     assert first == {"pair": ("v1", "v2")}
     first["pair"] = ()
     assert kept.value() == {"pair": ("v1", "v2")}
+
+
+def test_an_integer_beyond_64_bits_in_a_read_comes_back_exact():
+    # orjson writes none and reads one back as a float: such a read is kept through json.
+    body = {"spec": {"bound": 2**70, "small": 2**63 - 1, "ratio": 0.5}}
+    back = PackedReads({"v1": body})["v1"]
+    assert back == body and isinstance(back["spec"]["bound"], int)

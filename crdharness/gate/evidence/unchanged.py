@@ -26,10 +26,10 @@ changed CRD pass as unchanged.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 
+from crdharness.gate import json_values
 from crdharness.gate.evidence.schema_rules import DOCUMENTATION
 from crdharness.gate.given.config import WebhookSpec
 from crdharness.gate.given.manifests import Release
@@ -121,7 +121,7 @@ def _schema(node):
 
 
 def _same(a, b) -> bool:
-    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+    return json_values.content_text(a) == json_values.content_text(b)
 
 
 def webhook_converts(release: Release, name: str, spec: WebhookSpec | None) -> bool:
