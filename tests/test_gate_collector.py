@@ -2,6 +2,7 @@
 the collector's sight, and young collections are rarer."""
 
 import gc
+import weakref
 
 import pytest
 
@@ -30,3 +31,17 @@ def test_a_finished_phase_leaves_what_it_found_frozen(restored):
     found = [[i] for i in range(500)]
     collector.phase_done()
     assert gc.get_freeze_count() >= before + len(found)
+
+
+def test_a_phases_cyclic_garbage_is_collected_not_frozen(restored):
+    gc.unfreeze()
+
+    class Node:
+        pass
+
+    cycle = Node()
+    cycle.me = cycle  # type: ignore[attr-defined]
+    gone = weakref.ref(cycle)
+    del cycle
+    collector.phase_done()
+    assert gone() is None
