@@ -26,7 +26,7 @@ from requests.structures import CaseInsensitiveDict
 
 @dataclass(frozen=True)
 class Tls:
-    """What the kubeconfig says of TLS: the CA file (None: certifi's; False: no check), the
+    """What the kubeconfig says of TLS: the CA file (True: certifi's; False: no check), the
     client certificate and key files."""
 
     verify: str | bool
